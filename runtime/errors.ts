@@ -1,0 +1,133 @@
+/**
+ * The single error-code table of Mailcairn, and the one error class.
+ *
+ * Internal named codes (`E_*`) are what code switches on; `public` is the
+ * five-digit code of the spec (`agent-surface.md`, `admin-surface.md`) that a
+ * boundary shows to a client, where one applies. Nothing else invents codes:
+ * `docs/errors.md` mirrors this table and a test keeps the two in step.
+ *
+ * Errors cross threads as data (`ErrorPayload`), never as `Error` objects:
+ * structured clone drops custom fields such as `code`.
+ *
+ * Importable from anywhere.
+ */
+import { z } from 'zod';
+
+type Row = {
+  /** HTTP status a boundary maps the code to when it surfaces on HTTP. */
+  readonly status: number;
+  /** Whether asking again later may succeed. */
+  readonly retryable: boolean;
+  /** Five-digit public code of the spec, or null when the code stays internal. */
+  readonly public: number | null;
+  /** Constant message; never carries mail content, secrets or addresses. */
+  readonly msg: string;
+};
+
+export const Codes = {
+  // Configuration
+  E_CONFIG_INVALID: { status: 500, retryable: false, public: null, msg: 'Configuration is invalid' },
+  E_CONFIG_SECRET_UNREADABLE: { status: 500, retryable: false, public: null, msg: 'A secret reference could not be read' },
+
+  // Protocol between threads
+  E_PROTOCOL_INVALID: { status: 500, retryable: false, public: null, msg: 'A message between threads failed validation' },
+
+  // Actors and the supervisor
+  E_ACTOR_DOWN: { status: 503, retryable: true, public: null, msg: 'Actor stopped before replying' },
+  E_ACTOR_TIMEOUT: { status: 504, retryable: true, public: null, msg: 'Actor did not reply in time' },
+  E_ACTOR_MAILBOX_FULL: { status: 503, retryable: true, public: null, msg: 'Actor mailbox is full' },
+  E_ACTOR_UNKNOWN: { status: 500, retryable: false, public: null, msg: 'No actor is registered under that id' },
+  E_ACTOR_STOPPING: { status: 503, retryable: true, public: null, msg: 'Actor is stopping and takes no new messages' },
+  E_ACTOR_CRASHED: { status: 500, retryable: true, public: null, msg: 'Actor handler failed unexpectedly' },
+  E_ACTOR_HUNG: { status: 500, retryable: true, public: null, msg: 'Actor missed its heartbeats and was terminated' },
+  E_ACTOR_EXITED: { status: 500, retryable: true, public: null, msg: 'Actor thread exited' },
+  E_ACTOR_OUT_OF_MEMORY: { status: 500, retryable: true, public: null, msg: 'Actor thread exceeded its memory limit' },
+  E_ACTOR_START_FAILED: { status: 500, retryable: true, public: null, msg: 'Actor failed to start' },
+
+  // Storage
+  E_STORE_LOCKED: { status: 500, retryable: false, public: null, msg: 'Another mailcairnd already holds the database' },
+  E_STORE_MIGRATION: { status: 500, retryable: false, public: null, msg: 'A database migration failed' },
+  E_STORE_UNAVAILABLE: { status: 503, retryable: true, public: null, msg: 'The database could not be opened' },
+
+  // Key ring and sealing
+  E_KEYRING_MISSING: { status: 500, retryable: false, public: null, msg: 'No data-encryption key ring is configured' },
+  E_KEYRING_INVALID: { status: 500, retryable: false, public: null, msg: 'The key ring file is invalid' },
+  E_KEYRING_UNKNOWN_KEY: { status: 500, retryable: false, public: null, msg: 'The sealed value names a key the key ring does not hold' },
+  E_KEYRING_TAMPERED: { status: 500, retryable: false, public: null, msg: 'The sealed value failed authentication' },
+
+  // Application refusals (spec: admin-surface "Principal")
+  E_APP_REFUSED: { status: 403, retryable: false, public: 14001, msg: 'The operation is not permitted to this principal' },
+
+  // Agent surface (spec: agent-surface "Errors"; families fixed in DECISIONS.md)
+  E_TOOL_INVALID_INPUT: { status: 400, retryable: false, public: 51001, msg: 'The tool input is invalid' },
+  E_TOOL_RESULT_LIMIT: { status: 400, retryable: false, public: 51003, msg: 'At most 50 ranked results may be requested' },
+  E_INTERNAL: { status: 500, retryable: false, public: 54001, msg: 'Something went wrong; the reason is in the server log' },
+  E_CONTENT_DAMAGED: { status: 500, retryable: false, public: 55001, msg: 'The stored content of this email is missing or damaged' },
+  E_ASK_UNAVAILABLE: { status: 503, retryable: true, public: 56001, msg: 'Questions over mail cannot be answered now' },
+  E_BUDGET_SPENT: { status: 429, retryable: true, public: 57001, msg: 'The allowance for this period is spent' },
+  E_LLM_CREDENTIAL_REFUSED: { status: 502, retryable: false, public: 71001, msg: 'The chat provider refused the credential' },
+  E_LLM_NO_ANSWER: { status: 504, retryable: true, public: 72001, msg: 'The chat provider did not answer' },
+  E_LLM_NO_TEXT: { status: 502, retryable: true, public: 73001, msg: 'The chat provider produced no text' },
+} as const satisfies Record<string, Row>;
+
+export type Code = keyof typeof Codes;
+export const codeNames = Object.keys(Codes) as Code[];
+
+export function isCode(value: string): value is Code {
+  return Object.hasOwn(Codes, value);
+}
+
+/** What crosses a thread boundary in place of an `Error`. */
+export const ErrorPayload = z.strictObject({
+  code: z.string(),
+  message: z.string(),
+  retryable: z.boolean(),
+  details: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).optional(),
+});
+export type ErrorPayload = z.infer<typeof ErrorPayload>;
+
+export type ErrorDetails = Record<string, string | number | boolean | null>;
+
+export class AppError extends Error {
+  readonly code: Code;
+  readonly retryable: boolean;
+  readonly details: ErrorDetails | undefined;
+
+  constructor(code: Code, options: { message?: string; details?: ErrorDetails; cause?: unknown } = {}) {
+    super(options.message ?? Codes[code].msg, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.retryable = Codes[code].retryable;
+    this.details = options.details;
+  }
+
+  get status(): number {
+    return Codes[this.code].status;
+  }
+
+  get publicCode(): number | null {
+    return Codes[this.code].public;
+  }
+}
+
+/** Turn anything thrown into the data that may cross a thread. Unknown errors become E_INTERNAL. */
+export function toPayload(err: unknown): ErrorPayload {
+  if (err instanceof AppError) {
+    return {
+      code: err.code,
+      message: err.message,
+      retryable: err.retryable,
+      ...(err.details ? { details: err.details } : {}),
+    };
+  }
+  return { code: 'E_INTERNAL', message: Codes.E_INTERNAL.msg, retryable: false };
+}
+
+/** Rebuild an AppError from a payload received from another thread. */
+export function fromPayload(payload: ErrorPayload): AppError {
+  const code: Code = isCode(payload.code) ? payload.code : 'E_INTERNAL';
+  return new AppError(code, {
+    message: payload.message,
+    ...(payload.details ? { details: payload.details } : {}),
+  });
+}
