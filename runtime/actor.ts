@@ -1,0 +1,84 @@
+/**
+ * How an actor is written: `defineActor({...})` is the default export of an
+ * actor's module, loaded by a host thread (see runtime/host/). The behaviour
+ * is plain functions over a context, so tests can drive it without a thread.
+ *
+ * Rules an actor follows:
+ * - `init` builds the state from the actor's config slice (already parsed with
+ *   `config`); messages arrive one at a time, parsed with `messages`.
+ * - A handler that throws an `AppError` answers the ask with that error and the
+ *   actor keeps running (validation errors are replies). Anything else thrown
+ *   is a crash: the actor is discarded and its supervisor decides.
+ * - `stop` closes sockets and connections; `ctx.defer` registers cleanups that
+ *   also run when the actor crashes, so a shared thread does not leak them.
+ *
+ * Importable from anywhere.
+ */
+import type { TransferListItem } from 'node:worker_threads';
+import type { z } from 'zod';
+import type { Logger } from './log.ts';
+import type { Meta } from './protocol/envelope.ts';
+
+export type AskOptions<T = unknown> = {
+  /** Relative deadline; default 30 s between actors. */
+  deadlineMs?: number;
+  /** Buffers moved, not copied, to the receiver (raw MIME). */
+  transfer?: TransferListItem[];
+  /** Parse the reply with this schema before resolving. */
+  reply?: z.ZodType<T>;
+  meta?: Meta;
+};
+
+export type TellOptions = { transfer?: TransferListItem[]; meta?: Meta };
+
+/** What an actor may do besides handling its message. */
+export type ActorContext = {
+  readonly actorId: string;
+  readonly log: Logger;
+  /** Absolute deadline of the ask being handled (epoch ms), or null for a tell. */
+  readonly deadline: number | null;
+  readonly meta: Meta | undefined;
+  tell(to: string, msg: unknown, options?: TellOptions): void;
+  ask<T = unknown>(to: string, msg: unknown, options?: AskOptions<T>): Promise<T>;
+  /** Send a message to this actor itself later (timers are private messages). */
+  schedule(msg: unknown, delayMs: number): { cancel(): void };
+  /** Register a cleanup run on stop and on crash, last registered first. */
+  defer(cleanup: () => void | Promise<void>): void;
+  /** End this actor on purpose; `reason` is `normal` or an error code. */
+  stopSelf(reason?: string): void;
+};
+
+export const TRANSFER: unique symbol = Symbol('mailcairn.transfer');
+export type WithTransfer<T> = { readonly [TRANSFER]: TransferListItem[]; readonly value: T };
+
+/** Wrap a reply whose buffers should be moved rather than copied. */
+export function transfer<T>(value: T, list: TransferListItem[]): WithTransfer<T> {
+  return { [TRANSFER]: list, value };
+}
+
+export function isWithTransfer(value: unknown): value is WithTransfer<unknown> {
+  return typeof value === 'object' && value !== null && TRANSFER in value;
+}
+
+export type ActorDefinition<Config, Msg, State> = {
+  readonly name: string;
+  readonly config: z.ZodType<Config>;
+  readonly messages: z.ZodType<Msg>;
+  init(config: Config, ctx: ActorContext): State | Promise<State>;
+  handle(state: State, msg: Msg, ctx: ActorContext): unknown | Promise<unknown>;
+  stop?(state: State, ctx: ActorContext): void | Promise<void>;
+};
+
+export type AnyActorDefinition = ActorDefinition<any, any, any>;
+
+export function defineActor<Config, Msg, State>(
+  definition: ActorDefinition<Config, Msg, State>,
+): ActorDefinition<Config, Msg, State> {
+  return Object.freeze(definition);
+}
+
+export function isActorDefinition(value: unknown): value is AnyActorDefinition {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.name === 'string' && typeof v.init === 'function' && typeof v.handle === 'function';
+}

@@ -1,0 +1,99 @@
+/**
+ * Main-thread handle on one actor host thread: spawns the Worker, parses
+ * every envelope it sends (FromHost), keeps its heartbeat time, and turns the
+ * way the thread ended into one reason code. Placement and restarts are the
+ * supervisor's; this only reports. Importable only from runtime/.
+ */
+import type { TransferListItem } from 'node:worker_threads';
+import type { ResourceLimits, Worker } from 'node:worker_threads';
+import type { Code } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { moduleUrl } from '../module-url.ts';
+import { startWorker } from '../worker-entry.ts';
+import { FromHost, type ToHost } from '../protocol/envelope.ts';
+import type { HostData } from './host-data.ts';
+
+export type HostEndReason = Extract<Code, 'E_ACTOR_HUNG' | 'E_ACTOR_OUT_OF_MEMORY' | 'E_ACTOR_EXITED' | 'E_ACTOR_CRASHED'> | 'shutdown';
+
+export type HostEvents = {
+  envelope(host: HostThread, envelope: FromHost): void;
+  ended(host: HostThread, reason: HostEndReason, exitCode: number): void;
+};
+
+const hostEntry = moduleUrl('./host-main.ts', import.meta.url);
+
+export class HostThread {
+  readonly hostId: string;
+  readonly group: string;
+  readonly capacity: number;
+  readonly actors = new Set<string>();
+  /** Null until the thread's first heartbeat: booting is bounded by the child's start timeout, not the watchdog. */
+  lastHeartbeat: number | null = null;
+  /** Kept from the start: a Worker reports -1 once it has exited. */
+  readonly threadId: number;
+  private readonly worker: Worker;
+  private endReason: HostEndReason | null = null;
+  private ended = false;
+  private readonly exitPromise: Promise<void>;
+
+  constructor(args: {
+    hostId: string;
+    group: string;
+    capacity: number;
+    heartbeatMs: number;
+    logLevel: HostData['logLevel'];
+    resourceLimits?: ResourceLimits;
+    events: HostEvents;
+    log: Logger;
+  }) {
+    this.hostId = args.hostId;
+    this.group = args.group;
+    this.capacity = args.capacity;
+    const workerData: HostData = { hostId: args.hostId, heartbeatMs: args.heartbeatMs, logLevel: args.logLevel };
+    this.worker = startWorker(hostEntry, {
+      workerData,
+      ...(args.resourceLimits ? { resourceLimits: args.resourceLimits } : {}),
+      // Workers print through their own pino destination on fd 1.
+      stdout: false,
+      stderr: false,
+    });
+    this.threadId = this.worker.threadId;
+    this.worker.on('message', (raw: unknown) => {
+      const parsed = FromHost.safeParse(raw);
+      if (!parsed.success) {
+        args.log.error({ event: 'protocol.invalid', host: this.hostId }, 'envelope from a host thread failed validation');
+        return;
+      }
+      if (parsed.data.kind === 'heartbeat') this.lastHeartbeat = Date.now();
+      args.events.envelope(this, parsed.data);
+    });
+    this.worker.on('error', (err: Error & { code?: string }) => {
+      if (this.endReason === null) this.endReason = err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'E_ACTOR_OUT_OF_MEMORY' : 'E_ACTOR_CRASHED';
+      if (this.endReason === 'E_ACTOR_CRASHED') args.log.error({ err, event: 'host.uncaught', host: this.hostId }, 'host thread threw outside a handler');
+    });
+    this.exitPromise = new Promise((resolve) => {
+      this.worker.once('exit', (exitCode) => {
+        this.ended = true;
+        args.events.ended(this, this.endReason ?? 'E_ACTOR_EXITED', exitCode);
+        resolve();
+      });
+    });
+  }
+
+
+  get alive(): boolean {
+    return !this.ended;
+  }
+
+  post(envelope: ToHost, transferList?: TransferListItem[]): void {
+    if (this.ended) return;
+    this.worker.postMessage(envelope, transferList);
+  }
+
+  /** End the thread; `reason` is what its actors' exits will report. */
+  async terminate(reason: HostEndReason): Promise<void> {
+    if (this.endReason === null) this.endReason = reason;
+    if (!this.ended) await this.worker.terminate();
+    await this.exitPromise;
+  }
+}
