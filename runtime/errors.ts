@@ -48,12 +48,14 @@ export const Codes = {
   E_STORE_LOCKED: { status: 500, retryable: false, public: null, msg: 'Another mailcairnd already holds the database' },
   E_STORE_MIGRATION: { status: 500, retryable: false, public: null, msg: 'A database migration failed' },
   E_STORE_UNAVAILABLE: { status: 503, retryable: true, public: null, msg: 'The database could not be opened' },
+  E_STORE_UNSUPPORTED: { status: 500, retryable: false, public: null, msg: 'Storage:Database names something this build cannot use as its database' },
 
   // Key ring and sealing
   E_KEYRING_MISSING: { status: 500, retryable: false, public: null, msg: 'No data-encryption key ring is configured' },
   E_KEYRING_INVALID: { status: 500, retryable: false, public: null, msg: 'The key ring file is invalid' },
   E_KEYRING_UNKNOWN_KEY: { status: 500, retryable: false, public: null, msg: 'The sealed value names a key the key ring does not hold' },
   E_KEYRING_TAMPERED: { status: 500, retryable: false, public: null, msg: 'The sealed value failed authentication' },
+  E_KEYRING_EXISTS: { status: 500, retryable: false, public: null, msg: 'A key ring file already exists there' },
 
   // Application refusals (spec: admin-surface "Principal")
   E_APP_REFUSED: { status: 403, retryable: false, public: 14001, msg: 'The operation is not permitted to this principal' },

@@ -1,0 +1,12 @@
+/**
+ * The ordered list of migrations this build knows. Append one entry per new
+ * file `NNNN-name.ts`; versions run 1, 2, 3… without gaps (checked by
+ * `migrate.ts` and its test). Never edit or reorder a shipped entry.
+ *
+ * Imported by `migrate.ts` only.
+ */
+import { sql as initial } from './0001-initial.ts';
+
+export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
+
+export const migrations: readonly Migration[] = [{ version: 1, name: 'initial', sql: initial }];
