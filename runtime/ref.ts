@@ -8,6 +8,8 @@
  * Importable from anywhere.
  */
 import type { AskOptions, TellOptions } from './actor.ts';
+import type { z } from 'zod';
+import { AppError } from './errors.ts';
 import type { Router } from './router.ts';
 
 export type { AskOptions, TellOptions };
@@ -31,7 +33,15 @@ export function actorRef(router: Router, id: string): ActorRef {
         ...(options.transfer ? { transfer: options.transfer } : {}),
         ...(options.meta ? { meta: options.meta } : {}),
       });
-      return options.reply ? options.reply.parse(value) : (value as T);
+      return parseReply(value, options.reply);
     },
   };
+}
+
+/** Check a reply against the asker's schema; a mismatch is a protocol fault, not a crash. */
+export function parseReply<T>(value: unknown, schema: z.ZodType<T> | undefined): T {
+  if (!schema) return value as T;
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new AppError('E_PROTOCOL_INVALID');
+  return parsed.data;
 }

@@ -10,6 +10,7 @@ import { AppError, toPayload, type ErrorPayload } from '../errors.ts';
 import { TRANSFER, isWithTransfer, type ActorContext, type AnyActorDefinition } from '../actor.ts';
 import type { Logger } from '../log.ts';
 import type { Ask, Meta, Tell } from '../protocol/envelope.ts';
+import { parseReply } from '../ref.ts';
 import { DEFAULT_ACTOR_ASK_MS, type HostLink } from './host-link.ts';
 
 type Inbound = Tell | Ask;
@@ -189,7 +190,7 @@ export class ActorCell {
       tell: (to, msg, options) => this.link.tell(this.actorId, to, msg, options?.transfer, options?.meta),
       ask: async (to, msg, options) => {
         const value = await this.link.ask(this.actorId, to, msg, options?.deadlineMs ?? DEFAULT_ACTOR_ASK_MS, options?.transfer, options?.meta);
-        return options?.reply ? options.reply.parse(value) : (value as never);
+        return parseReply(value, options?.reply);
       },
       schedule: (msg, delayMs) => {
         const timer = setTimeout(() => {

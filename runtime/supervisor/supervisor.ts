@@ -42,7 +42,7 @@ type Child = {
 };
 
 export type ChildStatus = { id: string; state: ChildState; restarts: number; restart: ChildSpec['restart'] };
-export type SupervisorHealth = { healthy: boolean; givenUp: string[]; children: ChildStatus[] };
+export type SupervisorHealth = { healthy: boolean; givenUp: string[]; children: ChildStatus[]; threads: number };
 
 export type SupervisorOptions = {
   log: Logger;
@@ -115,7 +115,8 @@ export class Supervisor {
   health(): SupervisorHealth {
     const children = [...this.children.values()].map((c) => ({ id: c.spec.id, state: c.state, restarts: c.restarts, restart: c.spec.restart }));
     const givenUp = children.filter((c) => c.state === 'given-up').map((c) => c.id);
-    return { healthy: !this.stopping && givenUp.length === 0, givenUp, children };
+    const threads = this.placement.all().filter((h) => h.alive).length;
+    return { healthy: !this.stopping && givenUp.length === 0, givenUp, children, threads };
   }
 
   /**
@@ -253,6 +254,8 @@ export class Supervisor {
     this.router.detach(id);
     host?.actors.delete(id);
     child.host = null;
+    // A dedicated thread belongs to one incarnation: a restart gets a clean thread (and heap).
+    if (host?.alive && child.spec.placement.kind === 'dedicated') void host.terminate('shutdown');
     const base = { actor: id, restarts: child.restarts, thread: host?.threadId ?? null, uptimeMs };
 
     if (child.state === 'stopping' || this.stopping) {

@@ -90,6 +90,8 @@ t.test('a handler that throws: the actor restarts with fresh state and the docum
   t.match(events('actor.restart', 'crashy')[0], { reason: 'E_ACTOR_CRASHED', restarts: 1, nextDelayMs: null });
   t.match(events('actor.start', 'crashy')[1], { reason: 'E_ACTOR_CRASHED', restarts: 1 });
   t.equal(await ref.ask({ type: 'count' }), 1, 'state started afresh');
+  await until(() => supervisor.health().threads === 1, 5_000, 'the old thread to end');
+  t.equal(supervisor.health().threads, 1, 'the crashed incarnation left no thread behind');
 });
 
 t.test('an actor that exits its thread mid-ask: the ask is rejected at once, not at its deadline', async (t) => {

@@ -1,0 +1,25 @@
+/**
+ * Public messages of the store-maintenance actor: its config slice and the
+ * one command others may send (`store-maintenance.run-now`, used by tests
+ * and, later, by the admin surface). The timer tick is private to actor.ts.
+ */
+import { z } from 'zod';
+
+export const StoreMaintenanceConfig = z.strictObject({
+  database: z.string(),
+  /** The secret reference of `Storage:AuthToken`, read by the actor at each open. */
+  authTokenRef: z.string().optional(),
+  busyTimeoutMs: z.number().int().nonnegative(),
+  synchronous: z.enum(['Full', 'Normal']),
+  intervalMs: z.number().int().positive(),
+});
+export type StoreMaintenanceConfig = z.infer<typeof StoreMaintenanceConfig>;
+
+export const RunNow = z.strictObject({ type: z.literal('store-maintenance.run-now') });
+
+export const MaintenanceReport = z.strictObject({
+  walPagesBefore: z.number().int(),
+  walPagesCheckpointed: z.number().int(),
+  optimized: z.boolean(),
+});
+export type MaintenanceReport = z.infer<typeof MaintenanceReport>;

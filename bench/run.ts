@@ -1,0 +1,44 @@
+/**
+ * `npm run bench`: runs the named scenarios (all by default, or those given
+ * as arguments), prints a table per scenario and writes every figure to
+ * bench/results/<timestamp>.json with the machine it ran on. Compare figures
+ * only from one machine; each scenario pairs its figures with a peer
+ * measured in the same run.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { actorAsk } from './scenarios/actor-ask.ts';
+import { actorDensity } from './scenarios/actor-density.ts';
+import type { Row, Scenario } from './scenario.ts';
+
+const scenarios: Scenario[] = [actorAsk, actorDensity];
+
+function table(rows: Row[]): string {
+  if (rows.length === 0) return '(no rows)';
+  const columns = Object.keys(rows[0]!);
+  const cells = rows.map((r) => columns.map((c) => String(r[c] ?? '')));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
+  const line = (values: string[]): string => `| ${values.map((v, i) => v.padStart(widths[i]!)).join(' | ')} |`;
+  return [line(columns), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...cells.map(line)].join('\n');
+}
+
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((w) => !scenarios.some((s) => s.name === w));
+if (unknown.length > 0) {
+  process.stderr.write(`unknown scenario ${unknown.join(', ')}; known: ${scenarios.map((s) => s.name).join(', ')}\n`);
+  process.exit(2);
+}
+
+const machine = { node: process.version, cpu: cpus()[0]?.model ?? 'unknown', cores: availableParallelism(), memoryGiB: Math.round(totalmem() / 2 ** 30) };
+const results: Record<string, Row[]> = {};
+for (const scenario of scenarios.filter((s) => wanted.length === 0 || wanted.includes(s.name))) {
+  process.stdout.write(`\n## ${scenario.name}: ${scenario.description}\n\n`);
+  const rows = await scenario.run();
+  results[scenario.name] = rows;
+  process.stdout.write(`${table(rows)}\n`);
+}
+const dir = new URL('../../bench/results/', import.meta.url.includes('/dist/') ? import.meta.url : new URL('../x/', import.meta.url));
+mkdirSync(dir, { recursive: true });
+const file = new URL(`${new Date().toISOString().replace(/[:.]/g, '-')}.json`, dir);
+writeFileSync(file, `${JSON.stringify({ ranAt: new Date().toISOString(), machine, results }, null, 2)}\n`);
+process.stdout.write(`\nwrote ${file.pathname}\n`);

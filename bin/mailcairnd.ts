@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+/**
+ * `mailcairnd`: the service. Commands:
+ *   mailcairnd [--config FILE]                 run the service
+ *   mailcairnd check-config [--config FILE]    validate and print the posture
+ *   mailcairnd keyring new [--out FILE]        create a data-encryption key ring
+ *   mailcairnd keyring rotate FILE             add a new active key, keep the old
+ * FILE defaults to $MAILCAIRN_CONFIG, else ./mailcairn.json.
+ */
+import sade from 'sade';
+import { runCheckConfig } from '../config/check-config.ts';
+import { runDaemon } from '../runtime/app.ts';
+import { AppError } from '../runtime/errors.ts';
+import { keyringNew, keyringRotate } from '../runtime/keyring/cli.ts';
+import { version } from '../runtime/version.ts';
+
+type Opts = { config?: string; out?: string; force?: boolean };
+
+function fail(err: unknown): never {
+  const message = err instanceof AppError ? `${err.message} (${err.code})` : err instanceof Error ? err.message : String(err);
+  process.stderr.write(`mailcairnd: ${message}\n`);
+  process.exit(1);
+}
+
+const prog = sade('mailcairnd').version(version).option('-c, --config', 'Configuration file (default $MAILCAIRN_CONFIG, else ./mailcairn.json)');
+
+prog
+  .command('run', 'Run the service (the default command)', { default: true })
+  .action(async (opts: Opts) => {
+    await runDaemon(opts.config ? { configFile: opts.config } : {});
+  });
+
+prog
+  .command('check-config', 'Validate the configuration, print the resolved posture and startup warnings; non-zero on a refusal')
+  .action((opts: Opts) => {
+    process.exitCode = runCheckConfig({ ...(opts.config ? { file: opts.config } : {}), out: (line) => process.stdout.write(`${line}\n`) });
+  });
+
+prog
+  .command('keyring new', 'Create a key ring file with one fresh active key (mode 0600)')
+  .option('-o, --out', 'Write to this file instead of standard output')
+  .option('-f, --force', 'Overwrite an existing file', false)
+  .action((opts: Opts) => {
+    try {
+      const result = keyringNew({ ...(opts.out ? { out: opts.out } : {}), force: opts.force === true });
+      if (result.path) process.stderr.write(`mailcairnd: key ring written to ${result.path}\n`);
+      else process.stdout.write(result.text);
+    } catch (err) {
+      fail(err);
+    }
+  });
+
+prog
+  .command('keyring rotate <file>', 'Add a new active key to a key ring file; older keys stay to unseal what they sealed')
+  .action((file: string) => {
+    try {
+      const result = keyringRotate(file);
+      process.stderr.write(`mailcairnd: key ${result.activeKeyId} is now active in ${result.path}\n`);
+    } catch (err) {
+      fail(err);
+    }
+  });
+
+prog.parse(process.argv);

@@ -1,0 +1,41 @@
+/**
+ * The health listener (`HealthEndpoints`): `/livez` answers while the process
+ * runs, `/readyz` while it can serve (database migrated, supervisor healthy,
+ * no child given up, not shutting down). No credential, no rate limit, and
+ * nothing else: `/mcp` and every other path answer 404.
+ *
+ * Answers name no actor, account or path: the listener is unauthenticated.
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+
+export type Readiness = {
+  ready: boolean;
+  checks: { database: 'migrated' | 'unavailable'; supervisor: 'healthy' | 'degraded' | 'stopping'; givenUpActors: number };
+};
+
+export function createHealthServer(readiness: () => Readiness): Server {
+  return createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/livez' && path !== '/readyz') return answer(res, 404);
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', 'GET, HEAD');
+      return answer(res, 405);
+    }
+    if (path === '/livez') return answer(res, 200, { status: 'live' }, req.method === 'HEAD');
+    const state = readiness();
+    return answer(res, state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not-ready', checks: state.checks }, req.method === 'HEAD');
+  });
+}
+
+function answer(res: ServerResponse, status: number, body?: unknown, headOnly = false): void {
+  res.statusCode = status;
+  res.setHeader('Cache-Control', 'no-store');
+  if (body === undefined) {
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(headOnly ? undefined : text);
+}

@@ -1,0 +1,32 @@
+/**
+ * Opening and closing a listener, shared by every surface. A port that
+ * another process holds fails startup with a sentence naming the section
+ * (clashes inside this process are refused earlier, by configuration).
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AppError } from '../runtime/errors.ts';
+
+export function listen(server: Server, section: string, bindAddress: string, port: number): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      const why = err.code === 'EADDRINUSE' ? 'is already in use by another process' : err.code === 'EACCES' ? 'may not be bound by this user' : `could not be bound (${err.code ?? 'unknown'})`;
+      reject(new AppError('E_CONFIG_INVALID', { message: `${section}: ${bindAddress}:${port} ${why}` }));
+    };
+    server.once('error', onError);
+    server.listen(port, bindAddress, () => {
+      server.off('error', onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/** Stop accepting, end idle keep-alive connections, and give active ones until `graceMs`. */
+export async function close(server: Server, graceMs = 2_000): Promise<void> {
+  if (!server.listening) return;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  await closed;
+  clearTimeout(timer);
+}

@@ -1,0 +1,186 @@
+/**
+ * Boot and shutdown of `mailcairnd`. Start order: configuration (strict,
+ * refused as a whole), logger, startup warnings, the writer lock on the
+ * database file, migrations, the supervision tree, then the listeners.
+ * Stop order is the reverse: listeners close, the supervisor stops children
+ * in reverse start order, the lock is released, the log is flushed.
+ *
+ * Only this module touches signals: the first SIGTERM/SIGINT starts the
+ * graceful stop under a deadline (8 s, inside a container's usual 10 s kill
+ * grace); a second signal exits at once. An uncaught error on the main thread
+ * is fatal: the same stop sequence, then a non-zero exit.
+ */
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { loadConfig } from '../config/load.ts';
+import { describePosture } from '../config/posture.ts';
+import type { Config } from '../config/schema.ts';
+import { createHealthServer, type Readiness } from '../http/health/health-server.ts';
+import { close, listen } from '../http/listen.ts';
+import { AppError } from './errors.ts';
+import { createLogger, type Logger } from './log.ts';
+import { migrate } from './store/migrate.ts';
+import { openStore } from './store/open.ts';
+import { acquireWriterLock, type WriterLock } from './store/writer-lock.ts';
+import { readSecret } from '../config/secret-ref.ts';
+import { systemChildren } from './system-children.ts';
+import type { ChildSpecInput } from './supervisor/child-spec.ts';
+import { Supervisor } from './supervisor/supervisor.ts';
+import { version } from './version.ts';
+
+export const SHUTDOWN_DEADLINE_MS = 8_000;
+
+export type Service = {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly supervisor: Supervisor;
+  readonly health: AddressInfo | null;
+  readiness(): Readiness;
+  stop(): Promise<void>;
+};
+
+export type StartOptions = {
+  configFile?: string;
+  env?: NodeJS.ProcessEnv;
+  log?: Logger;
+  /** Children started after the system's own (embedding Mailcairn, and tests of the stop sequence). */
+  extraChildren?: readonly ChildSpecInput[];
+};
+
+export async function startService(options: StartOptions = {}): Promise<Service> {
+  const config = loadConfig({ ...(options.configFile ? { file: options.configFile } : {}), env: options.env ?? process.env });
+  const log = options.log ?? createLogger({ level: config.Logging.Level, format: config.Logging.Format });
+  log.info({ event: 'service.starting', version, node: process.version }, 'service.starting');
+  for (const warning of describePosture(config).warnings) {
+    log.warn({ event: 'config.warning', code: warning.code, setting: warning.setting }, warning.message);
+  }
+
+  const lock: WriterLock = acquireWriterLock(config.Storage.Database);
+  let migrated = false;
+  try {
+    const storeOptions = {
+      database: config.Storage.Database,
+      busyTimeoutMs: config.Storage.BusyTimeout,
+      synchronous: config.Storage.Synchronous,
+      ...(config.Storage.AuthToken ? { authToken: readSecret(config.Storage.AuthToken) } : {}),
+    };
+    const db = openStore(storeOptions);
+    try {
+      const result = migrate(db);
+      log.info({ event: 'store.migrated', version: result.version, applied: result.applied }, 'store.migrated');
+    } finally {
+      db.close();
+    }
+    migrated = true;
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+
+  const supervisor = new Supervisor({ log, hostLogLevel: config.Logging.Level });
+  let stopping = false;
+  const readiness = (): Readiness => {
+    const health = supervisor.health();
+    const supervisorState = stopping ? 'stopping' : health.healthy ? 'healthy' : 'degraded';
+    return {
+      ready: migrated && !stopping && health.healthy,
+      checks: { database: migrated ? 'migrated' : 'unavailable', supervisor: supervisorState, givenUpActors: health.givenUp.length },
+    };
+  };
+
+  let healthServer: Server | null = null;
+  let healthAddress: AddressInfo | null = null;
+  try {
+    await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
+    if (config.HealthEndpoints.Enabled) {
+      if (config.HealthEndpoints.Transport !== 'Http') {
+        throw new AppError('E_CONFIG_INVALID', {
+          message: 'HealthEndpoints:Transport: HttpsOnly is not served by this release; use Http on a loopback or internal address',
+        });
+      }
+      healthServer = createHealthServer(readiness);
+      healthAddress = await listen(healthServer, 'HealthEndpoints', config.HealthEndpoints.BindAddress, config.HealthEndpoints.Port);
+      log.info({ event: 'listener.open', section: 'HealthEndpoints', bind: healthAddress.address, port: healthAddress.port }, 'listener.open');
+    }
+  } catch (err) {
+    await supervisor.stop(SHUTDOWN_DEADLINE_MS);
+    lock.release();
+    throw err;
+  }
+  log.info({ event: 'service.ready', version }, 'service.ready');
+
+  let stopped: Promise<void> | null = null;
+  return {
+    config,
+    log,
+    supervisor,
+    health: healthAddress,
+    readiness,
+    stop: () => {
+      stopped ??= (async () => {
+        stopping = true;
+        log.info({ event: 'service.stopping' }, 'service.stopping');
+        if (healthServer) await close(healthServer);
+        await supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000);
+        lock.release();
+        log.info({ event: 'service.stopped' }, 'service.stopped');
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** `mailcairnd` itself: start, then own the signals until stopped. */
+export async function runDaemon(options: StartOptions): Promise<void> {
+  let service: Service;
+  try {
+    service = await startService(options);
+  } catch (err) {
+    reportStartFailure(err);
+    process.exitCode = err instanceof AppError && err.code === 'E_CONFIG_INVALID' ? 78 : 1;
+    return;
+  }
+  const { log } = service;
+  let signalled = false;
+  const shutdown = (exitCode: number): void => {
+    const force = setTimeout(() => {
+      log.error({ event: 'service.stop-overran', deadlineMs: SHUTDOWN_DEADLINE_MS }, 'service.stop-overran');
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS);
+    force.unref();
+    service.stop().then(
+      () => process.exit(exitCode),
+      (err: unknown) => {
+        log.error({ err, event: 'service.stop-failed' }, 'service.stop-failed');
+        process.exit(1);
+      },
+    );
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled) {
+      log.warn({ event: 'service.exit-now', signal }, 'service.exit-now');
+      process.exit(130);
+    }
+    signalled = true;
+    log.info({ event: 'service.signal', signal }, 'service.signal');
+    shutdown(0);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  const onFatal = (err: unknown): void => {
+    log.fatal({ err, event: 'service.fatal' }, 'service.fatal');
+    if (signalled) process.exit(1);
+    signalled = true;
+    shutdown(1);
+  };
+  process.on('uncaughtException', onFatal);
+  process.on('unhandledRejection', onFatal);
+}
+
+function reportStartFailure(err: unknown): void {
+  if (err instanceof AppError) {
+    process.stderr.write(`mailcairnd: refused to start (${err.code})\n${err.message}\n`);
+  } else {
+    process.stderr.write(`mailcairnd: failed to start\n${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * A piscina pool of stateless workers behind the same `ask` as an actor.
+ * Bounded like a mailbox: at most `maxQueue` tasks wait, then asks are
+ * refused with E_ACTOR_MAILBOX_FULL. Every ask carries a deadline; at the
+ * deadline the task is aborted and the ask rejected with E_ACTOR_TIMEOUT.
+ * Pool tasks that do async I/O should pass `atomics: 'disabled'` so the
+ * thread is not parked between tasks.
+ *
+ * Importable from anywhere (the query and parse pools are created in app.ts).
+ */
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { AskOptions } from '../actor.ts';
+import { AppError, fromPayload } from '../errors.ts';
+import { moduleUrl } from '../module-url.ts';
+import { Reply, type ToHost } from '../protocol/envelope.ts';
+import { parseReply, type Askable } from '../ref.ts';
+import { DEFAULT_ASK_MS } from '../router.ts';
+
+export type PoolOptions = {
+  id: string;
+  /** Module whose default export is `definePoolTask(...)`. */
+  entry: URL;
+  minThreads?: number;
+  maxThreads?: number;
+  /** Asks that may wait for a thread beyond those running; more are refused. */
+  maxQueue?: number;
+  idleTimeoutMs?: number;
+  atomics?: 'sync' | 'async' | 'disabled';
+};
+
+export type PoolRef = Askable & { close(): Promise<void>; readonly threads: number };
+
+const sourceTask = moduleUrl('./source-task.mjs', import.meta.url);
+
+export function createPool(options: PoolOptions): PoolRef {
+  const fromSource = options.entry.pathname.endsWith('.ts');
+  const maxThreads = options.maxThreads ?? Math.max(1, availableParallelism() - 1);
+  const piscina = new Piscina({
+    filename: fileURLToPath(fromSource ? sourceTask : options.entry),
+    workerData: { entry: options.entry.href },
+    minThreads: Math.min(options.minThreads ?? 1, maxThreads),
+    maxThreads,
+    idleTimeout: options.idleTimeoutMs ?? 30_000,
+    atomics: options.atomics ?? 'sync',
+  });
+  // The bound is ours, counted from ask to answer: piscina's own queue limit
+  // also lends capacity to busy threads, which makes it inexact.
+  const capacity = maxThreads + (options.maxQueue ?? maxThreads * 64);
+  let inFlight = 0;
+  let seq = 0;
+
+  return {
+    id: options.id,
+    get threads() {
+      return piscina.threads.length;
+    },
+    async ask<T>(msg: unknown, askOptions: AskOptions<T> = {}): Promise<T> {
+      if (inFlight >= capacity) throw new AppError('E_ACTOR_MAILBOX_FULL', { details: { actor: options.id, capacity } });
+      const deadlineMs = askOptions.deadlineMs ?? DEFAULT_ASK_MS;
+      seq += 1;
+      inFlight += 1;
+      const envelope: ToHost = { kind: 'ask', v: 1, id: `p${seq.toString(36)}`, to: options.id, msg, deadline: Date.now() + deadlineMs, ...(askOptions.meta ? { meta: askOptions.meta } : {}) };
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), deadlineMs);
+      let raw: unknown;
+      try {
+        raw = await piscina.run(envelope, { signal: abort.signal, ...(askOptions.transfer ? { transferList: askOptions.transfer as never } : {}) });
+      } catch (err) {
+        throw classifyPoolFailure(err, abort.signal.aborted);
+      } finally {
+        clearTimeout(timer);
+        inFlight -= 1;
+      }
+      const reply = Reply.safeParse(raw);
+      if (!reply.success) throw new AppError('E_PROTOCOL_INVALID');
+      if (!reply.data.ok) throw fromPayload(reply.data.error);
+      return parseReply(reply.data.value, askOptions.reply);
+    },
+    close: () => piscina.close({ force: true }),
+  };
+}
+
+/** piscina's failures mapped onto the codes an actor ask produces. */
+function classifyPoolFailure(err: unknown, aborted: boolean): AppError {
+  if (aborted) return new AppError('E_ACTOR_TIMEOUT');
+  // The thread died under the task (exit, out of memory) or the pool closed.
+  return new AppError('E_ACTOR_DOWN', { cause: err });
+}

@@ -1,0 +1,57 @@
+/**
+ * How a stateless pool task is written (MIME parsing, text extraction,
+ * read-only queries): `export default definePoolTask({...})` in its module.
+ * The returned function is what piscina calls; it parses the envelope and the
+ * message with zod, runs the handler, and answers with a Reply envelope, so
+ * a pool looks to callers exactly like an actor (`ask`).
+ *
+ * A handler that throws an AppError answers with it; anything else is logged
+ * here in full and answered as E_INTERNAL (a pool thread has no state to
+ * restart, and piscina replaces a thread that dies).
+ */
+import { move, transferableSymbol, valueSymbol } from 'piscina';
+import type { z } from 'zod';
+import { isWithTransfer, TRANSFER, type WithTransfer } from '../actor.ts';
+import { AppError, toPayload } from '../errors.ts';
+import { createLogger } from '../log.ts';
+import { ToHost, type Reply } from '../protocol/envelope.ts';
+
+export type PoolTaskDefinition<Msg> = {
+  readonly name: string;
+  readonly messages: z.ZodType<Msg>;
+  handle(msg: Msg, deadline: number): unknown | Promise<unknown>;
+};
+
+export type PoolTaskFunction = (raw: unknown) => Promise<unknown>;
+
+export function definePoolTask<Msg>(definition: PoolTaskDefinition<Msg>): PoolTaskFunction {
+  const log = createLogger({ format: 'Json' }).child({ pool: definition.name });
+  return async (raw) => {
+    const envelope = ToHost.safeParse(raw);
+    if (!envelope.success || envelope.data.kind !== 'ask') {
+      log.error({ event: 'protocol.invalid' }, 'pool task envelope failed validation');
+      return answer({ ok: false, error: toPayload(new AppError('E_PROTOCOL_INVALID')) });
+    }
+    const { deadline, msg } = envelope.data;
+    if (deadline <= Date.now()) return answer({ ok: false, error: toPayload(new AppError('E_ACTOR_TIMEOUT')) });
+    const parsed = definition.messages.safeParse(msg);
+    if (!parsed.success) {
+      log.warn({ event: 'protocol.invalid', envelope: envelope.data.id }, 'message failed the pool protocol');
+      return answer({ ok: false, error: toPayload(new AppError('E_PROTOCOL_INVALID')) });
+    }
+    try {
+      const result = await definition.handle(parsed.data, deadline);
+      if (isWithTransfer(result)) return answer({ ok: true, value: result.value }, result);
+      return answer({ ok: true, value: result });
+    } catch (err) {
+      if (!(err instanceof AppError)) log.error({ err, event: 'pool.task-threw', envelope: envelope.data.id }, 'pool task threw');
+      return answer({ ok: false, error: toPayload(err) });
+    }
+  };
+}
+
+function answer(reply: Reply, moved?: WithTransfer<unknown>): unknown {
+  if (!moved) return reply;
+  // piscina moves the listed buffers back instead of copying them.
+  return move({ [transferableSymbol]: moved[TRANSFER], [valueSymbol]: reply } as never);
+}

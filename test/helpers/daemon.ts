@@ -1,0 +1,69 @@
+/** Start a real mailcairnd process (from sources) on a temporary directory, and read what it logs. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type Daemon = {
+  child: ChildProcess;
+  port: number;
+  dir: string;
+  stdout(): string;
+  stderr(): string;
+  lines(): Array<Record<string, unknown>>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+};
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function tempDir(t: { teardown(fn: () => void): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'mailcairn-test-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** `script` is a path relative to the repository (default: bin/mailcairnd.ts); `args` follow it. */
+export function spawnDaemon(args: string[], options: { script?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Omit<Daemon, 'port' | 'dir'> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, options.script ?? 'bin/mailcairnd.ts'), ...args], {
+    cwd: options.cwd ?? root,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    exited,
+    stdout: () => out,
+    stderr: () => err,
+    lines: () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
+}
+
+export function writeConfig(dir: string, config: unknown): string {
+  const file = join(dir, 'mailcairn.json');
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  return file;
+}

@@ -1,0 +1,50 @@
+/** The service in-process: readiness follows the database and the supervision tree. */
+import { join } from 'node:path';
+import t from 'tap';
+import { startService } from '../../runtime/app.ts';
+import { captureLog, until } from '../helpers/log-capture.ts';
+import { freePort, tempDir, writeConfig } from '../helpers/daemon.ts';
+
+t.test('a child given up turns /readyz to 503 while /livez stays 200', async (t) => {
+  const dir = tempDir(t);
+  const port = await freePort();
+  const { log, events } = captureLog();
+  const service = await startService({
+    configFile: writeConfig(dir, { HealthEndpoints: { Port: port }, Storage: { Database: join(dir, 'm.db') } }),
+    env: {},
+    log,
+    extraChildren: [
+      {
+        id: 'doomed',
+        entry: new URL('../fixtures/actors/misbehaving.ts', import.meta.url),
+        restart: 'permanent',
+        config: { failInit: true },
+        backoff: { baseMs: 10, maxMs: 50 },
+        intensity: { maxRestarts: 2, windowMs: 60_000 },
+      },
+    ],
+  });
+  t.teardown(() => service.stop());
+  await until(() => events('actor.give-up', 'doomed').length === 1, 15_000, 'give-up');
+  const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+  t.equal(ready.status, 503);
+  t.same(await ready.json(), { status: 'not-ready', checks: { database: 'migrated', supervisor: 'degraded', givenUpActors: 1 } });
+  t.equal((await fetch(`http://127.0.0.1:${port}/livez`)).status, 200);
+  t.notMatch(JSON.stringify(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()), /doomed/, 'names no actor');
+});
+
+t.test('a port held by another process fails startup naming the section, and releases the database', async (t) => {
+  const dir = tempDir(t);
+  const { createServer } = await import('node:net');
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => blocker.close());
+  const port = (blocker.address() as { port: number }).port;
+  const file = writeConfig(dir, { HealthEndpoints: { Port: port }, Storage: { Database: join(dir, 'm.db') } });
+  const { log } = captureLog();
+  await t.rejects(startService({ configFile: file, env: {}, log }), { code: 'E_CONFIG_INVALID', message: /HealthEndpoints: 127\.0\.0\.1:\d+ is already in use/ });
+  const other = await freePort();
+  const again = await startService({ configFile: writeConfig(dir, { HealthEndpoints: { Port: other }, Storage: { Database: join(dir, 'm.db') } }), env: {}, log });
+  t.ok(again.health, 'the lock was released: a second start on the same database works');
+  await again.stop();
+});

@@ -1,0 +1,35 @@
+/** The error table and docs/errors.md stay in step; errors cross threads as data. */
+import { readFileSync } from 'node:fs';
+import t from 'tap';
+import { AppError, Codes, fromPayload, toPayload } from '../../runtime/errors.ts';
+
+t.test('every code has its row in docs/errors.md, and every documented row is a code', async (t) => {
+  const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+  const rows = new Map<string, string[]>();
+  for (const line of doc.split('\n')) {
+    const m = /^\| `(E_[A-Z_]+)` \|(.*)\|$/.exec(line);
+    if (m) rows.set(m[1]!, m[2]!.split('|').map((c) => c.trim()));
+  }
+  for (const [code, row] of Object.entries(Codes)) {
+    const cells = rows.get(code);
+    if (!cells) {
+      t.fail(`${code} is missing from docs/errors.md`);
+      continue;
+    }
+    t.same(cells, [String(row.public ?? '—'), String(row.status), row.retryable ? 'yes' : 'no', row.msg], `${code} row matches the table`);
+  }
+  for (const code of rows.keys()) t.ok(Object.hasOwn(Codes, code), `${code} documented and defined`);
+});
+
+t.test('errors cross threads as plain data; unknown errors become E_INTERNAL without their message', async (t) => {
+  const payload = toPayload(new AppError('E_ACTOR_MAILBOX_FULL', { details: { actor: 'x', capacity: 3 } }));
+  t.same(payload, { code: 'E_ACTOR_MAILBOX_FULL', message: 'Actor mailbox is full', retryable: true, details: { actor: 'x', capacity: 3 } });
+  t.same(structuredClone(payload), payload, 'survives structured clone unchanged');
+  const rebuilt = fromPayload(structuredClone(payload));
+  t.equal(rebuilt.code, 'E_ACTOR_MAILBOX_FULL');
+  t.equal(rebuilt.retryable, true);
+  const foreign = toPayload(new Error('Subject: quarterly numbers for alice@example.org'));
+  t.equal(foreign.code, 'E_INTERNAL');
+  t.notMatch(JSON.stringify(foreign), /alice|quarterly/, 'a foreign message never crosses');
+  t.equal(fromPayload({ code: 'E_NOT_A_CODE', message: 'x', retryable: false }).code, 'E_INTERNAL');
+});
