@@ -1,0 +1,46 @@
+/**
+ * Rules over `Accounts` (ARCHITECTURE.md section 4): Ids unique; folder
+ * aliases unique within an account; `Security: None` only to a loopback host
+ * (a password must not cross a network in clear text); an IMAP server logs
+ * in with exactly one of `Password` or `OAuth`, an SMTP server with at most
+ * one (none: a relay that takes no login).
+ */
+import { isLoopbackHost } from '../ip-address.ts';
+import { type Problem, problem } from '../problem.ts';
+import type { Config } from '../schema.ts';
+
+type Server = NonNullable<Config['Accounts'][number]['Smtp']>;
+
+function serverProblems(server: Server, at: readonly (string | number)[], loginRequired: boolean): Problem[] {
+  const problems: Problem[] = [];
+  if (server.Security === 'None' && !isLoopbackHost(server.Host)) {
+    problems.push(problem([...at, 'Security'], 'None sends the login in clear text and is allowed only to a loopback host; use Tls or StartTls'));
+  }
+  if (server.Password !== undefined && server.OAuth !== undefined) {
+    problems.push(problem(at, 'must log in with either Password or OAuth, not both'));
+  } else if (loginRequired && server.Password === undefined && server.OAuth === undefined) {
+    problems.push(problem(at, 'must log in with Password (a secret reference) or OAuth'));
+  }
+  return problems;
+}
+
+export function accountProblems(config: Config): Problem[] {
+  const problems: Problem[] = [];
+  const ids = new Map<string, number>();
+  config.Accounts.forEach((account, index) => {
+    const at = ['Accounts', index];
+    const earlier = ids.get(account.Id);
+    if (earlier !== undefined) problems.push(problem([...at, 'Id'], `repeats the Id of Accounts:${earlier}; account Ids are unique`));
+    else ids.set(account.Id, index);
+    problems.push(...serverProblems(account.Imap, [...at, 'Imap'], true));
+    if (account.Smtp !== undefined) problems.push(...serverProblems(account.Smtp, [...at, 'Smtp'], false));
+    const aliases = new Map<string, number>();
+    account.Folders.forEach((folder, folderIndex) => {
+      const same = aliases.get(folder.Alias);
+      if (same !== undefined) {
+        problems.push(problem([...at, 'Folders', folderIndex, 'Alias'], `repeats the alias of Folders:${same}; aliases are unique in an account`));
+      } else aliases.set(folder.Alias, folderIndex);
+    });
+  });
+  return problems;
+}

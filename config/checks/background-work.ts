@@ -1,0 +1,36 @@
+/**
+ * Relations inside the sections of background work: synchronization backoff
+ * bounds in order; an embedding declaration whole (`BaseAddress`, `Model` and
+ * `Dimensions` together); chat endpoint aliases unique.
+ */
+import { type Problem, problem } from '../problem.ts';
+import type { Config } from '../schema.ts';
+import { formatTimeSpan } from '../schema/time-span.ts';
+
+export function backgroundWorkProblems(config: Config): Problem[] {
+  const problems: Problem[] = [];
+  const backoff = config.MailSynchronization.Backoff;
+  if (backoff.Maximum < backoff.Initial) {
+    problems.push(problem('MailSynchronization:Backoff:Maximum', `must be at least Backoff:Initial (${formatTimeSpan(backoff.Initial)})`));
+  }
+
+  const embeddings = config.Embeddings;
+  const declared = { BaseAddress: embeddings.BaseAddress, Model: embeddings.Model, Dimensions: embeddings.Dimensions };
+  const written = Object.entries(declared).filter(([, value]) => value !== undefined);
+  if (written.length > 0 && written.length < 3) {
+    for (const [key, value] of Object.entries(declared)) {
+      if (value === undefined) problems.push(problem(['Embeddings', key], 'is required to declare an embedding profile (BaseAddress, Model and Dimensions together)'));
+    }
+  }
+  if (written.length === 0 && embeddings.ApiKey !== undefined) {
+    problems.push(problem('Embeddings:ApiKey', 'is written but no profile is declared (BaseAddress, Model and Dimensions)'));
+  }
+
+  const aliases = new Map<string, number>();
+  config.Answering.Endpoints.forEach((endpoint, index) => {
+    const earlier = aliases.get(endpoint.Alias);
+    if (earlier !== undefined) problems.push(problem(['Answering', 'Endpoints', index, 'Alias'], `repeats the alias of Answering:Endpoints:${earlier}`));
+    else aliases.set(endpoint.Alias, index);
+  });
+  return problems;
+}

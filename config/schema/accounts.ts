@@ -1,0 +1,66 @@
+/**
+ * `Accounts`: the mailboxes mirrored (ARCHITECTURE.md section 4). Each has an
+ * `Id` (a slug used in routes, logs and metric tags), the IMAP server, an
+ * optional SMTP server and the folder aliases it mirrors. Credentials are
+ * references only; an OAuth account's refresh token arrives through the admin
+ * route and is stored sealed, so none is configured here.
+ *
+ * Rules across values (unique Ids and aliases, `Security: None` to loopback
+ * only, exactly one credential) are in `config/checks/accounts.ts`.
+ */
+import { z } from 'zod';
+import { choice, host, httpUrl, list, remotePort, slug, text } from './fields.ts';
+import { secretRef } from './secret-ref.ts';
+
+const Scope = z.string({ error: 'must be text' }).min(1, { error: 'must not be empty' }).meta({ description: 'An OAuth scope' });
+
+const MailOAuth = z
+  .strictObject({
+    TokenEndpoint: httpUrl("Provider's token endpoint the refresh token is redeemed at", { https: 'unless-loopback' }),
+    ClientId: text('OAuth client identifier', 512),
+    ClientSecret: secretRef('OAuth client secret, by reference; absent for a public client').optional(),
+    Scopes: list(Scope, 'Scopes requested').default([]),
+  })
+  .meta({ description: 'OAuth 2 (XOAUTH2) login; the refresh token is placed through the admin route' });
+
+function server(kind: 'IMAP' | 'SMTP') {
+  return z
+    .strictObject({
+      Host: host(`${kind} server host`),
+      Port: remotePort(`${kind} port; absent: ${kind === 'IMAP' ? '993 with Tls, 143 otherwise' : '465 with Tls, 587 with StartTls, 25 with None'}`).optional(),
+      Security: choice(['Tls', 'StartTls', 'None'], 'Tls from the first byte, StartTls upgrade, or None (loopback host only)').default('Tls'),
+      Username: text('Login name', 512),
+      Password: secretRef('Password, by reference').optional(),
+      OAuth: MailOAuth.optional(),
+    })
+    .meta({
+      description:
+        kind === 'IMAP' ? 'IMAP server; exactly one of Password or OAuth' : 'SMTP server; Password, OAuth, or neither for a relay that takes no login',
+    });
+}
+
+export const Folder = z
+  .strictObject({
+    Alias: slug('Name agents and operators use for the folder; unique in the account'),
+    Path: text('Server folder path; absent: resolved by SPECIAL-USE attribute from the alias', 1_024).optional(),
+  })
+  .meta({ description: 'One mirrored folder' });
+
+export const Account = z
+  .strictObject({
+    Id: slug('Account identifier; unique'),
+    Owner: text('The person the account belongs to (a label, not an address)').optional(),
+    Imap: server('IMAP'),
+    Smtp: server('SMTP').optional(),
+    Folders: list(Folder, 'Folders mirrored, by alias').min(1, { error: 'must map at least one folder' }),
+  })
+  .meta({ description: 'One mirrored mailbox' });
+
+export const Accounts = list(Account, 'Mailboxes mirrored');
+
+/** The port an account server is reached on, when none is written. */
+export function defaultMailPort(kind: 'Imap' | 'Smtp', security: 'Tls' | 'StartTls' | 'None'): number {
+  if (kind === 'Imap') return security === 'Tls' ? 993 : 143;
+  if (security === 'Tls') return 465;
+  return security === 'StartTls' ? 587 : 25;
+}

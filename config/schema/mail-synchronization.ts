@@ -1,0 +1,27 @@
+/**
+ * `MailSynchronization`: how the sync actors mirror IMAP folders. The spec
+ * names the section and `MaxConcurrentAccounts`; the other keys are ours,
+ * chosen as a careful operator would expect (documented as such).
+ */
+import { z } from 'zod';
+import { flag, wholeNumber } from './fields.ts';
+import { timeSpan } from './time-span.ts';
+
+export const MailSynchronization = z
+  .strictObject({
+    Enabled: flag('Whether mail is fetched at all; false keeps every figure still').default(true),
+    Interval: timeSpan('00:00:10', '1.00:00:00', 'Pause between the runs of one account (ours)').prefault('00:05:00'),
+    MaxConcurrentAccounts: wholeNumber(1, 500, 'Accounts synchronizing at once; others wait for a slot').default(4),
+    MaxMessageBytes: wholeNumber(1_024, 1_073_741_824, 'Largest message stored; a larger one is counted as oversized (ours)').default(52_428_800),
+    BatchSize: wholeNumber(1, 5_000, 'Messages fetched and stored per transaction with the checkpoint (ours)').default(200),
+    ConnectTimeout: timeSpan('00:00:01', '00:05:00', 'How long connecting and logging in may take (ours)').prefault('00:00:30'),
+    CommandTimeout: timeSpan('00:00:01', '00:30:00', 'How long one IMAP command may go unanswered (ours)').prefault('00:02:00'),
+    Backoff: z
+      .strictObject({
+        Initial: timeSpan('00:00:01', '01:00:00', 'Delay after the first failed run (ours)').prefault('00:00:30'),
+        Maximum: timeSpan('00:00:01', '1.00:00:00', 'Largest delay between failed runs; at least Initial (ours)').prefault('01:00:00'),
+      })
+      .meta({ description: 'Delay after failed runs, doubled per failure with jitter (ours)' })
+      .prefault({}),
+  })
+  .meta({ description: 'Mirroring of IMAP folders' });

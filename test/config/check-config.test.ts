@@ -1,0 +1,80 @@
+/**
+ * `mailcairnd check-config`: exit codes, the posture and warnings on
+ * acceptance, every problem on refusal, and no secret material either way.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { EX_CONFIG, runCheckConfig } from '../../config/check-config.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'mailcairn-check-'));
+function run(content: unknown, env: NodeJS.ProcessEnv = {}): { code: number; out: string[] } {
+  const file = join(dir, `c${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify(content));
+  const out: string[] = [];
+  const code = runCheckConfig({ file, env, out: (line) => out.push(line) });
+  return { code, out };
+}
+
+t.test('an accepted configuration exits 0 and prints the posture and its warnings', (t) => {
+  const keyFile = join(dir, 'admin.key');
+  writeFileSync(keyFile, 'admin-key-material-9f8e');
+  const { code, out } = run(
+    { McpEndpoint: { Enabled: true }, AdminEndpoint: { Enabled: true, Authentication: [{ ApiKey: { Name: 'operator', SecretReference: `file:${keyFile}`, Lifetime: 'NoLimit' } }] } },
+    { MCP_KEY: 'env-material-1234' },
+  );
+  t.equal(code, 0);
+  const text = out.join('\n');
+  t.match(text, /Accepted: the service would start/);
+  t.match(text, /McpEndpoint: serving \/mcp on http:\/\/0\.0\.0\.0:8080/);
+  t.match(text, /AdminEndpoint:Authentication:0: ApiKey operator \(file:, no limit\); wrote no grant/);
+  t.match(text, /warning \[mcp-no-authentication\] McpEndpoint:Authentication: /);
+  t.match(text, /warning \[mcp-dns-rebinding\] McpEndpoint:Cors:AllowedOrigins: /);
+  t.match(text, /warning \[admin-clear-text\] /);
+  t.match(text, /warning \[proxy-trusts-everyone\] /);
+  t.notMatch(text, /admin-key-material|env-material|admin\.key/);
+  t.end();
+});
+
+t.test('a configuration without warnings says so', (t) => {
+  const { code, out } = run({});
+  t.equal(code, 0);
+  t.ok(out.includes('No startup warnings.'));
+  t.end();
+});
+
+t.test('a refused configuration exits 78 and prints every problem, without the secrets written', (t) => {
+  const { code, out } = run({
+    McpEndpoint: { Enabled: true, Port: 8081, Authentication: [{ ApiKey: { Name: 'agent', SecretReference: 'inline-secret-abc123', Lifetime: 'NoLimit' } }] },
+    AdminEndpoint: { Enabld: true },
+  });
+  t.equal(code, EX_CONFIG);
+  t.equal(code, 78);
+  const text = out.join('\n');
+  t.match(text, /Refused: the service would not start/);
+  t.match(text, /McpEndpoint:Authentication:0:ApiKey:SecretReference: must be a secret reference/);
+  t.match(text, /AdminEndpoint:Enabld: unknown setting \(did you mean Enabled\?\)/);
+  t.notMatch(text, /inline-secret-abc123/);
+  t.end();
+});
+
+t.test('port conflicts are refusals naming both sections', (t) => {
+  const { code, out } = run({ McpEndpoint: { Enabled: true, Port: 8081 } });
+  t.equal(code, 78);
+  t.match(out.join('\n'), /HealthEndpoints:Port: port 8081 is also bound by McpEndpoint \(McpEndpoint:Port\)/);
+  t.end();
+});
+
+t.test('a missing named file is a refusal; a missing default file is accepted as defaults', (t) => {
+  const out: string[] = [];
+  t.equal(runCheckConfig({ file: join(dir, 'absent.json'), env: {}, out: (l) => out.push(l) }), 78);
+  t.match(out.join('\n'), /absent\.json does not exist/);
+  const cwd = process.cwd();
+  process.chdir(dir);
+  t.teardown(() => process.chdir(cwd));
+  const defaults: string[] = [];
+  t.equal(runCheckConfig({ env: {}, out: (l) => defaults.push(l) }), 0);
+  t.match(defaults[0], /mailcairn\.json \(absent: defaults apply\)/);
+  t.end();
+});
