@@ -55,7 +55,7 @@ export class Router {
     const route = this.admit(to);
     route.inFlight += 1;
     const id = this.nextId();
-    route.host.post({ kind: 'tell', v: 1, id, to, msg, ...(options.meta ? { meta: options.meta } : {}) }, options.transfer);
+    route.host.post({ kind: 'tell', id, to, msg, ...(options.meta ? { meta: options.meta } : {}) }, options.transfer);
   }
 
   ask(to: string, msg: unknown, options: SendOptions & { deadlineMs?: number } = {}): Promise<unknown> {
@@ -76,7 +76,7 @@ export class Router {
       timer.unref();
       this.pending.set(id, { actor: to, resolve, reject, timer });
       route.host.post(
-        { kind: 'ask', v: 1, id, to, msg, deadline: Date.now() + deadlineMs, ...(options.meta ? { meta: options.meta } : {}) },
+        { kind: 'ask', id, to, msg, deadline: Date.now() + deadlineMs, ...(options.meta ? { meta: options.meta } : {}) },
         options.transfer,
       );
     });
@@ -127,7 +127,7 @@ export class Router {
     const host = this.relayAsks.get(id);
     if (!host) return;
     this.relayAsks.delete(id);
-    host.post({ kind: 'reply', v: 1, id, reply });
+    host.post({ kind: 'reply', id, reply });
   }
 
   private admit(to: string): Route {

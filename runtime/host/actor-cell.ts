@@ -56,7 +56,7 @@ export class ActorCell {
     }
     if (this.phase !== 'starting') return; // stopped while starting
     this.phase = 'running';
-    this.link.post({ kind: 'started', v: 1, actor: this.actorId, incarnation: this.incarnation });
+    this.link.post({ kind: 'started', actor: this.actorId, incarnation: this.incarnation });
     if (this.selfStop !== null) return this.finish('exited', this.selfStop);
     void this.pump();
   }
@@ -122,7 +122,7 @@ export class ActorCell {
       if (isAsk) {
         const moved = isWithTransfer(result);
         this.link.post(
-          { kind: 'reply', v: 1, id: envelope.id, from: this.actorId, reply: { ok: true, value: moved ? result.value : result } },
+          { kind: 'reply', id: envelope.id, from: this.actorId, reply: { ok: true, value: moved ? result.value : result } },
           moved ? result[TRANSFER] : undefined,
         );
       } else {
@@ -142,7 +142,7 @@ export class ActorCell {
   }
 
   private replyError(id: string, err: AppError): void {
-    this.link.post({ kind: 'reply', v: 1, id, from: this.actorId, reply: { ok: false, error: toPayload(err) } });
+    this.link.post({ kind: 'reply', id, from: this.actorId, reply: { ok: false, error: toPayload(err) } });
   }
 
   private async fail(code: 'E_ACTOR_CRASHED' | 'E_ACTOR_START_FAILED'): Promise<void> {
@@ -150,7 +150,7 @@ export class ActorCell {
     this.queue.length = 0;
     await this.runCleanups();
     const error: ErrorPayload = toPayload(new AppError(code));
-    this.link.post({ kind: 'crashed', v: 1, actor: this.actorId, incarnation: this.incarnation, error });
+    this.link.post({ kind: 'crashed', actor: this.actorId, incarnation: this.incarnation, error });
     this.onGone();
   }
 
@@ -163,8 +163,8 @@ export class ActorCell {
       this.log.warn({ err, event: 'actor.stop-threw' }, 'actor stop threw');
     }
     await this.runCleanups();
-    if (kind === 'stopped') this.link.post({ kind: 'stopped', v: 1, actor: this.actorId, incarnation: this.incarnation });
-    else this.link.post({ kind: 'exited', v: 1, actor: this.actorId, incarnation: this.incarnation, reason });
+    if (kind === 'stopped') this.link.post({ kind: 'stopped', actor: this.actorId, incarnation: this.incarnation });
+    else this.link.post({ kind: 'exited', actor: this.actorId, incarnation: this.incarnation, reason });
     this.onGone();
   }
 
@@ -195,7 +195,7 @@ export class ActorCell {
       schedule: (msg, delayMs) => {
         const timer = setTimeout(() => {
           this.timers.delete(timer);
-          this.deliver({ kind: 'tell', v: 1, id: `timer-${this.actorId}`, to: this.actorId, msg }, false);
+          this.deliver({ kind: 'tell', id: `timer-${this.actorId}`, to: this.actorId, msg }, false);
         }, delayMs);
         this.timers.add(timer);
         return {

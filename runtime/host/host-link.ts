@@ -8,6 +8,7 @@ import type { TransferListItem } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { AppError, fromPayload } from '../errors.ts';
 import type { FromHost, Meta, Reply } from '../protocol/envelope.ts';
+import { encodeFromHost } from '../protocol/wire.ts';
 
 type Pending = { resolve(value: unknown): void; reject(err: unknown): void; timer: NodeJS.Timeout };
 
@@ -27,11 +28,11 @@ export class HostLink {
   }
 
   post(envelope: FromHost, transferList?: TransferListItem[]): void {
-    this.port.postMessage(envelope, transferList);
+    this.port.postMessage(encodeFromHost(envelope), transferList);
   }
 
   tell(from: string, to: string, msg: unknown, transferList?: TransferListItem[], meta?: Meta): void {
-    this.post({ kind: 'tell', v: 1, id: this.nextId(), from, to, msg, ...(meta ? { meta } : {}) }, transferList);
+    this.post({ kind: 'tell', id: this.nextId(), from, to, msg, ...(meta ? { meta } : {}) }, transferList);
   }
 
   ask(from: string, to: string, msg: unknown, deadlineMs: number, transferList?: TransferListItem[], meta?: Meta): Promise<unknown> {
@@ -44,7 +45,7 @@ export class HostLink {
       timer.unref();
       this.pending.set(id, { resolve, reject, timer });
       this.post(
-        { kind: 'ask', v: 1, id, from, to, msg, deadline: Date.now() + deadlineMs, ...(meta ? { meta } : {}) },
+        { kind: 'ask', id, from, to, msg, deadline: Date.now() + deadlineMs, ...(meta ? { meta } : {}) },
         transferList,
       );
     });
@@ -67,7 +68,7 @@ export class HostLink {
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
-      for (const [name, count] of this.processed) this.post({ kind: 'processed', v: 1, actor: name, count });
+      for (const [name, count] of this.processed) this.post({ kind: 'processed', actor: name, count });
       this.processed.clear();
     });
   }

@@ -10,7 +10,7 @@
 import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { isActorDefinition, type AnyActorDefinition } from '../actor.ts';
 import { createLogger } from '../log.ts';
-import { ToHost } from '../protocol/envelope.ts';
+import { decodeToHost } from '../protocol/wire.ts';
 import { ActorCell } from './actor-cell.ts';
 import { HostData } from './host-data.ts';
 import { HostLink } from './host-link.ts';
@@ -42,7 +42,7 @@ async function startActor(actor: string, incarnation: number, entry: string, con
   } catch (err) {
     definitions.delete(entry);
     log.error({ err, event: 'actor.load-failed', actor }, 'actor module failed to load');
-    link.post({ kind: 'crashed', v: 1, actor, incarnation, error: { code: 'E_ACTOR_START_FAILED', message: 'Actor failed to start', retryable: true } });
+    link.post({ kind: 'crashed', actor, incarnation, error: { code: 'E_ACTOR_START_FAILED', message: 'Actor failed to start', retryable: true } });
     return;
   }
   const cell = new ActorCell({
@@ -60,13 +60,12 @@ async function startActor(actor: string, incarnation: number, entry: string, con
 }
 
 port.on('message', (raw: unknown) => {
-  const parsed = ToHost.safeParse(raw);
-  if (!parsed.success) {
-    const id = typeof raw === 'object' && raw !== null && 'id' in raw ? String((raw as { id: unknown }).id) : undefined;
+  const envelope = decodeToHost(raw);
+  if (envelope === null) {
+    const id = Array.isArray(raw) && typeof raw[1] === 'string' ? raw[1] : undefined;
     log.error({ event: 'protocol.invalid', envelope: id }, 'envelope from the main thread failed validation');
     return;
   }
-  const envelope = parsed.data;
   switch (envelope.kind) {
     case 'start':
       void startActor(envelope.actor, envelope.incarnation, envelope.entry, envelope.config);
@@ -81,7 +80,7 @@ port.on('message', (raw: unknown) => {
       const cell = cells.get(envelope.to);
       if (cell) cell.deliver(envelope);
       else if (envelope.kind === 'ask')
-        link.post({ kind: 'reply', v: 1, id: envelope.id, from: envelope.to, reply: { ok: false, error: { code: 'E_ACTOR_DOWN', message: 'Actor stopped before replying', retryable: true } } });
+        link.post({ kind: 'reply', id: envelope.id, from: envelope.to, reply: { ok: false, error: { code: 'E_ACTOR_DOWN', message: 'Actor stopped before replying', retryable: true } } });
       return;
     }
     case 'reply':
@@ -90,6 +89,6 @@ port.on('message', (raw: unknown) => {
   }
 });
 
-const beat = (): void => link.post({ kind: 'heartbeat', v: 1, at: Date.now() });
+const beat = (): void => link.post({ kind: 'heartbeat', at: Date.now() });
 setInterval(beat, data.heartbeatMs);
 beat();

@@ -10,7 +10,8 @@ import type { Code } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { moduleUrl } from '../module-url.ts';
 import { startWorker } from '../worker-entry.ts';
-import { FromHost, type ToHost } from '../protocol/envelope.ts';
+import type { FromHost, ToHost } from '../protocol/envelope.ts';
+import { decodeFromHost, encodeToHost } from '../protocol/wire.ts';
 import type { HostData } from './host-data.ts';
 
 export type HostEndReason = Extract<Code, 'E_ACTOR_HUNG' | 'E_ACTOR_OUT_OF_MEMORY' | 'E_ACTOR_EXITED' | 'E_ACTOR_CRASHED'> | 'shutdown';
@@ -59,13 +60,13 @@ export class HostThread {
     });
     this.threadId = this.worker.threadId;
     this.worker.on('message', (raw: unknown) => {
-      const parsed = FromHost.safeParse(raw);
-      if (!parsed.success) {
+      const envelope = decodeFromHost(raw);
+      if (envelope === null) {
         args.log.error({ event: 'protocol.invalid', host: this.hostId }, 'envelope from a host thread failed validation');
         return;
       }
-      if (parsed.data.kind === 'heartbeat') this.lastHeartbeat = Date.now();
-      args.events.envelope(this, parsed.data);
+      if (envelope.kind === 'heartbeat') this.lastHeartbeat = Date.now();
+      args.events.envelope(this, envelope);
     });
     this.worker.on('error', (err: Error & { code?: string }) => {
       if (this.endReason === null) this.endReason = err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'E_ACTOR_OUT_OF_MEMORY' : 'E_ACTOR_CRASHED';
@@ -87,7 +88,7 @@ export class HostThread {
 
   post(envelope: ToHost, transferList?: TransferListItem[]): void {
     if (this.ended) return;
-    this.worker.postMessage(envelope, transferList);
+    this.worker.postMessage(encodeToHost(envelope), transferList);
   }
 
   /** End the thread; `reason` is what its actors' exits will report. */

@@ -14,7 +14,8 @@ import type { z } from 'zod';
 import { isWithTransfer, TRANSFER, type WithTransfer } from '../actor.ts';
 import { AppError, toPayload } from '../errors.ts';
 import { createLogger } from '../log.ts';
-import { ToHost, type Reply } from '../protocol/envelope.ts';
+import type { Reply } from '../protocol/envelope.ts';
+import { decodeToHost } from '../protocol/wire.ts';
 
 export type PoolTaskDefinition<Msg> = {
   readonly name: string;
@@ -27,16 +28,16 @@ export type PoolTaskFunction = (raw: unknown) => Promise<unknown>;
 export function definePoolTask<Msg>(definition: PoolTaskDefinition<Msg>): PoolTaskFunction {
   const log = createLogger({ format: 'Json' }).child({ pool: definition.name });
   return async (raw) => {
-    const envelope = ToHost.safeParse(raw);
-    if (!envelope.success || envelope.data.kind !== 'ask') {
+    const envelope = decodeToHost(raw);
+    if (envelope === null || envelope.kind !== 'ask') {
       log.error({ event: 'protocol.invalid' }, 'pool task envelope failed validation');
       return answer({ ok: false, error: toPayload(new AppError('E_PROTOCOL_INVALID')) });
     }
-    const { deadline, msg } = envelope.data;
+    const { deadline, msg, id } = envelope;
     if (deadline <= Date.now()) return answer({ ok: false, error: toPayload(new AppError('E_ACTOR_TIMEOUT')) });
     const parsed = definition.messages.safeParse(msg);
     if (!parsed.success) {
-      log.warn({ event: 'protocol.invalid', envelope: envelope.data.id }, 'message failed the pool protocol');
+      log.warn({ event: 'protocol.invalid', envelope: id }, 'message failed the pool protocol');
       return answer({ ok: false, error: toPayload(new AppError('E_PROTOCOL_INVALID')) });
     }
     try {
@@ -44,7 +45,7 @@ export function definePoolTask<Msg>(definition: PoolTaskDefinition<Msg>): PoolTa
       if (isWithTransfer(result)) return answer({ ok: true, value: result.value }, result);
       return answer({ ok: true, value: result });
     } catch (err) {
-      if (!(err instanceof AppError)) log.error({ err, event: 'pool.task-threw', envelope: envelope.data.id }, 'pool task threw');
+      if (!(err instanceof AppError)) log.error({ err, event: 'pool.task-threw', envelope: id }, 'pool task threw');
       return answer({ ok: false, error: toPayload(err) });
     }
   };

@@ -151,7 +151,7 @@ export class Supervisor {
     child.state = 'stopping';
     const host = child.host;
     const stopped = new Promise<void>((resolve) => child.waiters.push(resolve));
-    host?.post({ kind: 'stop', v: 1, actor: child.spec.id });
+    host?.post({ kind: 'stop', actor: child.spec.id });
     const timeout = Math.min(child.spec.shutdownMs, budgetMs);
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<'expired'>((resolve) => {
@@ -175,11 +175,11 @@ export class Supervisor {
     const incarnation = child.incarnation;
     child.timer = setTimeout(() => {
       if (child.state === 'starting' && child.incarnation === incarnation) {
-        host.post({ kind: 'stop', v: 1, actor: child.spec.id });
+        host.post({ kind: 'stop', actor: child.spec.id });
         this.ended(child, 'E_ACTOR_START_FAILED', false);
       }
     }, child.spec.startTimeoutMs);
-    host.post({ kind: 'start', v: 1, actor: child.spec.id, incarnation, entry: child.spec.entry, config: child.spec.config ?? null });
+    host.post({ kind: 'start', actor: child.spec.id, incarnation, entry: child.spec.entry, config: child.spec.config ?? null });
   }
 
   private onEnvelope(host: HostThread, envelope: FromHost): void {
@@ -196,7 +196,7 @@ export class Supervisor {
     const child = this.children.get(envelope.actor);
     if (!child || child.incarnation !== envelope.incarnation || child.host !== host) {
       // A late report from an earlier incarnation: make sure nothing of it keeps running.
-      if (envelope.kind === 'started') host.post({ kind: 'stop', v: 1, actor: envelope.actor });
+      if (envelope.kind === 'started') host.post({ kind: 'stop', actor: envelope.actor });
       return;
     }
     switch (envelope.kind) {
