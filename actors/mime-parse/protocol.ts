@@ -1,0 +1,64 @@
+/**
+ * Public messages of the MIME parse pool (`mime-parse`): raw MIME in (moved,
+ * not copied), the properties agents need out. Stateless: runs on a piscina
+ * pool behind `ask`. The sync actor asks it for every fetched message and
+ * the re-derivation segments ask it for stored ones.
+ *
+ * PARSE_VERSION is recorded beside every derived row; raising it is how a
+ * change to derivation asks for re-derivation of stored mail.
+ */
+import { z } from 'zod';
+
+export const PARSE_VERSION = 1;
+
+export const ParseRequest = z.strictObject({
+  type: z.literal('mime-parse.parse'),
+  /** The account id, mixed into the thread id so threads never join across accounts. */
+  account: z.string(),
+  raw: z.instanceof(Uint8Array),
+});
+export type ParseRequest = z.infer<typeof ParseRequest>;
+
+export const Address = z.strictObject({ name: z.string(), address: z.string() });
+export type Address = z.infer<typeof Address>;
+
+export const Attachment = z.strictObject({
+  filename: z.string().nullable(),
+  contentType: z.string(),
+  /** Decoded size estimated from the encoded length (payloads are never decoded). */
+  size: z.number().int().nonnegative(),
+  /** SHA-256 (hex) of the part's encoded body: identifies it without decoding it. */
+  sha256: z.string(),
+  inline: z.boolean(),
+});
+export type Attachment = z.infer<typeof Attachment>;
+
+export const ParsedMessage = z.strictObject({
+  parseVersion: z.number().int(),
+  messageId: z.string().nullable(),
+  inReplyTo: z.string().nullable(),
+  references: z.array(z.string()),
+  /** Opaque, stable: derived from the conversation's root Message-ID (or the message's own identity). */
+  threadId: z.string(),
+  subject: z.string().nullable(),
+  from: z.array(Address),
+  sender: z.array(Address),
+  replyTo: z.array(Address),
+  to: z.array(Address),
+  cc: z.array(Address),
+  /** Date header, epoch ms, or null when absent or unreadable. */
+  sentAt: z.number().nullable(),
+  attachments: z.array(Attachment),
+  /** Readable body: text/plain, or HTML reduced to text. */
+  bodyText: z.string(),
+  /** Passages of the body for later embedding, in order. */
+  passages: z.array(z.string()),
+});
+export type ParsedMessage = z.infer<typeof ParsedMessage>;
+
+/** `unreadable`: the message could not be parsed at all; it is kept raw and counted. */
+export const ParseReply = z.discriminatedUnion('ok', [
+  z.strictObject({ ok: z.literal(true), message: ParsedMessage }),
+  z.strictObject({ ok: z.literal(false), unreadable: z.literal(true) }),
+]);
+export type ParseReply = z.infer<typeof ParseReply>;
