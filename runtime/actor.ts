@@ -60,6 +60,24 @@ export function isWithTransfer(value: unknown): value is WithTransfer<unknown> {
   return typeof value === 'object' && value !== null && TRANSFER in value;
 }
 
+export const LATER: unique symbol = Symbol('mailcairn.later');
+export type Later<T> = { readonly [LATER]: Promise<T> };
+
+/**
+ * Answer an ask when `work` settles, while the actor goes on handling its
+ * mailbox (a synchronization run spans many messages; a rewind must be able
+ * to arrive in between). If the actor dies first, the asker is told at once
+ * (E_ACTOR_DOWN). `work` rejecting with an AppError answers with it; with
+ * anything else it crashes the actor, as a handler that throws would.
+ */
+export function later<T>(work: Promise<T>): Later<T> {
+  return { [LATER]: work };
+}
+
+export function isLater(value: unknown): value is Later<unknown> {
+  return typeof value === 'object' && value !== null && LATER in value;
+}
+
 export type ActorDefinition<Config, Msg, State> = {
   readonly name: string;
   readonly config: z.ZodType<Config>;

@@ -17,6 +17,7 @@ import type { TransferListItem } from 'node:worker_threads';
 import { AppError, fromPayload, toPayload } from './errors.ts';
 import type { HostThread } from './host/host-thread.ts';
 import type { FromHost, Meta, Reply } from './protocol/envelope.ts';
+import type { Askable } from './ref.ts';
 
 export const DEFAULT_MAILBOX_CAPACITY = 1000;
 export const DEFAULT_ASK_MS = 30_000;
@@ -28,6 +29,8 @@ export type SendOptions = { transfer?: TransferListItem[]; meta?: Meta };
 
 export class Router {
   private readonly routes = new Map<string, Route>();
+  /** Stateless pools reachable by id, so actors on host threads can ask them too. */
+  private readonly pools = new Map<string, Askable>();
   private readonly pending = new Map<string, Pending>();
   private seq = 0;
 
@@ -47,6 +50,11 @@ export class Router {
     }
   }
 
+  registerPool(pool: Askable): void {
+    if (this.pools.has(pool.id)) throw new Error(`duplicate pool id ${pool.id}`);
+    this.pools.set(pool.id, pool);
+  }
+
   isRunning(actor: string): boolean {
     return this.routes.has(actor);
   }
@@ -59,6 +67,8 @@ export class Router {
   }
 
   ask(to: string, msg: unknown, options: SendOptions & { deadlineMs?: number } = {}): Promise<unknown> {
+    const pool = this.pools.get(to);
+    if (pool) return pool.ask(msg, options);
     let route: Route;
     try {
       route = this.admit(to);

@@ -7,7 +7,7 @@
  * Importable only from runtime/host/.
  */
 import { AppError, toPayload, type ErrorPayload } from '../errors.ts';
-import { TRANSFER, isWithTransfer, type ActorContext, type AnyActorDefinition } from '../actor.ts';
+import { LATER, TRANSFER, isLater, isWithTransfer, type ActorContext, type AnyActorDefinition } from '../actor.ts';
 import type { Logger } from '../log.ts';
 import type { Ask, Meta, Tell } from '../protocol/envelope.ts';
 import { parseReply } from '../ref.ts';
@@ -119,6 +119,10 @@ export class ActorCell {
     const ctx = this.context(isAsk ? envelope.deadline : null, envelope.meta);
     try {
       const result = await this.def.handle(this.state, parsed.data, ctx);
+      if (isAsk && isLater(result)) {
+        this.answerLater(envelope.id, result[LATER]);
+        return true;
+      }
       if (isAsk) {
         const moved = isWithTransfer(result);
         this.link.post(
@@ -139,6 +143,22 @@ export class ActorCell {
       await this.fail('E_ACTOR_CRASHED');
       return false;
     }
+  }
+
+  private answerLater(id: string, work: Promise<unknown>): void {
+    work.then(
+      (value) => {
+        if (this.phase === 'gone') return;
+        const moved = isWithTransfer(value);
+        this.link.post({ kind: 'reply', id, from: this.actorId, reply: { ok: true, value: moved ? value.value : value } }, moved ? value[TRANSFER] : undefined);
+      },
+      (err: unknown) => {
+        if (this.phase === 'gone') return;
+        if (err instanceof AppError) return this.replyError(id, err);
+        this.log.error({ err, event: 'actor.handler-threw', envelope: id }, 'actor deferred work threw');
+        void this.fail('E_ACTOR_CRASHED');
+      },
+    );
   }
 
   private replyError(id: string, err: AppError): void {

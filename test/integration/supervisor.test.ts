@@ -195,3 +195,24 @@ t.test('stop: reverse start order, drains, and a child that ignores stop is ende
   t.same(exits.map((l) => l.reason), ['shutdown', 'E_ACTOR_TIMEOUT', 'shutdown']);
   t.equal(supervisor.health().healthy, false, 'a stopping supervisor is not ready');
 });
+
+t.test('a deferred answer lets the actor handle other messages meanwhile; actors reach pools and each other', async (t) => {
+  const { supervisor } = setup(t);
+  const { createPool } = await import('../../runtime/pool/pool.ts');
+  const pool = createPool({ id: 'echo-pool', entry: new URL('../fixtures/pool/echo-task.ts', import.meta.url), maxThreads: 1 });
+  t.teardown(() => pool.close());
+  supervisor.router.registerPool(pool);
+  await supervisor.start([spec('patient'), spec('other')]);
+  const ref = supervisor.ref('patient');
+  const slow = ref.ask({ type: 'later', ms: 300, fail: false });
+  t.equal(await ref.ask({ type: 'count' }), 1, 'answered while the deferred work is pending');
+  t.equal(await slow, 'done later');
+  t.equal((await rejection(ref.ask({ type: 'later', ms: 10, fail: true }))).code, 'E_TOOL_INVALID_INPUT');
+  t.equal(await ref.ask({ type: 'ask-other', to: 'echo-pool', payload: 'via pool' }), 'via pool');
+  t.equal(await ref.ask({ type: 'ask-other', to: 'other', payload: 'via actor' }), 'via actor');
+  const pending = ref.ask({ type: 'later', ms: 20_000, fail: false }, { deadlineMs: 30_000 });
+  const began = Date.now();
+  ref.tell({ type: 'exit' });
+  t.equal((await rejection(pending)).code, 'E_ACTOR_DOWN', 'a deferred answer is refused at once when the actor dies');
+  t.ok(Date.now() - began < 5_000);
+});
