@@ -23,7 +23,10 @@ import { migrate } from './store/migrate.ts';
 import { openStore } from './store/open.ts';
 import { acquireWriterLock, type WriterLock } from './store/writer-lock.ts';
 import { readSecret } from '../config/secret-ref.ts';
-import { systemChildren } from './system-children.ts';
+import { MIME_PARSE_POOL, systemChildren } from './system-children.ts';
+import { moduleUrl } from './module-url.ts';
+import { createPool } from './pool/pool.ts';
+import { reconcileAccounts } from './store/accounts.ts';
 import type { ChildSpecInput } from './supervisor/child-spec.ts';
 import { Supervisor } from './supervisor/supervisor.ts';
 import { version } from './version.ts';
@@ -68,6 +71,8 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     try {
       const result = migrate(db);
       log.info({ event: 'store.migrated', version: result.version, applied: result.applied }, 'store.migrated');
+      const accounts = reconcileAccounts(db, config.Accounts.map((a) => a.Id));
+      if (accounts.withdrawn.length > 0) log.info({ event: 'store.accounts-withdrawn', count: accounts.withdrawn.length }, 'store.accounts-withdrawn');
     } finally {
       db.close();
     }
@@ -78,6 +83,13 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   }
 
   const supervisor = new Supervisor({ log, hostLogLevel: config.Logging.Level });
+  const parsePool = createPool({
+    id: MIME_PARSE_POOL,
+    entry: moduleUrl('../actors/mime-parse/task.ts', import.meta.url),
+    minThreads: config.Accounts.length > 0 ? 1 : 0,
+    maxQueue: 4_096,
+  });
+  supervisor.router.registerPool(parsePool);
   let stopping = false;
   const readiness = (): Readiness => {
     const health = supervisor.health();
@@ -104,6 +116,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     }
   } catch (err) {
     await supervisor.stop(SHUTDOWN_DEADLINE_MS);
+    await parsePool.close();
     lock.release();
     throw err;
   }
@@ -122,6 +135,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         log.info({ event: 'service.stopping' }, 'service.stopping');
         if (healthServer) await close(healthServer);
         await supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000);
+        await parsePool.close();
         lock.release();
         log.info({ event: 'service.stopped' }, 'service.stopped');
       })();

@@ -57,6 +57,17 @@ export const Codes = {
   E_KEYRING_TAMPERED: { status: 500, retryable: false, public: null, msg: 'The sealed value failed authentication' },
   E_KEYRING_EXISTS: { status: 500, retryable: false, public: null, msg: 'A key ring file already exists there' },
 
+  // IMAP (classified in one place: actors/imap-sync/connection.ts)
+  E_IMAP_AUTH: { status: 502, retryable: false, public: null, msg: 'The mail server refused the login' },
+  E_IMAP_UNRESPONSIVE: { status: 504, retryable: true, public: null, msg: 'The mail server did not answer' },
+  E_IMAP_PROTOCOL: { status: 502, retryable: true, public: null, msg: 'The mail server answered in a way the client could not use' },
+  E_OAUTH_REFRESH_MISSING: { status: 502, retryable: false, public: null, msg: 'No mailbox refresh token is stored for this account' },
+  E_OAUTH_REFRESH_REFUSED: { status: 502, retryable: false, public: null, msg: 'The token endpoint refused the stored refresh token' },
+
+  // Synchronization
+  E_SYNC_CONFLICT: { status: 409, retryable: true, public: null, msg: 'The folder checkpoint moved during the run (a rewind); the run deferred' },
+  E_SYNC_FOLDER_MIRRORED: { status: 400, retryable: false, public: null, msg: 'The folder is still mirrored, so it cannot be erased' },
+
   // Application refusals (spec: admin-surface "Principal")
   E_APP_REFUSED: { status: 403, retryable: false, public: 14001, msg: 'The operation is not permitted to this principal' },
 

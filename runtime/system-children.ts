@@ -1,15 +1,72 @@
 /**
- * The supervision tree of the service, as data, in start order. Later
- * capabilities add their children here (one sync actor per account, the
- * outbox, jobs, embedding and answering actors).
+ * The supervision tree of the service, as data, in start order: the store
+ * maintenance, one sync actor per configured account (25 per thread, see
+ * docs/actors.md), then the synchronization scheduler that drives them.
+ * Stopping runs in reverse: the scheduler first, then the accounts together.
  */
 import type { Config } from '../config/schema.ts';
+import { defaultMailPort } from '../config/schema/accounts.ts';
+import { syncActorId } from '../actors/imap-sync/protocol.ts';
+import { SCHEDULER_ID } from '../actors/sync-scheduler/protocol.ts';
 import { moduleUrl } from './module-url.ts';
 import type { ChildSpecInput } from './supervisor/child-spec.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
+export const MIME_PARSE_POOL = 'mime-parse';
+export const ACCOUNTS_PER_THREAD = 25;
+/** The longest a single run may take before the scheduler stops waiting (a first mirror of a very large mailbox is split into runs well below this). */
+const RUN_DEADLINE_MS = 6 * 60 * 60_000;
+
+function storeSlice(config: Config) {
+  return {
+    database: config.Storage.Database,
+    ...(config.Storage.AuthToken ? { authTokenRef: config.Storage.AuthToken } : {}),
+    busyTimeoutMs: config.Storage.BusyTimeout,
+    synchronous: config.Storage.Synchronous,
+  };
+}
 
 export function systemChildren(config: Config): ChildSpecInput[] {
+  const sync = config.MailSynchronization;
+  const accounts: ChildSpecInput[] = config.Accounts.map((account) => ({
+    id: syncActorId(account.Id),
+    entry: moduleUrl('../actors/imap-sync/actor.ts', import.meta.url),
+    restart: 'transient',
+    shutdownMs: 5_000,
+    placement: { kind: 'shared', group: 'accounts', actorsPerThread: ACCOUNTS_PER_THREAD },
+    backoff: { baseMs: 1_000, maxMs: 60_000, stableAfterMs: 60_000 },
+    // An account that keeps crashing is retried with backoff, never given up: a mail server outage is not ours to end.
+    intensity: { maxRestarts: 1_000_000, windowMs: 60_000 },
+    config: {
+      account: account.Id,
+      imap: {
+        host: account.Imap.Host,
+        port: account.Imap.Port ?? defaultMailPort('Imap', account.Imap.Security),
+        security: account.Imap.Security,
+        username: account.Imap.Username,
+        ...(account.Imap.Password ? { passwordRef: account.Imap.Password } : {}),
+        ...(account.Imap.OAuth
+          ? {
+              oauth: {
+                tokenEndpoint: account.Imap.OAuth.TokenEndpoint,
+                clientId: account.Imap.OAuth.ClientId,
+                ...(account.Imap.OAuth.ClientSecret ? { clientSecretRef: account.Imap.OAuth.ClientSecret } : {}),
+                scopes: [...account.Imap.OAuth.Scopes],
+              },
+            }
+          : {}),
+      },
+      folders: account.Folders.map((f) => ({ alias: f.Alias, path: f.Path ?? null })),
+      store: storeSlice(config),
+      ...(config.DataEncryption.KeyRing ? { keyRingRef: config.DataEncryption.KeyRing } : {}),
+      batchSize: sync.BatchSize,
+      maxMessageBytes: sync.MaxMessageBytes,
+      connectTimeoutMs: sync.ConnectTimeout,
+      commandTimeoutMs: sync.CommandTimeout,
+      schedulerId: SCHEDULER_ID,
+      parserId: MIME_PARSE_POOL,
+    },
+  }));
   return [
     {
       id: 'store-maintenance',
@@ -17,12 +74,24 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       restart: 'permanent',
       shutdownMs: 5_000,
       placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
+      config: { ...storeSlice(config), intervalMs: STORE_MAINTENANCE_INTERVAL_MS },
+    },
+    ...accounts,
+    {
+      id: SCHEDULER_ID,
+      entry: moduleUrl('../actors/sync-scheduler/actor.ts', import.meta.url),
+      restart: 'permanent',
+      shutdownMs: 2_000,
+      placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
       config: {
-        database: config.Storage.Database,
-        ...(config.Storage.AuthToken ? { authTokenRef: config.Storage.AuthToken } : {}),
-        busyTimeoutMs: config.Storage.BusyTimeout,
-        synchronous: config.Storage.Synchronous,
-        intervalMs: STORE_MAINTENANCE_INTERVAL_MS,
+        accounts: config.Accounts.map((a) => a.Id),
+        enabled: sync.Enabled,
+        intervalMs: sync.Interval,
+        maxConcurrent: sync.MaxConcurrentAccounts,
+        backoffInitialMs: sync.Backoff.Initial,
+        backoffMaxMs: sync.Backoff.Maximum,
+        runDeadlineMs: RUN_DEADLINE_MS,
+        store: storeSlice(config),
       },
     },
   ];

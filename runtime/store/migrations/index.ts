@@ -6,7 +6,11 @@
  * Imported by `migrate.ts` only.
  */
 import { sql as initial } from './0001-initial.ts';
+import { sql as mailboxWrites } from './0002-mailbox-writes.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
-export const migrations: readonly Migration[] = [{ version: 1, name: 'initial', sql: initial }];
+export const migrations: readonly Migration[] = [
+  { version: 1, name: 'initial', sql: initial },
+  { version: 2, name: 'mailbox-writes', sql: mailboxWrites },
+];

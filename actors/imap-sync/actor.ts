@@ -1,0 +1,181 @@
+/**
+ * The sync actor of one account (`imap-sync:<account>`): mirrors the mapped
+ * folders into the database, one run at a time when the scheduler asks,
+ * and watches the first folder with IDLE between runs so new mail wakes the
+ * scheduler within seconds. It is the sole writer of the account's mail
+ * tables (see runtime/store/migrations/0001-initial.ts).
+ *
+ * A run is a sequence of private `step` messages, so a rewind, an erasure
+ * pass or the stop at shutdown is handled between two batches. The run's
+ * ask is answered when the run ends (`later`); if this actor dies first, the
+ * scheduler learns it at once.
+ *
+ * A refused login stops the actor on purpose (`E_IMAP_AUTH`): retrying a
+ * wrong password locks accounts; it stays down until an operator acts.
+ */
+import type { ImapFlow } from 'imapflow';
+import { z } from 'zod';
+import { readSecret } from '../../config/secret-ref.ts';
+import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
+import { AppError } from '../../runtime/errors.ts';
+import { openStore, type Database } from '../../runtime/store/open.ts';
+import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
+import { ParseReply } from '../mime-parse/protocol.ts';
+import { openSession, type Credentials } from './connection.ts';
+import { handleMaintenance, isMaintenance, rederivationStep, type RederivationCursor } from './maintenance.ts';
+import { AccessTokens } from './oauth-token.ts';
+import { ImapSyncConfig, RunSummary, SyncMessage } from './protocol.ts';
+import { SyncRun } from './sync-run.ts';
+
+const Step = z.strictObject({ type: z.literal('imap-sync.step') });
+const RederiveStep = z.strictObject({ type: z.literal('imap-sync.rederive-step') });
+const Msg = z.union([SyncMessage, Step, RederiveStep]);
+
+type Active = { run: SyncRun; resolve(summary: RunSummary): void; reject(err: unknown): void };
+
+type State = {
+  db: Database;
+  config: ImapSyncConfig;
+  tokens: AccessTokens;
+  client: ImapFlow | null;
+  watching: boolean;
+  active: Active | null;
+  consecutiveFailures: number;
+  rederivation: RederivationCursor | null;
+};
+
+async function session(state: State, ctx: ActorContext, fresh = false): Promise<ImapFlow> {
+  if (state.client?.usable && !fresh) return state.client;
+  state.client?.close();
+  state.client = null;
+  const { imap } = state.config;
+  const credentials: Credentials = imap.passwordRef
+    ? { pass: readSecret(imap.passwordRef, process.env, `Accounts:${state.config.account}:Imap:Password`) }
+    : { accessToken: await state.tokens.current() };
+  const client = await openSession(state.config, credentials);
+  client.on('close', () => {
+    if (state.client === client) state.client = null;
+  });
+  client.on('exists', (e: { count: number; prevCount: number }) => {
+    if (state.watching && e.count > e.prevCount) ctx.tell(state.config.schedulerId, { type: 'sync-scheduler.wake', account: state.config.account });
+  });
+  state.client = client;
+  return client;
+}
+
+/** Between runs: select the first mapped folder read-only and let imapflow IDLE on it. */
+async function watch(state: State, ctx: ActorContext): Promise<void> {
+  const first = state.config.folders[0];
+  if (!state.client?.usable || !first) return;
+  try {
+    const path = first.path ?? (first.alias.toLowerCase() === 'inbox' ? 'INBOX' : null);
+    if (path === null) return;
+    await state.client.mailboxOpen(path, { readOnly: true });
+    state.watching = true;
+  } catch (err) {
+    ctx.log.debug({ err, event: 'sync.watch-failed' }, 'sync.watch-failed');
+  }
+}
+
+function parseWith(ctx: ActorContext, state: State) {
+  return (raw: Buffer): Promise<ParseReply> =>
+    ctx.ask(state.config.parserId, { type: 'mime-parse.parse', account: state.config.account, raw }, { reply: ParseReply, deadlineMs: 60_000 });
+}
+
+async function runStep(state: State, ctx: ActorContext): Promise<void> {
+  const active = state.active;
+  if (!active) return;
+  let summary: RunSummary | null;
+  try {
+    summary = await active.run.step(state.consecutiveFailures);
+  } catch (err) {
+    state.active = null;
+    active.reject(err);
+    throw err; // not an IMAP failure: a defect or the database; let the supervisor restart us
+  }
+  if (!summary) {
+    ctx.schedule({ type: 'imap-sync.step' }, 0);
+    return;
+  }
+  state.active = null;
+  state.consecutiveFailures = summary.outcome === 'failed' ? state.consecutiveFailures + 1 : 0;
+  active.resolve(summary);
+  void watch(state, ctx);
+}
+
+export default defineActor({
+  name: 'imap-sync',
+  config: ImapSyncConfig,
+  messages: Msg,
+  init(config, ctx) {
+    const db = openStore({
+      database: config.store.database,
+      busyTimeoutMs: config.store.busyTimeoutMs,
+      synchronous: config.store.synchronous,
+      ...(config.store.authTokenRef ? { authToken: readSecret(config.store.authTokenRef, process.env, 'Storage:AuthToken') } : {}),
+    });
+    closeInterruptedRuns(db, config.account, Date.now());
+    const state: State = { db, config, tokens: new AccessTokens(db, config), client: null, watching: false, active: null, consecutiveFailures: 0, rederivation: null };
+    ctx.defer(() => {
+      state.client?.close();
+      db.close();
+    });
+    return state;
+  },
+  async handle(state, msg, ctx) {
+    switch (msg.type) {
+      case 'imap-sync.run': {
+        if (state.active) return later(new Promise<RunSummary>((resolve, reject) => chain(state.active!, resolve, reject)));
+        state.watching = false;
+        const run = new SyncRun({
+          db: state.db,
+          config: state.config,
+          log: ctx.log,
+          session: (fresh?: boolean) => session(state, ctx, fresh),
+          parse: parseWith(ctx, state),
+          now: Date.now,
+        });
+        const done = new Promise<RunSummary>((resolve, reject) => {
+          state.active = { run, resolve, reject };
+        });
+        ctx.schedule({ type: 'imap-sync.step' }, 0);
+        return later(
+          done.then((summary) => {
+            if (summary.outcome === 'failed' && authRefused(run)) ctx.stopSelf(run.failureCode ?? 'E_IMAP_AUTH');
+            return summary;
+          }),
+        );
+      }
+      case 'imap-sync.step':
+        return runStep(state, ctx);
+      case 'imap-sync.rederive-step':
+        return rederivationStep(state, ctx, parseWith(ctx, state));
+      default:
+        if (isMaintenance(msg)) return handleMaintenance(state, ctx, msg);
+        throw new AppError('E_PROTOCOL_INVALID');
+    }
+  },
+  stop(state) {
+    if (state.active) {
+      const active = state.active;
+      state.active = null;
+      active.resolve(active.run.interrupt(state.consecutiveFailures));
+    }
+  },
+});
+
+function chain(active: Active, resolve: (s: RunSummary) => void, reject: (e: unknown) => void): void {
+  const { resolve: r0, reject: j0 } = active;
+  active.resolve = (s) => {
+    r0(s);
+    resolve(s);
+  };
+  active.reject = (e) => {
+    j0(e);
+    reject(e);
+  };
+}
+
+function authRefused(run: SyncRun): boolean {
+  return run.failureCode === 'E_IMAP_AUTH' || run.failureCode === 'E_OAUTH_REFRESH_REFUSED' || run.failureCode === 'E_OAUTH_REFRESH_MISSING';
+}

@@ -1,0 +1,208 @@
+/**
+ * One folder of one synchronization run, over an open IMAP session:
+ * `prepare` selects the folder and brings what is already stored up to date
+ * (UIDVALIDITY, flags and keywords, expunges), then each `step` fetches,
+ * parses and stores one bounded batch of new mail together with the
+ * checkpoint advance, in one transaction.
+ *
+ * Capabilities decide the path: QRESYNC reports changed flags and VANISHED
+ * UIDs while selecting; CONDSTORE fetches flags changed since the stored
+ * HIGHESTMODSEQ; without either, flags are swept and compared. Expunges
+ * without QRESYNC are found by comparing `UID SEARCH ALL` with what is
+ * stored. An unchanged HIGHESTMODSEQ with no new UID means nothing to do.
+ */
+import type { ImapFlow } from 'imapflow';
+import { AppError } from '../../runtime/errors.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import type { Binding } from '../../runtime/store/mailbox/bindings.ts';
+import { readCheckpoint } from '../../runtime/store/mailbox/checkpoints.ts';
+import { storeBatch, type FetchedMessage } from '../../runtime/store/mailbox/store-batch.ts';
+import { applyFlagChanges, knownUids, localFlags, retireUidValidity, tombstone } from '../../runtime/store/mailbox/server-changes.ts';
+import type { ParseReply } from '../mime-parse/protocol.ts';
+import { classifyImapFailure } from './connection.ts';
+import { sameFlags, splitFlags } from './server-flags.ts';
+
+/** Largest raw size fetched in one batch, whatever the message count. */
+const BATCH_BYTES = 32 * 1024 * 1024;
+
+type Pending = { uid: number; size: number; flags: Set<string> | undefined; modseq: bigint | null; internalDate: number | null };
+
+export type FolderRunDeps = {
+  client: ImapFlow;
+  db: Database;
+  account: string;
+  binding: Binding & { path: string };
+  batchSize: number;
+  maxMessageBytes: number;
+  parse(raw: Buffer): Promise<ParseReply>;
+  now(): number;
+};
+
+export class FolderRun {
+  stored = 0;
+  oversized = 0;
+  unreadable = 0;
+  private readonly deps: FolderRunDeps;
+  private pending: Pending[] = [];
+  private uidValidity = 0;
+  private expectedEpoch: number | null = null;
+  private selectModseq: bigint | null = null;
+
+  constructor(deps: FolderRunDeps) {
+    this.deps = deps;
+  }
+
+  /** Whether `prepare` finished (the folder is selected and what was stored is up to date). */
+  prepared = false;
+
+  get hasMore(): boolean {
+    return this.pending.length > 0;
+  }
+
+  async prepare(): Promise<void> {
+    const { client, db, binding } = this.deps;
+    let checkpoint = readCheckpoint(db, binding.id);
+    const useQresync = client.enabled.has('QRESYNC') && checkpoint?.highestModseq != null;
+    const vanished: number[] = [];
+    const changed = new Map<number, { flags: Set<string>; modseq: bigint | null }>();
+    const onExpunge = (e: { uid?: number; vanished: boolean }): void => {
+      if (e.vanished && e.uid !== undefined) vanished.push(e.uid);
+    };
+    const onFlags = (e: { uid?: number; flags: Set<string>; modseq?: bigint }): void => {
+      if (e.uid !== undefined) changed.set(e.uid, { flags: e.flags, modseq: e.modseq ?? null });
+    };
+    client.on('expunge', onExpunge);
+    client.on('flags', onFlags);
+    let mailbox;
+    let reported = useQresync;
+    try {
+      mailbox = await client.mailboxOpen(binding.path, {
+        readOnly: true,
+        ...(useQresync && checkpoint ? { uidValidity: checkpoint.uidValidity, changedSince: checkpoint.highestModseq! } : {}),
+      });
+    } catch (err) {
+      // Some servers refuse a QRESYNC select whose UIDVALIDITY is stale (Dovecot 2.3 answers NO [SERVERBUG]);
+      // select plainly and reconcile by comparison instead.
+      if (!useQresync || classifyImapFailure(err).code !== 'E_IMAP_PROTOCOL') throw err;
+      reported = false;
+      mailbox = await client.mailboxOpen(binding.path, { readOnly: true });
+    } finally {
+      client.off('expunge', onExpunge);
+      client.off('flags', onFlags);
+    }
+    this.uidValidity = Number(mailbox.uidValidity);
+    this.selectModseq = mailbox.highestModseq ?? null;
+    if (checkpoint && checkpoint.uidValidity !== this.uidValidity) {
+      // The server renumbered the folder: retire every old copy before refetching, so nothing shows twice.
+      retireUidValidity(db, binding.id, this.uidValidity, this.deps.now());
+      checkpoint = readCheckpoint(db, binding.id);
+    }
+    this.expectedEpoch = checkpoint ? checkpoint.epoch : null;
+    const lastUid = checkpoint?.lastUid ?? 0;
+
+    if (lastUid > 0) {
+      const unchanged = this.selectModseq !== null && checkpoint?.highestModseq != null && this.selectModseq === checkpoint.highestModseq;
+      if (!unchanged) {
+        if (reported && this.uidValidity === checkpoint?.uidValidity) await this.applyReported(vanished, changed);
+        else await this.reconcileStored(lastUid, checkpoint?.highestModseq ?? null);
+      }
+    }
+    if (mailbox.exists > 0 && mailbox.uidNext > lastUid + 1) await this.listNew(lastUid);
+    this.prepared = true;
+  }
+
+  /** One batch: fetch, parse and store with the checkpoint advance. Returns whether more is pending. */
+  async step(): Promise<boolean> {
+    const { client, db, binding, account } = this.deps;
+    const batch: Pending[] = [];
+    let bytes = 0;
+    while (this.pending.length > 0 && batch.length < this.deps.batchSize) {
+      const next = this.pending[0]!;
+      const counted = next.size <= this.deps.maxMessageBytes ? next.size : 0;
+      if (batch.length > 0 && bytes + counted > BATCH_BYTES) break;
+      batch.push(this.pending.shift()!);
+      bytes += counted;
+    }
+    if (batch.length === 0) return false;
+    const wanted = batch.filter((m) => m.size <= this.deps.maxMessageBytes).map((m) => m.uid);
+    const sources = new Map<number, Buffer>();
+    if (wanted.length > 0) {
+      for await (const msg of client.fetch(wanted.join(','), { uid: true, source: true }, { uid: true })) {
+        if (msg.source) sources.set(msg.uid, msg.source);
+      }
+    }
+    const parsed = await Promise.all(batch.map((m) => (sources.has(m.uid) ? this.deps.parse(sources.get(m.uid)!) : Promise.resolve(null))));
+    const messages: FetchedMessage[] = [];
+    batch.forEach((m, i) => {
+      const { flags, keywords } = splitFlags(m.flags);
+      const base = { uid: m.uid, flags, keywords, modseq: m.modseq, internalDate: m.internalDate, size: m.size };
+      if (m.size > this.deps.maxMessageBytes) {
+        this.oversized += 1;
+        messages.push({ ...base, state: 'oversized', raw: null, parsed: null });
+        return;
+      }
+      const raw = sources.get(m.uid);
+      if (!raw) return; // expunged between listing and fetching: nothing to store
+      const reply = parsed[i];
+      if (reply && reply.ok) {
+        this.stored += 1;
+        messages.push({ ...base, state: 'stored', raw, parsed: reply.message });
+      } else {
+        this.unreadable += 1;
+        messages.push({ ...base, state: 'unreadable', raw, parsed: null });
+      }
+    });
+    const lastUid = batch[batch.length - 1]!.uid;
+    const result = storeBatch(db, {
+      accountId: account,
+      bindingId: binding.id,
+      uidValidity: this.uidValidity,
+      expectedEpoch: this.expectedEpoch,
+      messages,
+      advanceTo: { lastUid, highestModseq: this.selectModseq },
+      now: this.deps.now(),
+    });
+    if (!result.ok) throw new AppError('E_SYNC_CONFLICT');
+    if (this.expectedEpoch === null) this.expectedEpoch = readCheckpoint(db, binding.id)?.epoch ?? null;
+    return this.pending.length > 0;
+  }
+
+  private async applyReported(vanished: number[], changed: Map<number, { flags: Set<string>; modseq: bigint | null }>): Promise<void> {
+    const { db, binding } = this.deps;
+    const now = this.deps.now();
+    if (vanished.length > 0) tombstone(db, binding.id, this.uidValidity, vanished, 'expunged', now);
+    const changes = [...changed].map(([uid, c]) => ({ uid, ...splitFlags(c.flags), modseq: c.modseq }));
+    applyFlagChanges(db, binding.id, this.uidValidity, changes, this.selectModseq, now);
+  }
+
+  /** Without QRESYNC: flags changed since the stored HIGHESTMODSEQ (CONDSTORE) or all of them, and expunges by comparison. */
+  private async reconcileStored(lastUid: number, since: bigint | null): Promise<void> {
+    const { client, db, binding } = this.deps;
+    const condstore = client.enabled.has('CONDSTORE') && since !== null;
+    const known = localFlags(db, binding.id, this.uidValidity);
+    const changes: Array<{ uid: number; flags: string[]; keywords: string[]; modseq: bigint | null }> = [];
+    for await (const msg of client.fetch(`1:${lastUid}`, { uid: true, flags: true, ...(condstore ? { modseq: true } : {}) }, { uid: true, ...(condstore ? { changedSince: since } : {}) })) {
+      const split = splitFlags(msg.flags);
+      const local = known.get(msg.uid);
+      if (local && !sameFlags(split, local)) changes.push({ uid: msg.uid, ...split, modseq: msg.modseq ?? null });
+    }
+    const onServer = new Set((await client.search({ all: true }, { uid: true })) || []);
+    const gone = [...knownUids(db, binding.id, this.uidValidity)].filter((uid) => uid <= lastUid && !onServer.has(uid));
+    const now = this.deps.now();
+    if (gone.length > 0) tombstone(db, binding.id, this.uidValidity, gone, 'expunged', now);
+    applyFlagChanges(db, binding.id, this.uidValidity, changes, this.selectModseq, now);
+  }
+
+  private async listNew(lastUid: number): Promise<void> {
+    const found: Pending[] = [];
+    const modseq = this.deps.client.enabled.has('CONDSTORE');
+    for await (const msg of this.deps.client.fetch(`${lastUid + 1}:*`, { uid: true, flags: true, size: true, internalDate: true, ...(modseq ? { modseq: true } : {}) }, { uid: true })) {
+      // `N:*` also answers the highest message when N is above it: keep only what is new.
+      if (msg.uid <= lastUid) continue;
+      const date = msg.internalDate instanceof Date ? msg.internalDate.getTime() : typeof msg.internalDate === 'string' ? Date.parse(msg.internalDate) : null;
+      found.push({ uid: msg.uid, size: msg.size ?? 0, flags: msg.flags, modseq: msg.modseq ?? null, internalDate: Number.isFinite(date) ? date : null });
+    }
+    found.sort((a, b) => a.uid - b.uid);
+    this.pending = found;
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Public messages of an account's sync actor (`imap-sync:<account>`), and
+ * its configuration slice. Everything outside this folder imports only this
+ * file. The run's private steps stay in actor.ts.
+ */
+import { z } from 'zod';
+
+export const syncActorId = (account: string): string => `imap-sync:${account}`;
+
+const StoreSlice = z.strictObject({
+  database: z.string(),
+  authTokenRef: z.string().optional(),
+  busyTimeoutMs: z.number().int().nonnegative(),
+  synchronous: z.enum(['Full', 'Normal']),
+});
+
+export const ImapSyncConfig = z.strictObject({
+  account: z.string().min(1),
+  imap: z.strictObject({
+    host: z.string(),
+    port: z.number().int().min(1).max(65_535),
+    security: z.enum(['Tls', 'StartTls', 'None']),
+    username: z.string(),
+    passwordRef: z.string().optional(),
+    oauth: z
+      .strictObject({ tokenEndpoint: z.string(), clientId: z.string(), clientSecretRef: z.string().optional(), scopes: z.array(z.string()) })
+      .optional(),
+  }),
+  folders: z.array(z.strictObject({ alias: z.string(), path: z.string().nullable() })).min(1),
+  store: StoreSlice,
+  keyRingRef: z.string().optional(),
+  batchSize: z.number().int().min(1),
+  maxMessageBytes: z.number().int().min(1),
+  connectTimeoutMs: z.number().int().positive(),
+  commandTimeoutMs: z.number().int().positive(),
+  /** Ids of the actors and pools this one talks to. */
+  schedulerId: z.string(),
+  parserId: z.string(),
+});
+export type ImapSyncConfig = z.infer<typeof ImapSyncConfig>;
+
+export const FolderScope = z.strictObject({ folder: z.string().min(1).nullable() });
+
+export const SyncMessage = z.discriminatedUnion('type', [
+  /** From the scheduler: run once over every mapped folder; answered when the run ends. */
+  z.strictObject({ type: z.literal('imap-sync.run') }),
+  z.strictObject({ type: z.literal('imap-sync.rewind-assessment'), ...FolderScope.shape }),
+  z.strictObject({ type: z.literal('imap-sync.rewind'), ...FolderScope.shape }),
+  z.strictObject({ type: z.literal('imap-sync.erase-pass'), folder: z.string().min(1), limit: z.number().int().min(1).max(10_000) }),
+  z.strictObject({ type: z.literal('imap-sync.rederive'), ...FolderScope.shape }),
+  z.strictObject({ type: z.literal('imap-sync.rederivation'), ...FolderScope.shape }),
+]);
+export type SyncMessage = z.infer<typeof SyncMessage>;
+
+export const RunSummary = z.strictObject({
+  outcome: z.enum(['ok', 'partial', 'failed', 'interrupted']),
+  foldersFailed: z.number().int().nonnegative(),
+  hasMore: z.boolean(),
+});
+export type RunSummary = z.infer<typeof RunSummary>;

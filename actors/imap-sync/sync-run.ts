@@ -1,0 +1,198 @@
+/**
+ * One synchronization run of an account, advanced one unit at a time by
+ * the actor (`step`), so that other messages — a rewind, an erasure pass,
+ * the stop at shutdown — are handled between two batches.
+ *
+ * Units: open the session and resolve the folder aliases; then per folder
+ * `prepare` and bounded batches. A run fetches at most BATCHES_PER_RUN
+ * batches and then ends with "more to fetch", so one large mailbox does not
+ * hold a slot while others wait.
+ *
+ * Outcomes per folder follow the spec: no-such-folder, ambiguous-folder,
+ * server-unresponsive (the rest of the run is deferred with it),
+ * concurrency-conflict (a rewind moved the checkpoint), unexpected (the cause
+ * is logged here), interrupted (shutdown; resumes from the checkpoint).
+ */
+import type { ImapFlow } from 'imapflow';
+import { AppError } from '../../runtime/errors.ts';
+import type { Logger } from '../../runtime/log.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import { syncBindings, type Binding } from '../../runtime/store/mailbox/bindings.ts';
+import { beginRun, endRun, recordFolderRun, type FolderOutcome } from '../../runtime/store/mailbox/runs.ts';
+import type { ParseReply } from '../mime-parse/protocol.ts';
+import { resolveAliases, type AliasResolution } from './folder-aliases.ts';
+import { classifyImapFailure, imapFailureFields } from './connection.ts';
+import { FolderRun } from './folder-run.ts';
+import type { ImapSyncConfig, RunSummary } from './protocol.ts';
+
+export const BATCHES_PER_RUN = 50;
+
+type FolderSlot = { resolution: AliasResolution; binding: Binding; run: FolderRun | null; startedAt: number; retried: boolean };
+
+export type SyncRunDeps = {
+  db: Database;
+  config: ImapSyncConfig;
+  log: Logger;
+  /** The account's session; `fresh` closes the current one first (a server that lost track of a folder). */
+  session(fresh?: boolean): Promise<ImapFlow>;
+  parse(raw: Buffer): Promise<ParseReply>;
+  now(): number;
+};
+
+export class SyncRun {
+  private readonly deps: SyncRunDeps;
+  private readonly runId: number;
+  private folders: FolderSlot[] | null = null;
+  private index = 0;
+  private batches = 0;
+  private failed = 0;
+  private hasMore = false;
+  private ended: RunSummary | null = null;
+  /** Why the run failed as a whole (no usable session), for the actor to decide whether to stop. */
+  failureCode: string | null = null;
+
+  constructor(deps: SyncRunDeps) {
+    this.deps = deps;
+    this.runId = beginRun(deps.db, deps.config.account, deps.now());
+  }
+
+  get summary(): RunSummary | null {
+    return this.ended;
+  }
+
+  /** Do one unit of work; returns the summary once the run has ended. */
+  async step(consecutiveFailures: number): Promise<RunSummary | null> {
+    if (this.ended) return this.ended;
+    try {
+      if (this.folders === null) {
+        await this.resolve();
+        return null;
+      }
+      const slot = this.folders[this.index];
+      if (!slot) return this.finish(this.failed === 0 ? 'ok' : 'partial', consecutiveFailures);
+      await this.advance(slot);
+      return null;
+    } catch (err) {
+      const failure = err instanceof AppError ? err : null;
+      if (failure && (failure.code === 'E_IMAP_UNRESPONSIVE' || failure.code === 'E_IMAP_AUTH' || failure.code.startsWith('E_OAUTH'))) {
+        // No usable session: every folder not yet done is deferred with the run.
+        this.failureCode = failure.code;
+        for (const slot of (this.folders ?? []).slice(this.index)) this.record(slot, 'server-unresponsive');
+        this.index = this.folders?.length ?? 0;
+        return this.finish('failed', consecutiveFailures);
+      }
+      throw err;
+    }
+  }
+
+  /** Shutdown: what was under way is recorded as interrupted; the checkpoint holds what was committed. */
+  interrupt(consecutiveFailures: number): RunSummary {
+    const slot = this.folders?.[this.index];
+    if (slot) this.record(slot, 'interrupted');
+    this.index = this.folders?.length ?? 0;
+    return this.finish('interrupted', consecutiveFailures);
+  }
+
+  private async resolve(): Promise<void> {
+    const { db, config } = this.deps;
+    const client = await this.deps.session();
+    const listed = await client.list();
+    const remote = listed.map((f) => ({ path: f.path, specialUse: f.specialUse ?? null, flags: [...(f.flags ?? [])] }));
+    const resolutions = resolveAliases(config.folders, remote);
+    const bindings = syncBindings(db, config.account, resolutions.map((r) => ({ alias: r.alias, path: r.path })), this.deps.now());
+    this.folders = resolutions.map((resolution) => ({
+      resolution,
+      binding: bindings.find((b) => b.alias === resolution.alias)!,
+      run: null,
+      startedAt: this.deps.now(),
+      retried: false,
+    }));
+  }
+
+  private async advance(slot: FolderSlot): Promise<void> {
+    if (slot.resolution.outcome !== 'ok') {
+      this.record(slot, slot.resolution.outcome);
+      return this.next();
+    }
+    try {
+      if (slot.run === null) {
+        slot.startedAt = this.deps.now();
+        slot.run = new FolderRun({
+          client: await this.deps.session(),
+          db: this.deps.db,
+          account: this.deps.config.account,
+          binding: { ...slot.binding, path: slot.resolution.path },
+          batchSize: this.deps.config.batchSize,
+          maxMessageBytes: this.deps.config.maxMessageBytes,
+          parse: this.deps.parse,
+          now: this.deps.now,
+        });
+        await slot.run.prepare();
+        if (!slot.run.hasMore) return this.completeFolder(slot);
+        return;
+      }
+      if (this.batches >= BATCHES_PER_RUN) {
+        this.hasMore = true;
+        return this.completeFolder(slot);
+      }
+      this.batches += 1;
+      if (!(await slot.run.step())) this.completeFolder(slot);
+    } catch (err) {
+      const failure = classifyImapFailure(err);
+      if (failure.code === 'E_IMAP_UNRESPONSIVE' || failure.code === 'E_IMAP_AUTH') throw failure;
+      if (failure.code === 'E_IMAP_PROTOCOL' && !slot.retried && slot.run !== null && !slot.run.prepared) {
+        // A server may refuse a folder on a session that outlived a change to it (Dovecot: "Mailbox was
+        // deleted under us" after the folder was recreated). Try once more on a new session.
+        slot.retried = true;
+        slot.run = null;
+        await this.deps.session(true);
+        return;
+      }
+      if (failure.code === 'E_SYNC_CONFLICT') {
+        this.record(slot, 'concurrency-conflict');
+        return this.next();
+      }
+      // The cause, without what imapflow's error quotes (commands, server text): an AppError or a defect's stack.
+      const cause = err instanceof AppError || !(err as { responseText?: unknown })?.responseText ? { err } : { imap: imapFailureFields(err) };
+      this.deps.log.error({ ...cause, event: 'sync.folder-failed', folder: slot.resolution.alias }, 'sync.folder-failed');
+      this.record(slot, 'unexpected');
+      return this.next();
+    }
+  }
+
+  private completeFolder(slot: FolderSlot): void {
+    this.record(slot, 'ok');
+    this.next();
+  }
+
+  private next(): void {
+    this.index += 1;
+  }
+
+  private record(slot: FolderSlot, outcome: FolderOutcome | 'ok'): void {
+    if (outcome !== 'ok') this.failed += 1;
+    const run = slot.run;
+    recordFolderRun(this.deps.db, this.runId, slot.binding.id, {
+      startedAt: slot.startedAt,
+      endedAt: this.deps.now(),
+      outcome,
+      stored: run?.stored ?? 0,
+      oversized: run?.oversized ?? 0,
+      unreadable: run?.unreadable ?? 0,
+      hasMore: outcome === 'ok' ? (run?.hasMore ?? false) : false,
+    });
+  }
+
+  private finish(outcome: RunSummary['outcome'], consecutiveFailures: number): RunSummary {
+    const summary: RunSummary = { outcome, foldersFailed: this.failed, hasMore: this.hasMore };
+    endRun(this.deps.db, this.runId, {
+      endedAt: this.deps.now(),
+      outcome,
+      foldersFailed: this.failed,
+      consecutiveFailures: outcome === 'failed' ? consecutiveFailures + 1 : 0,
+      nextDueAt: null,
+    });
+    this.ended = summary;
+    return summary;
+  }
+}

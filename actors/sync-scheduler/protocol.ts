@@ -1,0 +1,30 @@
+/** Public messages of the synchronization scheduler (`sync-scheduler`) and its configuration slice. */
+import { z } from 'zod';
+
+export const SCHEDULER_ID = 'sync-scheduler';
+
+export const SchedulerConfig = z.strictObject({
+  accounts: z.array(z.string()),
+  enabled: z.boolean(),
+  intervalMs: z.number().int().positive(),
+  maxConcurrent: z.number().int().min(1),
+  backoffInitialMs: z.number().int().positive(),
+  backoffMaxMs: z.number().int().positive(),
+  /** Longest one run may take before the scheduler stops waiting for it. */
+  runDeadlineMs: z.number().int().positive(),
+  store: z.strictObject({
+    database: z.string(),
+    authTokenRef: z.string().optional(),
+    busyTimeoutMs: z.number().int().nonnegative(),
+    synchronous: z.enum(['Full', 'Normal']),
+  }),
+});
+export type SchedulerConfig = z.infer<typeof SchedulerConfig>;
+
+export const SchedulerMessage = z.discriminatedUnion('type', [
+  /** From an account's sync actor: new mail arrived while it watched. */
+  z.strictObject({ type: z.literal('sync-scheduler.wake'), account: z.string() }),
+  /** The synchronization status of admin-surface.md (answered with SynchronizationStatus). */
+  z.strictObject({ type: z.literal('sync-scheduler.status') }),
+]);
+export type SchedulerMessage = z.infer<typeof SchedulerMessage>;

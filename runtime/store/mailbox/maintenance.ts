@@ -1,0 +1,25 @@
+/**
+ * The operator's maintenance operations on stored mail (spec
+ * admin-surface: "Re-derivation and rewind", "Folder erasure"), gathered as
+ * one import surface. Each lives in its own module, which names its sole
+ * writer: rewind, folder erasure and re-derivation segments are written by
+ * the account's sync actor (asked by the admin route or the jobs actor);
+ * re-derivation run state by the jobs actor.
+ *
+ * Importable by the sync actor, the jobs actor and the admin routes.
+ */
+export { rewind, rewindAssessment, type RewindAssessment, type RewindResult } from './rewind.ts';
+export { erasePass, type ErasePass } from './erasure.ts';
+export { applyDerivation, applyDerivations, rederivationSegment, type SegmentMessage } from './rederivation.ts';
+export {
+  advanceRederivation,
+  rederivationRecord,
+  rederivationRecordById,
+  rederivationRun,
+  requestRederivation,
+  setRederivationCarriage,
+  type RederivationAdvance,
+  type RederivationCarriage,
+  type RederivationRecord,
+  type RederivationRun,
+} from './rederivation-runs.ts';

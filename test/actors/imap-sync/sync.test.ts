@@ -1,0 +1,80 @@
+/**
+ * The sync actor against a real Dovecot: the first mirror, then changes made
+ * behind the service's back (flags, keywords, expunges, new mail, a
+ * UIDVALIDITY reset, a folder renamed away from its alias). After every run
+ * the mirror must equal the server: same UIDs, flags and content hashes.
+ */
+import t from 'tap';
+import { startDovecot } from '../../harness/dovecot.ts';
+import { mailAdmin } from '../../harness/doveadm.ts';
+import { appendMessages } from '../../harness/place-mail.ts';
+import { tempDir } from '../../helpers/daemon.ts';
+import { mirrorStates, readMirror } from '../../helpers/mirror.ts';
+import { startSyncService } from '../../helpers/sync-service.ts';
+
+function message(i: number, extra = ''): string {
+  return [
+    `From: Sender ${i} <sender${i}@example.org>`,
+    'To: Alice <alice@example.org>',
+    `Subject: Secret subject number ${i}`,
+    `Message-ID: <m${i}@example.org>`,
+    'Date: Mon, 2 Nov 2026 10:00:00 +0000',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    `Body of message ${i}. ${extra}`,
+    '',
+  ].join('\r\n');
+}
+
+t.test('mirrors folders, follows changes made on the server, and never shows a message twice', async (t) => {
+  const dovecot = await startDovecot({ users: [{ user: 'alice', password: 'pw-alice' }] });
+  t.teardown(() => dovecot.stop());
+  const admin = mailAdmin(dovecot);
+  await appendMessages(dovecot, 'alice', 'INBOX', Array.from({ length: 120 }, (_, i) => ({ raw: message(i), flags: i % 3 === 0 ? ['\\Seen'] : [] })));
+  await appendMessages(dovecot, 'alice', 'Sent', Array.from({ length: 5 }, (_, i) => ({ raw: message(1000 + i), flags: ['\\Seen'] })));
+  await admin.createMailbox('alice', 'Projects');
+  await appendMessages(dovecot, 'alice', 'Projects', [{ raw: message(2000) }]);
+
+  const dir = tempDir(t);
+  const sync = await startSyncService(dir, dovecot, [
+    { id: 'alice', user: 'alice', folders: [{ Alias: 'inbox' }, { Alias: 'sent' }, { Alias: 'projects', Path: 'Projects' }, { Alias: 'elsewhere', Path: 'NoSuchFolder' }] },
+  ]);
+  t.teardown(() => sync.service.stop());
+
+  const compare = async (alias: string, mailbox: string, what: string): Promise<void> => {
+    const server = (await admin.fetchAll('alice', mailbox)).map((m) => ({ uid: m.uid, flags: [...m.flags].sort(), sha256: m.sha256 }));
+    t.same(readMirror(sync.database, 'alice', alias), server, `${alias}: mirror equals server ${what}`);
+  };
+
+  let status = await sync.syncNow('alice');
+  for (let i = 0; i < 5 && status.accounts[0]?.folders.find((f) => f.alias === 'inbox')?.lastRun?.hasMoreEmails; i++) status = await sync.syncNow('alice');
+  await compare('inbox', 'INBOX', 'after the first mirror');
+  await compare('sent', 'Sent', 'after the first mirror');
+  const folders = Object.fromEntries(status.accounts[0]!.folders.map((f) => [f.alias, f]));
+  t.equal(folders.inbox?.lastRun?.outcome, 'ok');
+  t.equal(folders.elsewhere?.lastRun?.outcome, 'no-such-folder', 'an alias naming no folder is reported, not fatal');
+  t.ok((folders.inbox?.lastSeenUid ?? 0) >= 120);
+
+  await admin.addFlags('alice', 'INBOX', [1, 2, 3], ['\\Flagged', '$Important']);
+  await admin.removeFlags('alice', 'INBOX', [1], ['\\Seen']);
+  await admin.expunge('alice', 'INBOX', [5, 6, 7]);
+  await appendMessages(dovecot, 'alice', 'INBOX', [{ raw: message(500) }, { raw: message(501), flags: ['\\Answered'] }]);
+  await sync.syncNow('alice');
+  await compare('inbox', 'INBOX', 'after flags, keywords, expunges and new mail');
+  t.equal(mirrorStates(sync.database, 'alice', 'inbox').tombstoned, 3, 'expunged mail became tombstones');
+
+  await admin.resetUidValidity('alice', 'INBOX');
+  await sync.syncNow('alice');
+  await compare('inbox', 'INBOX', 'after a UIDVALIDITY reset');
+
+  await compare('projects', 'Projects', 'before the rename');
+  await admin.renameMailbox('alice', 'Projects', 'Projects Old');
+  status = await sync.syncNow('alice');
+  const projects = status.accounts[0]!.folders.find((f) => f.alias === 'projects');
+  t.equal(projects?.lastRun?.outcome, 'no-such-folder', 'a folder renamed away from its alias is reported');
+  t.equal(readMirror(sync.database, 'alice', 'projects').length, 1, 'what was mirrored stays until an operator erases it');
+
+  const text = JSON.stringify(status);
+  t.notMatch(text, /Secret subject|example\.org|NoSuchFolder|INBOX|Projects/, 'the status holds no subject, address or folder path');
+  t.notMatch(sync.logs.raw(), /Secret subject|sender\d+@example\.org|Body of message/, 'no log line carries mail content');
+});

@@ -1,0 +1,68 @@
+/** A Mailcairn service in-process, mirroring accounts of a private Dovecot, with helpers to drive and read synchronization. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startService, type Service } from '../../runtime/app.ts';
+import type { SynchronizationStatus } from '../../runtime/store/mailbox/status.ts';
+import type { Dovecot } from '../harness/dovecot.ts';
+import { captureLog, until } from './log-capture.ts';
+import { freePort, writeConfig } from './daemon.ts';
+
+export type SyncService = {
+  service: Service;
+  database: string;
+  logs: ReturnType<typeof captureLog>;
+  status(): Promise<SynchronizationStatus>;
+  /** Ask for a run of `account` now and wait until a run that started after this call has ended. */
+  syncNow(account: string, timeoutMs?: number): Promise<SynchronizationStatus>;
+};
+
+export type AccountSpec = { id: string; user: string; folders: Array<{ Alias: string; Path?: string }>; port?: number };
+
+export async function startSyncService(
+  dir: string,
+  dovecot: Dovecot,
+  accounts: AccountSpec[],
+  extra: Record<string, unknown> = {},
+): Promise<SyncService> {
+  const database = join(dir, 'mailcairn.db');
+  const config = {
+    HealthEndpoints: { Port: await freePort() },
+    Storage: { Database: database },
+    MailSynchronization: { Interval: '00:10:00', BatchSize: 50, ...((extra.MailSynchronization as object) ?? {}) },
+    Accounts: accounts.map((a) => {
+      const passwordFile = join(dir, `${a.id}.password`);
+      writeFileSync(passwordFile, dovecot.users.find((u) => u.user === a.user)!.password);
+      return {
+        Id: a.id,
+        Imap: { Host: '127.0.0.1', Port: a.port ?? dovecot.port, Security: 'None', Username: a.user, Password: `file:${passwordFile}` },
+        Folders: a.folders,
+      };
+    }),
+  };
+  const logs = captureLog();
+  const service = await startService({ configFile: writeConfig(dir, config), env: {}, log: logs.log });
+  const scheduler = service.supervisor.ref('sync-scheduler');
+  const status = (): Promise<SynchronizationStatus> => scheduler.ask<SynchronizationStatus>({ type: 'sync-scheduler.status' });
+  return {
+    service,
+    database,
+    logs,
+    status,
+    async syncNow(account, timeoutMs = 60_000) {
+      const since = Date.now();
+      // The first run starts by itself; later ones are asked for the way IDLE asks.
+      scheduler.tell({ type: 'sync-scheduler.wake', account });
+      let last: SynchronizationStatus | null = null;
+      await until(
+        () => {
+          void status().then((s) => (last = s));
+          const entry = last?.accounts.find((a) => a.account === account);
+          return entry?.lastRun?.endedAt != null && Date.parse(entry.lastRun.endedAt) >= since && entry.phase !== 'running';
+        },
+        timeoutMs,
+        `a run of ${account}`,
+      );
+      return last!;
+    },
+  };
+}
