@@ -11,6 +11,7 @@
  * is fatal: the same stop sequence, then a non-zero exit.
  */
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
 import { loadConfig } from '../config/load.ts';
 import { describePosture } from '../config/posture.ts';
@@ -87,6 +88,8 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     id: MIME_PARSE_POOL,
     entry: moduleUrl('../actors/mime-parse/task.ts', import.meta.url),
     minThreads: config.Accounts.length > 0 ? 1 : 0,
+    // Every core: parsing overlaps the sync threads' waits on the network and the disk.
+    maxThreads: availableParallelism(),
     maxQueue: 4_096,
   });
   supervisor.router.registerPool(parsePool);

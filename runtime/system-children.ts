@@ -74,7 +74,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       restart: 'permanent',
       shutdownMs: 5_000,
       placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
-      config: { ...storeSlice(config), intervalMs: STORE_MAINTENANCE_INTERVAL_MS },
+      config: { ...storeSlice(config), intervalMs: STORE_MAINTENANCE_INTERVAL_MS, checkpointCheckMs: 1_000 },
     },
     ...accounts,
     {

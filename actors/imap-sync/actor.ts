@@ -20,9 +20,9 @@ import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { openStore, type Database } from '../../runtime/store/open.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
-import { ParseReply } from '../mime-parse/protocol.ts';
+import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
 import { openSession, type Credentials } from './connection.ts';
-import { handleMaintenance, isMaintenance, rederivationStep, type RederivationCursor } from './maintenance.ts';
+import { handleMaintenance, isMaintenance, rederivationStep, resumeRederivations } from './maintenance.ts';
 import { AccessTokens } from './oauth-token.ts';
 import { ImapSyncConfig, RunSummary, SyncMessage } from './protocol.ts';
 import { SyncRun } from './sync-run.ts';
@@ -41,7 +41,7 @@ type State = {
   watching: boolean;
   active: Active | null;
   consecutiveFailures: number;
-  rederivation: RederivationCursor | null;
+  rederivations: number[];
 };
 
 async function session(state: State, ctx: ActorContext, fresh = false): Promise<ImapFlow> {
@@ -77,9 +77,20 @@ async function watch(state: State, ctx: ActorContext): Promise<void> {
   }
 }
 
+/** Messages per ask to the parse pool: big enough that hand-overs are rare, small enough that both threads get work. */
+const PARSE_CHUNK = 16;
+
 function parseWith(ctx: ActorContext, state: State) {
-  return (raw: Buffer): Promise<ParseReply> =>
-    ctx.ask(state.config.parserId, { type: 'mime-parse.parse', account: state.config.account, raw }, { reply: ParseReply, deadlineMs: 60_000 });
+  return async (raws: Buffer[]): Promise<ParseReply[]> => {
+    const chunks: Buffer[][] = [];
+    for (let i = 0; i < raws.length; i += PARSE_CHUNK) chunks.push(raws.slice(i, i + PARSE_CHUNK));
+    const answers = await Promise.all(
+      chunks.map((chunk) =>
+        ctx.ask(state.config.parserId, { type: 'mime-parse.parse-batch', account: state.config.account, raws: chunk }, { reply: ParseBatchReply, deadlineMs: 120_000 }),
+      ),
+    );
+    return answers.flat();
+  };
 }
 
 async function runStep(state: State, ctx: ActorContext): Promise<void> {
@@ -112,14 +123,16 @@ export default defineActor({
       database: config.store.database,
       busyTimeoutMs: config.store.busyTimeoutMs,
       synchronous: config.store.synchronous,
+      checkpoints: 'background',
       ...(config.store.authTokenRef ? { authToken: readSecret(config.store.authTokenRef, process.env, 'Storage:AuthToken') } : {}),
     });
     closeInterruptedRuns(db, config.account, Date.now());
-    const state: State = { db, config, tokens: new AccessTokens(db, config), client: null, watching: false, active: null, consecutiveFailures: 0, rederivation: null };
+    const state: State = { db, config, tokens: new AccessTokens(db, config), client: null, watching: false, active: null, consecutiveFailures: 0, rederivations: [] };
     ctx.defer(() => {
       state.client?.close();
       db.close();
     });
+    resumeRederivations(state, ctx);
     return state;
   },
   async handle(state, msg, ctx) {
@@ -132,7 +145,7 @@ export default defineActor({
           config: state.config,
           log: ctx.log,
           session: (fresh?: boolean) => session(state, ctx, fresh),
-          parse: parseWith(ctx, state),
+          parseMany: parseWith(ctx, state),
           now: Date.now,
         });
         const done = new Promise<RunSummary>((resolve, reject) => {

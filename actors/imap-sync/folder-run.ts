@@ -22,8 +22,10 @@ import type { ParseReply } from '../mime-parse/protocol.ts';
 import { classifyImapFailure } from './connection.ts';
 import { sameFlags, splitFlags } from './server-flags.ts';
 
-/** Largest raw size fetched in one batch, whatever the message count. */
-const BATCH_BYTES = 32 * 1024 * 1024;
+/** Largest raw size fetched in one batch, whatever the message count (two batches are in memory at once). */
+const BATCH_BYTES = 16 * 1024 * 1024;
+
+type Prefetch = { promise: Promise<{ batch: Pending[]; sources: Map<number, Buffer> }> };
 
 type Pending = { uid: number; size: number; flags: Set<string> | undefined; modseq: bigint | null; internalDate: number | null };
 
@@ -34,7 +36,8 @@ export type FolderRunDeps = {
   binding: Binding & { path: string };
   batchSize: number;
   maxMessageBytes: number;
-  parse(raw: Buffer): Promise<ParseReply>;
+  /** Parse messages, in order; chunks go to the pool's threads in parallel. */
+  parseMany(raws: Buffer[]): Promise<ParseReply[]>;
   now(): number;
 };
 
@@ -47,6 +50,7 @@ export class FolderRun {
   private uidValidity = 0;
   private expectedEpoch: number | null = null;
   private selectModseq: bigint | null = null;
+  private prefetch: Prefetch | null = null;
 
   constructor(deps: FolderRunDeps) {
     this.deps = deps;
@@ -56,7 +60,7 @@ export class FolderRun {
   prepared = false;
 
   get hasMore(): boolean {
-    return this.pending.length > 0;
+    return this.pending.length > 0 || this.prefetch !== null;
   }
 
   async prepare(): Promise<void> {
@@ -111,27 +115,22 @@ export class FolderRun {
     this.prepared = true;
   }
 
-  /** One batch: fetch, parse and store with the checkpoint advance. Returns whether more is pending. */
+  /**
+   * One batch: parse and store with the checkpoint advance. The next batch is
+   * fetched while this one is parsed and stored, so the connection is never
+   * idle during a long mirror. Returns whether more is pending.
+   */
   async step(): Promise<boolean> {
-    const { client, db, binding, account } = this.deps;
-    const batch: Pending[] = [];
-    let bytes = 0;
-    while (this.pending.length > 0 && batch.length < this.deps.batchSize) {
-      const next = this.pending[0]!;
-      const counted = next.size <= this.deps.maxMessageBytes ? next.size : 0;
-      if (batch.length > 0 && bytes + counted > BATCH_BYTES) break;
-      batch.push(this.pending.shift()!);
-      bytes += counted;
-    }
+    const { db, binding, account } = this.deps;
+    const current = this.prefetch ?? this.fetchNext();
+    this.prefetch = null;
+    const { batch, sources } = await current.promise;
     if (batch.length === 0) return false;
-    const wanted = batch.filter((m) => m.size <= this.deps.maxMessageBytes).map((m) => m.uid);
-    const sources = new Map<number, Buffer>();
-    if (wanted.length > 0) {
-      for await (const msg of client.fetch(wanted.join(','), { uid: true, source: true }, { uid: true })) {
-        if (msg.source) sources.set(msg.uid, msg.source);
-      }
-    }
-    const parsed = await Promise.all(batch.map((m) => (sources.has(m.uid) ? this.deps.parse(sources.get(m.uid)!) : Promise.resolve(null))));
+    if (this.pending.length > 0) this.prefetch = this.fetchNext();
+    const present = batch.filter((m) => sources.has(m.uid));
+    const replies = present.length > 0 ? await this.deps.parseMany(present.map((m) => sources.get(m.uid)!)) : [];
+    const byUid = new Map(present.map((m, i) => [m.uid, replies[i]]));
+    const parsed = batch.map((m) => byUid.get(m.uid) ?? null);
     const messages: FetchedMessage[] = [];
     batch.forEach((m, i) => {
       const { flags, keywords } = splitFlags(m.flags);
@@ -163,8 +162,34 @@ export class FolderRun {
       now: this.deps.now(),
     });
     if (!result.ok) throw new AppError('E_SYNC_CONFLICT');
-    if (this.expectedEpoch === null) this.expectedEpoch = readCheckpoint(db, binding.id)?.epoch ?? null;
-    return this.pending.length > 0;
+    this.expectedEpoch = result.epoch;
+    return this.hasMore;
+  }
+
+  /** Take the next batch off the pending list and start fetching its sources. */
+  private fetchNext(): Prefetch {
+    const batch: Pending[] = [];
+    let bytes = 0;
+    while (this.pending.length > 0 && batch.length < this.deps.batchSize) {
+      const next = this.pending[0]!;
+      const counted = next.size <= this.deps.maxMessageBytes ? next.size : 0;
+      if (batch.length > 0 && bytes + counted > BATCH_BYTES) break;
+      batch.push(this.pending.shift()!);
+      bytes += counted;
+    }
+    const wanted = batch.filter((m) => m.size <= this.deps.maxMessageBytes).map((m) => m.uid);
+    const promise = (async () => {
+      const sources = new Map<number, Buffer>();
+      if (wanted.length > 0) {
+        for await (const msg of this.deps.client.fetch(wanted.join(','), { uid: true, source: true }, { uid: true })) {
+          if (msg.source) sources.set(msg.uid, msg.source);
+        }
+      }
+      return { batch, sources };
+    })();
+    // A run that ends early (conflict, shutdown) may leave a prefetch behind: never an unhandled rejection.
+    promise.catch(() => {});
+    return { promise };
   }
 
   private async applyReported(vanished: number[], changed: Map<number, { flags: Set<string>; modseq: bigint | null }>): Promise<void> {

@@ -35,7 +35,7 @@ export type SyncRunDeps = {
   log: Logger;
   /** The account's session; `fresh` closes the current one first (a server that lost track of a folder). */
   session(fresh?: boolean): Promise<ImapFlow>;
-  parse(raw: Buffer): Promise<ParseReply>;
+  parseMany(raws: Buffer[]): Promise<ParseReply[]>;
   now(): number;
 };
 
@@ -124,7 +124,7 @@ export class SyncRun {
           binding: { ...slot.binding, path: slot.resolution.path },
           batchSize: this.deps.config.batchSize,
           maxMessageBytes: this.deps.config.maxMessageBytes,
-          parse: this.deps.parse,
+          parseMany: this.deps.parseMany,
           now: this.deps.now,
         });
         await slot.run.prepare();

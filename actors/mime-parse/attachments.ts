@@ -21,7 +21,7 @@ const MAX_FILENAME_CHARS = 500;
 
 export function filenameOf(part: Part): string | null {
   const raw = part.dispositionParams.filename ?? part.params.name ?? '';
-  const name = raw.replace(/[\x00-\x1f\x7f]/g, ' ').replace(/\s+/g, ' ').trim().slice(0, MAX_FILENAME_CHARS);
+  const name = raw.replace(/\ufffd+$/, '').replace(/[\x00-\x1f\x7f]/g, ' ').replace(/\s+/g, ' ').trim().slice(0, MAX_FILENAME_CHARS);
   return name || null;
 }
 
@@ -37,11 +37,14 @@ export function estimateSize(buf: Buffer, part: Part): number {
   const body = buf.subarray(part.bodyStart, part.bodyEnd);
   if (part.encoding === 'base64') {
     // Lines of one length: count the line breaks from the first line instead of scanning.
-    const lf = body.indexOf(10);
-    let chars = length;
+    let from = 0;
+    while (from < length && (body[from] === 10 || body[from] === 13 || body[from] === 32)) from++;
+    const rest = length - from;
+    const lf = body.indexOf(10, from);
+    let chars = rest;
     if (lf !== -1 && lf + 1 < length) {
-      const eol = lf > 0 && body[lf - 1] === 13 ? 2 : 1;
-      chars = length - Math.ceil(length / (lf + 1)) * eol;
+      const eol = lf > from && body[lf - 1] === 13 ? 2 : 1;
+      chars = rest - Math.ceil(rest / (lf + 1 - from)) * eol;
     }
     let pad = 0;
     for (let i = length - 1; i >= 0 && i >= length - 8; i--) {

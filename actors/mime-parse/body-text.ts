@@ -22,7 +22,7 @@ import type { Part } from './mime-tree.ts';
 
 export const MAX_BODY_CHARS = 1_000_000;
 export const MAX_TEXT_PART_BYTES = 4 * 1024 * 1024;
-const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff]/g;
+const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufeff]/g;
 
 function hexValue(c: number | undefined): number {
   if (c === undefined) return -1;
@@ -35,28 +35,30 @@ function hexValue(c: number | undefined): number {
 /** Quoted-printable to bytes; malformed escapes are kept as written. */
 export function decodeQuotedPrintable(src: Buffer): Buffer {
   const out = Buffer.allocUnsafe(src.length);
+  const length = src.length;
   let o = 0;
-  let from = 0;
-  for (let i = src.indexOf(61); i !== -1; i = src.indexOf(61, from)) {
-    o += src.copy(out, o, from, i);
+  for (let i = 0; i < length; i++) {
+    const c = src[i]!;
+    if (c !== 61) {
+      out[o++] = c;
+      continue;
+    }
     const hi = hexValue(src[i + 1]);
     const lo = hexValue(src[i + 2]);
     if (hi >= 0 && lo >= 0) {
       out[o++] = hi * 16 + lo;
-      from = i + 3;
+      i += 2;
       continue;
     }
     let j = i + 1;
     while (src[j] === 32 || src[j] === 9) j++;
     if (src[j] === 13 && src[j + 1] === 10) j++;
-    if (src[j] === 10 || j >= src.length) {
-      from = Math.min(j + 1, src.length); // a soft line break
+    if (src[j] === 10 || j >= length) {
+      i = j; // a soft line break
       continue;
     }
     out[o++] = 61;
-    from = i + 1;
   }
-  o += src.copy(out, o, from, src.length);
   return out.subarray(0, o);
 }
 

@@ -3,7 +3,8 @@
  *
  * - Declared UTF-8: decoded as UTF-8, bad sequences become U+FFFD.
  * - Absent, US-ASCII or unknown to iconv-lite ("fakescii", "us-askey"):
- *   UTF-8 when the bytes are valid UTF-8, else windows-1252 (the usual truth
+ *   UTF-8 when the bytes are UTF-8 (allowing a stray broken sequence, as
+ *   from a value cut mid-character), else windows-1252 (the usual truth
  *   behind 8-bit text that names no charset).
  * - ISO-2022-JP and friends: libmime's charset module (encoding-japanese).
  * - ISO-8859-1 is read as windows-1252, as browsers do.
@@ -18,8 +19,39 @@ import libcharset from 'libmime/lib/charset.js';
 
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
+/**
+ * What windows-1252 puts at 0x80–0x9F (the five bytes it leaves undefined
+ * stay as the C1 controls, as browsers decode them). Shared with the HTML
+ * entity decoder, which reads numeric references in that range the same way.
+ */
+export const WINDOWS_1252_C1 = '€\x81‚ƒ„…†‡ˆ‰Š‹Œ\x8dŽ\x8f\x90‘’“”•–—˜™š›œ\x9džŸ';
+const C1_RANGE = /[\x80-\x9f]/g;
+
+/** windows-1252 (and ISO-8859-1, read as browsers do): latin1 is native and fast; only 0x80–0x9F differ. */
+function windows1252(bytes: Buffer): string {
+  const text = bytes.toString('latin1');
+  C1_RANGE.lastIndex = 0;
+  if (!C1_RANGE.test(text)) return text;
+  return text.replace(C1_RANGE, (c) => WINDOWS_1252_C1[c.charCodeAt(0) - 0x80]!);
+}
+
+/** The bytes as UTF-8 when they are (nearly all) valid UTF-8, else null. */
+function asUtf8(bytes: Buffer): string | null {
+  if (isUtf8(bytes)) return bytes.toString('utf8');
+  const text = bytes.toString('utf8');
+  let broken = 0;
+  let wide = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0xfffd) broken++;
+    else if (c > 0x7f) wide++;
+  }
+  // Latin-1 text read as UTF-8 breaks at every accented letter; real UTF-8 at most here and there.
+  return broken * 8 <= wide ? text : null;
+}
+
 function sniff(bytes: Buffer): string {
-  return isUtf8(bytes) ? bytes.toString('utf8') : iconv.decode(bytes, 'windows-1252');
+  return asUtf8(bytes) ?? windows1252(bytes);
 }
 
 /** Canonical charset name of a declared value, or null when absent. */
@@ -34,7 +66,7 @@ export function decodeBytes(bytes: Buffer, declared: string | null): string {
   if (name === 'UTF-8' || name === 'UTF8') return bytes.toString('utf8');
   if (name === null || name === 'US-ASCII' || name === 'ASCII') return sniff(bytes);
   if (name.includes('2022-JP')) return libcharset.decode(bytes, name);
-  if (name === 'ISO-8859-1' || name === 'LATIN1') return iconv.decode(bytes, 'windows-1252');
+  if (name === 'ISO-8859-1' || name === 'LATIN1' || name === 'WINDOWS-1252' || name === 'CP1252') return windows1252(bytes);
   if (iconv.encodingExists(name)) return iconv.decode(bytes, name);
   return sniff(bytes);
 }
@@ -49,6 +81,7 @@ export function headerText(latin1: string, hint: string | null): string {
   if (latin1.includes('\x1b$')) return libcharset.decode(Buffer.from(latin1, 'latin1'), 'ISO-2022-JP');
   if (ASCII_ONLY.test(latin1)) return latin1;
   const bytes = Buffer.from(latin1, 'latin1');
-  if (isUtf8(bytes)) return bytes.toString('utf8');
-  return hint ? decodeBytes(bytes, hint) : iconv.decode(bytes, 'windows-1252');
+  const utf8 = asUtf8(bytes);
+  if (utf8 !== null) return utf8;
+  return hint ? decodeBytes(bytes, hint) : windows1252(bytes);
 }

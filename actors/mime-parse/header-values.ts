@@ -1,24 +1,20 @@
 /**
  * Header values as agents need them: message ids normalised to `<id>`, the
- * subject decoded, addresses as {name, address}, and
- * Content-Type / Content-Disposition as a value plus parameters (RFC 2231
- * continuations and encoded words decoded). Every function takes the raw
- * latin1 value from header-block.ts and never throws on garbage.
+ * subject decoded, and Content-Type / Content-Disposition as a value plus
+ * parameters (RFC 2231 continuations and encoded words decoded). Every
+ * function takes the raw latin1 value from header-block.ts and never throws
+ * on garbage. Addresses are in addresses.ts, dates in date.ts.
  *
  * Private to actors/mime-parse/.
  */
 import libmime from 'libmime';
-import addressparser, { type Address as ParsedAddress } from 'nodemailer/lib/addressparser';
-import type { Address } from './protocol.ts';
 import { headerText } from './charsets.ts';
 
 /** Longest message id kept; a longer one is garbage (fuzzers) and dropped. */
-const MAX_ID_CHARS = 998;
+export const MAX_ID_CHARS = 998;
 /** References kept: the first (the root) and the last 99. */
 const MAX_REFERENCES = 100;
 const MAX_SUBJECT_CHARS = 2_000;
-const MAX_ADDRESSES = 1_000;
-const MAX_NAME_CHARS = 500;
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/g;
 
 /** Decoded, single-line text of a header value. */
@@ -72,35 +68,6 @@ export function references(value: string | null): string[] {
   return [ids[0]!, ...ids.slice(ids.length - (MAX_REFERENCES - 1))];
 }
 
-function flatten(list: ParsedAddress[], out: ParsedAddress[]): void {
-  for (const entry of list) {
-    if (out.length >= MAX_ADDRESSES) return;
-    if (entry.group) flatten(entry.group, out);
-    else out.push(entry);
-  }
-}
-
-/** Mailboxes of one or more address headers (groups flattened, names decoded). */
-export function addresses(values: string[] | undefined, hint: string | null): Address[] {
-  if (!values) return [];
-  const text = values.map((v) => headerText(v, hint)).join(', ');
-  const mailboxes: ParsedAddress[] = [];
-  flatten(addressparser(text), mailboxes);
-  const out: Address[] = [];
-  for (const entry of mailboxes) {
-    let name = (entry.name ?? '').includes('=?') ? libmime.decodeWords(entry.name ?? '') : (entry.name ?? '');
-    name = name.replace(CONTROL, ' ').replace(/\s+/g, ' ').trim().slice(0, MAX_NAME_CHARS);
-    let address = (entry.address ?? '').replace(CONTROL, '').trim();
-    // A lone token with no address ("MAILER-DAEMON") is a local address, not a name.
-    if (!address && name && !/\s/.test(name)) [address, name] = [name, ''];
-    if (!address && !name) continue;
-    const at = address.lastIndexOf('@');
-    if (at > 0) address = address.slice(0, at) + address.slice(at).toLowerCase();
-    out.push({ name, address: address.slice(0, MAX_ID_CHARS) });
-  }
-  return out;
-}
-
 export type Structured = { value: string; params: Record<string, string> };
 
 /**
@@ -110,6 +77,8 @@ export type Structured = { value: string; params: Record<string, string> };
  */
 export function structured(latin1: string | null, hint: string | null): Structured {
   if (!latin1) return { value: '', params: {} };
+  const simple = plainStructured(latin1);
+  if (simple) return simple;
   const parsed = libmime.parseHeaderValue(headerText(latin1, hint));
   let value = String(parsed.value ?? '').trim();
   const params: Record<string, string> = {};
@@ -126,4 +95,28 @@ export function structured(latin1: string | null, hint: string | null): Structur
     params[k] = !decoded.has(k) && text.includes('=?') ? libmime.decodeWords(text) : text;
   }
   return { value, params };
+}
+
+const TYPE_VALUE = /^\s*([^\s;"]+)\s*/y;
+const PARAM = /;\s*([A-Za-z0-9!#$%&'+.^_`|~-]+)\s*=\s*(?:"([^"\\]*)"|([^\s;"]+))\s*/y;
+
+/**
+ * The common case without libmime: `type/sub; key=value; key="value"` in
+ * plain ASCII with no RFC 2231 or encoded words. Anything else: null.
+ */
+function plainStructured(value: string): Structured | null {
+  if (/[*\x80-\xff]|=\?/.test(value)) return null;
+  TYPE_VALUE.lastIndex = 0;
+  const head = TYPE_VALUE.exec(value);
+  if (!head) return null;
+  const params: Record<string, string> = {};
+  let pos = TYPE_VALUE.lastIndex;
+  while (pos < value.length) {
+    PARAM.lastIndex = pos;
+    const m = PARAM.exec(value);
+    if (!m) return /^[;\s]*$/.test(value.slice(pos)) ? { value: head[1]!.toLowerCase(), params } : null;
+    params[m[1]!.toLowerCase()] = m[2] ?? m[3]!;
+    pos = PARAM.lastIndex;
+  }
+  return { value: head[1]!.toLowerCase(), params };
 }

@@ -8,6 +8,7 @@
  *
  * Private to actors/mime-parse/.
  */
+import { WINDOWS_1252_C1 } from './charsets.ts';
 
 // Names of U+00A0..U+00FF in code point order.
 const LATIN1 =
@@ -50,11 +51,10 @@ GREEK.split(' ').forEach((name, i) => {
 });
 for (const [name, cp] of Object.entries(OTHERS)) NAMED.set(name, String.fromCharCode(cp));
 
-// How browsers read references to 128–159: as windows-1252 (U+FFFD where it has no character).
-const C1 = '€\ufffd‚ƒ„…†‡ˆ‰Š‹Œ\ufffdŽ\ufffd\ufffd‘’“”•–—˜™š›œ\ufffdžŸ';
 
 function fromCodePoint(cp: number): string {
-  if (cp >= 0x80 && cp <= 0x9f) return C1[cp - 0x80]!;
+  // How browsers read references to 128–159: as windows-1252.
+  if (cp >= 0x80 && cp <= 0x9f) return WINDOWS_1252_C1[cp - 0x80]!;
   if (cp === 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return '\ufffd';
   return String.fromCodePoint(cp);
 }

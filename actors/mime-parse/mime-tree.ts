@@ -5,13 +5,14 @@
  * are; only the parts chosen as text are decoded later (body-text.ts).
  *
  * Tolerance, as real mail demands:
- * - a leading mbox `From ` line is skipped; CR-only files are read as LF;
+ * - a leading BOM, mbox `From ` line and blank lines are skipped; CR-only
+ *   files are read as LF;
  * - a delimiter is `--boundary` at a line start followed only by blanks
  *   (or `--`), so a boundary that prefixes another does not match it;
  * - a missing close delimiter ends the last part at the end of its parent;
  * - a multipart without boundary, or whose boundary never occurs, is read as
- *   text/plain; a missing or malformed Content-Type is text/plain
- *   (message/rfc822 inside multipart/digest);
+ *   text/plain; a missing Content-Type is text/plain (message/rfc822 inside
+ *   multipart/digest);
  * - a message/rfc822 (or message/global) part keeps its enclosed message as
  *   `enclosed`, read the same way when its transfer encoding is an identity
  *   (an encoded enclosed message is left opaque);
@@ -71,8 +72,8 @@ function asBuffer(raw: Uint8Array): Buffer {
   return copy;
 }
 
-/** Ranges [start, end) of the parts between delimiters of `boundary` in [start, end). */
-export function splitMultipart(buf: Buffer, start: number, end: number, boundary: string): Array<[number, number]> {
+/** Ranges [start, end) of the parts between delimiters of `boundary` in [start, end), at most `max`. */
+export function splitMultipart(buf: Buffer, start: number, end: number, boundary: string, max: number): Array<[number, number]> {
   const view = buf.subarray(start, end);
   const delimiter = Buffer.from(`--${boundary}`, 'latin1');
   const ranges: Array<[number, number]> = [];
@@ -100,6 +101,7 @@ export function splitMultipart(buf: Buffer, start: number, end: number, boundary
       if (partEnd > partStart && view[partEnd - 1] === 10) partEnd--;
       if (partEnd > partStart && view[partEnd - 1] === 13) partEnd--;
       ranges.push([start + partStart, start + partEnd]);
+      if (ranges.length >= max) return ranges;
     }
     if (close) return ranges;
     partStart = lineEnd;
@@ -146,7 +148,7 @@ function buildPart(walk: Walk, fields: HeaderFields, bodyStart: number, bodyEnd:
   if (!part.contentType.startsWith('multipart/')) return part;
   if (depth >= MAX_DEPTH) return part;
   const boundary = (part.params.boundary ?? '').trim();
-  const ranges = boundary ? splitMultipart(walk.buf, bodyStart, bodyEnd, boundary) : [];
+  const ranges = boundary ? splitMultipart(walk.buf, bodyStart, bodyEnd, boundary, MAX_PARTS - walk.parts) : [];
   if (ranges.length === 0) return leafAsText(part);
   const childFallback = part.contentType === 'multipart/digest' ? 'message/rfc822' : 'text/plain';
   for (const [start, end] of ranges) {

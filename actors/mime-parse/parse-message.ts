@@ -17,11 +17,12 @@
  *
  * Importable by the parse pool task (task.ts), tests and benches.
  */
+import { addresses } from './addresses.ts';
 import { listAttachments } from './attachments.ts';
 import { bodyText } from './body-text.ts';
 import { sentAt } from './date.ts';
 import { first, type HeaderFields } from './header-block.ts';
-import { addresses, messageIds, ownId, references, subject } from './header-values.ts';
+import { messageIds, ownId, references, subject } from './header-values.ts';
 import { readMimeTree } from './mime-tree.ts';
 import { passages } from './passages.ts';
 import { PARSE_VERSION, type ParseReply } from './protocol.ts';

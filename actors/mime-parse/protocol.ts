@@ -19,6 +19,19 @@ export const ParseRequest = z.strictObject({
 });
 export type ParseRequest = z.infer<typeof ParseRequest>;
 
+/**
+ * Several messages in one ask: one hand-over between threads per chunk
+ * instead of per message, which is what keeps both pool threads busy.
+ */
+export const ParseBatchRequest = z.strictObject({
+  type: z.literal('mime-parse.parse-batch'),
+  account: z.string(),
+  raws: z.array(z.instanceof(Uint8Array)).min(1).max(1_000),
+});
+export type ParseBatchRequest = z.infer<typeof ParseBatchRequest>;
+
+export const ParseMessage = z.discriminatedUnion('type', [ParseRequest, ParseBatchRequest]);
+
 export const Address = z.strictObject({ name: z.string(), address: z.string() });
 export type Address = z.infer<typeof Address>;
 
@@ -62,3 +75,6 @@ export const ParseReply = z.discriminatedUnion('ok', [
   z.strictObject({ ok: z.literal(false), unreadable: z.literal(true) }),
 ]);
 export type ParseReply = z.infer<typeof ParseReply>;
+
+export const ParseBatchReply = z.array(ParseReply);
+export type ParseBatchReply = z.infer<typeof ParseBatchReply>;

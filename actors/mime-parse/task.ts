@@ -1,6 +1,6 @@
 /**
- * The MIME parse pool task (`mime-parse`): a raw message in (moved, not
- * copied), `ParseReply` out. Stateless and synchronous; created as a piscina
+ * The MIME parse pool task (`mime-parse`): a raw message (or a chunk of
+ * them) in, `ParseReply` (or one per message) out. Stateless and synchronous; created as a piscina
  * pool by runtime/app.ts through runtime/pool/pool.ts.
  *
  * Privacy: nothing here logs, and parseMessage never throws, so no content
@@ -8,10 +8,10 @@
  */
 import { definePoolTask } from '../../runtime/pool/task.ts';
 import { parseMessage } from './parse-message.ts';
-import { ParseRequest } from './protocol.ts';
+import { ParseMessage } from './protocol.ts';
 
 export default definePoolTask({
   name: 'mime-parse',
-  messages: ParseRequest,
-  handle: (msg) => parseMessage(msg.raw, msg.account),
+  messages: ParseMessage,
+  handle: (msg) => (msg.type === 'mime-parse.parse' ? parseMessage(msg.raw, msg.account) : msg.raws.map((raw) => parseMessage(raw, msg.account))),
 });

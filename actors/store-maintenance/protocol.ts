@@ -12,6 +12,8 @@ export const StoreMaintenanceConfig = z.strictObject({
   busyTimeoutMs: z.number().int().nonnegative(),
   synchronous: z.enum(['Full', 'Normal']),
   intervalMs: z.number().int().positive(),
+  /** How often the WAL is copied back into the database (PASSIVE checkpoint). */
+  checkpointCheckMs: z.number().int().positive(),
 });
 export type StoreMaintenanceConfig = z.infer<typeof StoreMaintenanceConfig>;
 

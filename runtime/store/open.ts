@@ -26,7 +26,17 @@ export type StoreOptions = {
   authToken?: string;
   busyTimeoutMs: number;
   synchronous: 'Full' | 'Normal';
+  /**
+   * `background`: this connection leaves WAL checkpoints to the store
+   * maintenance actor (on its own thread), so a sync actor's commits never
+   * stall on copying the WAL back; a high automatic threshold stays as a
+   * safety net should maintenance fall behind. Default `inline`.
+   */
+  checkpoints?: 'inline' | 'background';
 };
+
+/** WAL pages after which even a `background` connection checkpoints itself (1 GiB at 4 KiB pages). */
+const BACKGROUND_CHECKPOINT_PAGES = 262_144;
 
 /** WAL file size kept after a checkpoint; a batch of large messages may grow it far beyond. */
 const walSizeLimitBytes = 64 * 1024 * 1024;
@@ -62,6 +72,7 @@ function openEmbedded(where: Exclude<StoreLocation, { kind: 'server' }>, options
         throw new AppError('E_STORE_UNSUPPORTED', { message: `Storage:Database ${name} could not be put in WAL mode (it stays in ${String(mode)}); is it on a network filesystem?` });
       }
       pragma(db, `journal_size_limit = ${walSizeLimitBytes}`);
+      if (options.checkpoints === 'background') pragma(db, `wal_autocheckpoint = ${BACKGROUND_CHECKPOINT_PAGES}`);
     }
     pragma(db, `synchronous = ${options.synchronous === 'Full' ? 'FULL' : 'NORMAL'}`);
     pragma(db, 'foreign_keys = ON');

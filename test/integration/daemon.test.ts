@@ -51,7 +51,8 @@ t.test('starts, answers health, and stops cleanly on SIGTERM', async (t) => {
   t.ok(Date.now() - began < 8_000, 'within the shutdown deadline');
   const events = daemon.lines().map((l) => l.event);
   t.ok(events.indexOf('service.ready') < events.indexOf('service.signal'));
-  t.match(daemon.lines().find((l) => l.event === 'actor.exit'), { actor: 'store-maintenance', reason: 'shutdown', nextDelayMs: null });
+  const exits = daemon.lines().filter((l) => l.event === 'actor.exit');
+  t.same(exits.map((l) => [l.actor, l.reason, l.nextDelayMs]), [['sync-scheduler', 'shutdown', null], ['store-maintenance', 'shutdown', null]], 'every child stopped, in reverse order');
   t.equal(events.at(-1), 'service.stopped');
 });
 
@@ -86,8 +87,8 @@ t.test('a slow child is drained within the deadline on SIGTERM', async (t) => {
   const took = Date.now() - began;
   t.ok(took >= 1_400 && took < 8_000, `waited for the child to finish stopping (${took} ms)`);
   const exits = daemon.lines().filter((l) => l.event === 'actor.exit');
-  t.same(exits.map((l) => l.actor), ['slow-stopper', 'store-maintenance'], 'reverse start order');
-  t.same(exits.map((l) => l.reason), ['shutdown', 'shutdown']);
+  t.same(exits.map((l) => l.actor), ['slow-stopper', 'sync-scheduler', 'store-maintenance'], 'reverse start order');
+  t.same(exits.map((l) => l.reason), ['shutdown', 'shutdown', 'shutdown']);
 });
 
 t.test('a refused configuration exits 78 naming the setting; nothing starts', async (t) => {

@@ -106,7 +106,8 @@ t.test('an actor that exits its thread mid-ask: the ask is rejected at once, not
 });
 
 t.test('an actor that exceeds its memory limit is restarted', async (t) => {
-  const { supervisor, events } = setup(t);
+  // A generous watchdog: allocating towards the limit keeps the event loop busy, and a loaded machine must not turn OOM into a hang.
+  const { supervisor, events } = setup(t, { heartbeatMs: 2_000, missedBeats: 10 });
   await supervisor.start([spec('hog', { placement: { kind: 'dedicated', resourceLimits: { maxOldGenerationSizeMb: 48 } } })]);
   supervisor.ref('hog').tell({ type: 'hog' });
   await until(() => events('actor.start', 'hog').length === 2, 30_000, 'restart after OOM');

@@ -2,6 +2,12 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { AppError, Codes, fromPayload, toPayload } from '../../runtime/errors.ts';
+import { withCurrentTable } from '../../runtime/errors-doc.ts';
+
+t.test('docs/errors.md carries the current table (npm run docs:errors rewrites it)', async (t) => {
+  const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+  t.equal(doc, withCurrentTable(doc));
+});
 
 t.test('every code has its row in docs/errors.md, and every documented row is a code', async (t) => {
   const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');

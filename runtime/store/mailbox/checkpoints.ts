@@ -45,9 +45,9 @@ export function readCheckpoint(db: Database, bindingId: number): Checkpoint | nu
 }
 
 /**
- * The binding's epoch, also when it holds no checkpoint: what a run that
- * found no checkpoint should pass as `expectedEpoch`, so that even its first
- * batch is refused after a rewind.
+ * The binding's epoch, also when it holds no checkpoint. A run that found no
+ * checkpoint may pass it as `expectedEpoch` instead of null; every batch of
+ * the run, the first included, is then checked the same way.
  */
 export function progressEpoch(db: Database, bindingId: number): number {
   const row = one<{ progress_epoch: number }>(statements(db).epoch, [bindingId]);

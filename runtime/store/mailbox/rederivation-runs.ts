@@ -13,7 +13,7 @@
  * Importable through `maintenance.ts`.
  */
 import type { Database } from '../open.ts';
-import { one, run } from '../rows.ts';
+import { many, one, run } from '../rows.ts';
 import { perConnection } from './prepared.ts';
 import { folderOf } from './scope.ts';
 
@@ -141,4 +141,9 @@ function toRecord(row: Row): RederivationRecord {
 
 function isCarriage(value: string): value is RederivationCarriage {
   return value === 'carried' || value === 'queue-at-capacity' || value === 'stopped';
+}
+
+/** Runs of an account still under way, oldest first: the sync actor carries them on after a restart. */
+export function outstandingRederivations(db: Database, accountId: string): RederivationRecord[] {
+  return many<Row>(db.prepare('SELECT * FROM rederivation_runs WHERE account_id = ? AND ended_at IS NULL ORDER BY id'), [accountId]).map(toRecord);
 }
