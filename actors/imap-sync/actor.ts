@@ -19,6 +19,7 @@ import { readSecret } from '../../config/secret-ref.ts';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { openStore, type Database } from '../../runtime/store/open.ts';
+import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
 import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
 import { openSession, type Credentials } from './connection.ts';
@@ -127,6 +128,7 @@ export default defineActor({
       ...(config.store.authTokenRef ? { authToken: readSecret(config.store.authTokenRef, process.env, 'Storage:AuthToken') } : {}),
     });
     closeInterruptedRuns(db, config.account, Date.now());
+    withdrawUnconfigured(db, config.account, config.folders.map((f) => f.alias));
     const state: State = { db, config, tokens: new AccessTokens(db, config), client: null, watching: false, active: null, consecutiveFailures: 0, rederivations: [] };
     ctx.defer(() => {
       state.client?.close();

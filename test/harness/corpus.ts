@@ -19,8 +19,11 @@ export type CorpusMessage = {
   traits: Record<string, string>;
 };
 
+/** Where the shared corpus is: $MAILCAIRN_CORPUS, else the repository's sibling `shared/corpus`, else the workplace's `/work/shared/corpus` (a clone elsewhere). */
 export function corpusDir(): string {
-  return process.env.MAILCAIRN_CORPUS ?? fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
+  if (process.env.MAILCAIRN_CORPUS) return process.env.MAILCAIRN_CORPUS;
+  const sibling = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
+  return existsSync(join(sibling, 'MANIFEST.tsv')) || !existsSync('/work/shared/corpus/MANIFEST.tsv') ? sibling : '/work/shared/corpus/';
 }
 
 export function corpusAvailable(): boolean {

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startService, type Service } from '../../runtime/app.ts';
 import type { SynchronizationStatus } from '../../runtime/store/mailbox/status.ts';
-import type { Dovecot } from '../harness/dovecot.ts';
+import type { ImapPeer } from '../harness/imap-client.ts';
 import { captureLog, until } from './log-capture.ts';
 import { freePort, writeConfig } from './daemon.ts';
 
@@ -20,7 +20,7 @@ export type AccountSpec = { id: string; user: string; folders: Array<{ Alias: st
 
 export async function startSyncService(
   dir: string,
-  dovecot: Dovecot,
+  dovecot: ImapPeer,
   accounts: AccountSpec[],
   extra: Record<string, unknown> = {},
 ): Promise<SyncService> {

@@ -119,3 +119,21 @@ function toBinding(row: Row): Binding {
     generation: row.generation,
   };
 }
+
+/**
+ * At the sync actor's start: bindings whose alias the configuration no
+ * longer maps read as not mirrored at once, before the first run resolves
+ * anything (the folder becomes erasable; its mail stays until erased).
+ */
+export function withdrawUnconfigured(db: Database, accountId: string, configuredAliases: readonly string[]): number {
+  const s = statements(db);
+  const configured = new Set(configuredAliases);
+  let withdrawn = 0;
+  const apply = db.transaction(() => {
+    for (const row of many<Row>(s.current, [accountId])) {
+      if (!configured.has(row.alias)) withdrawn += run(s.withdraw, [row.id]).changes;
+    }
+  });
+  apply.immediate();
+  return withdrawn;
+}

@@ -78,3 +78,25 @@ t.test('mirrors folders, follows changes made on the server, and never shows a m
   t.notMatch(text, /Secret subject|example\.org|NoSuchFolder|INBOX|Projects/, 'the status holds no subject, address or folder path');
   t.notMatch(sync.logs.raw(), /Secret subject|sender\d+@example\.org|Body of message/, 'no log line carries mail content');
 });
+
+t.test('a server offering neither CONDSTORE nor QRESYNC: flags and expunges are found by sweeps', async (t) => {
+  const dovecot = await startDovecot({
+    users: [{ user: 'sam', password: 'pw-sam' }],
+    extraConfig: 'protocol imap {\n  imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE IDLE LITERAL+ SPECIAL-USE UIDPLUS\n}\n',
+  });
+  t.teardown(() => dovecot.stop());
+  const admin = mailAdmin(dovecot);
+  await appendMessages(dovecot, 'sam', 'INBOX', Array.from({ length: 40 }, (_, i) => ({ raw: message(3000 + i) })));
+  const sync = await startSyncService(tempDir(t), dovecot, [{ id: 'sam', user: 'sam', folders: [{ Alias: 'inbox' }] }]);
+  t.teardown(() => sync.service.stop());
+  const compare = async (what: string): Promise<void> => {
+    const server = (await admin.fetchAll('sam', 'INBOX')).map((m) => ({ uid: m.uid, flags: [...m.flags].sort(), sha256: m.sha256 }));
+    t.same(readMirror(sync.database, 'sam', 'inbox'), server, `mirror equals server ${what}`);
+  };
+  await sync.syncNow('sam');
+  await compare('after the first mirror');
+  await admin.addFlags('sam', 'INBOX', [7, 8], ['\\Answered', 'Later']);
+  await admin.expunge('sam', 'INBOX', [9]);
+  await sync.syncNow('sam');
+  await compare('after flag changes and an expunge, without CONDSTORE');
+});
