@@ -60,6 +60,7 @@ export const Codes = {
   // IMAP (classified in one place: actors/imap-sync/connection.ts)
   E_IMAP_AUTH: { status: 502, retryable: false, public: null, msg: 'The mail server refused the login' },
   E_IMAP_UNRESPONSIVE: { status: 504, retryable: true, public: null, msg: 'The mail server did not answer' },
+  E_IMAP_TLS: { status: 502, retryable: false, public: null, msg: "The mail server's certificate was not accepted" },
   E_IMAP_PROTOCOL: { status: 502, retryable: true, public: null, msg: 'The mail server answered in a way the client could not use' },
   E_OAUTH_REFRESH_MISSING: { status: 502, retryable: false, public: null, msg: 'No mailbox refresh token is stored for this account' },
   E_OAUTH_REFRESH_REFUSED: { status: 502, retryable: false, public: null, msg: 'The token endpoint refused the stored refresh token' },

@@ -45,6 +45,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
         security: account.Imap.Security,
         username: account.Imap.Username,
         ...(account.Imap.Password ? { passwordRef: account.Imap.Password } : {}),
+        ...(account.Imap.TrustedCertificate ? { trustedCertificateRef: account.Imap.TrustedCertificate } : {}),
         ...(account.Imap.OAuth
           ? {
               oauth: {

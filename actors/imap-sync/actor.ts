@@ -87,11 +87,28 @@ function parseWith(ctx: ActorContext, state: State) {
     for (let i = 0; i < raws.length; i += PARSE_CHUNK) chunks.push(raws.slice(i, i + PARSE_CHUNK));
     const answers = await Promise.all(
       chunks.map((chunk) =>
-        ctx.ask(state.config.parserId, { type: 'mime-parse.parse-batch', account: state.config.account, raws: chunk }, { reply: ParseBatchReply, deadlineMs: 120_000 }),
+        ctx.ask(state.config.parserId, { type: 'mime-parse.parse-batch', account: state.config.account, raws: sharedCopies(chunk) }, { reply: ParseBatchReply, deadlineMs: 120_000 }),
       ),
     );
     return answers.flat();
   };
+}
+
+/**
+ * The chunk's messages copied once into one shared buffer: the parse pool
+ * reads them in place, where a plain buffer would be copied twice on each
+ * of the two hops (here → main thread → pool thread). This actor keeps
+ * its own buffers for storing.
+ */
+function sharedCopies(raws: Buffer[]): Uint8Array[] {
+  const shared = new SharedArrayBuffer(raws.reduce((n, r) => n + r.length, 0));
+  let offset = 0;
+  return raws.map((raw) => {
+    const view = new Uint8Array(shared, offset, raw.length);
+    view.set(raw);
+    offset += raw.length;
+    return view;
+  });
 }
 
 async function runStep(state: State, ctx: ActorContext): Promise<void> {

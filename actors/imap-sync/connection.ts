@@ -10,6 +10,7 @@
  * subjects and addresses.
  */
 import { ImapFlow, type ImapFlowOptions } from 'imapflow';
+import { readSecret } from '../../config/secret-ref.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { ImapSyncConfig } from './protocol.ts';
 
@@ -32,6 +33,9 @@ export function clientOptions(config: ImapSyncConfig, credentials: Credentials):
     socketTimeout: config.commandTimeoutMs,
     maxIdleTime: Math.max(1_000, Math.floor(config.commandTimeoutMs / 2)),
     clientInfo: { name: 'mailcairn' },
+    ...(imap.trustedCertificateRef
+      ? { tls: { ca: readSecret(imap.trustedCertificateRef, process.env, `Accounts:${config.account}:Imap:TrustedCertificate`) } }
+      : {}),
   };
 }
 
@@ -50,6 +54,8 @@ export async function openSession(config: ImapSyncConfig, credentials: Credentia
 
 const wireCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'NoConnection', 'ClosedAfterConnectTLS', 'ClosedAfterConnectText', 'CONNECT_TIMEOUT', 'GREETING_TIMEOUT', 'SOCKET_TIMEOUT', 'UPGRADE_TIMEOUT', 'ProtocolError']);
 
+const tlsCodes = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED']);
+
 /** Map anything imapflow or the socket threw to one of our codes. */
 export function classifyImapFailure(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -58,6 +64,7 @@ export function classifyImapFailure(err: unknown): AppError {
   if (e.authenticationFailed === true || code === 'AUTHENTICATIONFAILED' || e.serverResponseCode === 'AUTHENTICATIONFAILED') {
     return new AppError('E_IMAP_AUTH', { details: { cause: 'login-refused' } });
   }
+  if (tlsCodes.has(code) || code.startsWith('ERR_TLS_') || /CERT/.test(code)) return new AppError('E_IMAP_TLS', { details: { cause: code } });
   if (wireCodes.has(code) || /timeout|closed|connection|socket|ECONN/i.test(typeof e.message === 'string' ? e.message : '')) {
     return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: code || 'connection' } });
   }

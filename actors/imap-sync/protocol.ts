@@ -22,6 +22,8 @@ export const ImapSyncConfig = z.strictObject({
     security: z.enum(['Tls', 'StartTls', 'None']),
     username: z.string(),
     passwordRef: z.string().optional(),
+    /** Secret reference to a PEM authority trusted for this server, read at each connection. */
+    trustedCertificateRef: z.string().optional(),
     oauth: z
       .strictObject({ tokenEndpoint: z.string(), clientId: z.string(), clientSecretRef: z.string().optional(), scopes: z.array(z.string()) })
       .optional(),

@@ -74,10 +74,12 @@ export class SyncRun {
       return null;
     } catch (err) {
       const failure = err instanceof AppError ? err : null;
-      if (failure && (failure.code === 'E_IMAP_UNRESPONSIVE' || failure.code === 'E_IMAP_AUTH' || failure.code.startsWith('E_OAUTH'))) {
+      if (failure && (failure.code.startsWith('E_IMAP_') || failure.code.startsWith('E_OAUTH'))) {
         // No usable session: every folder not yet done is deferred with the run.
         this.failureCode = failure.code;
-        for (const slot of (this.folders ?? []).slice(this.index)) this.record(slot, 'server-unresponsive');
+        this.deps.log.warn({ event: 'sync.run-failed', reason: failure.code }, 'sync.run-failed');
+        const outcome: FolderOutcome = failure.code === 'E_IMAP_UNRESPONSIVE' ? 'server-unresponsive' : 'unexpected';
+        for (const slot of (this.folders ?? []).slice(this.index)) this.record(slot, outcome);
         this.index = this.folders?.length ?? 0;
         return this.finish('failed', consecutiveFailures);
       }

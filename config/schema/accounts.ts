@@ -30,6 +30,9 @@ function server(kind: 'IMAP' | 'SMTP') {
       Port: remotePort(`${kind} port; absent: ${kind === 'IMAP' ? '993 with Tls, 143 otherwise' : '465 with Tls, 587 with StartTls, 25 with None'}`).optional(),
       Security: choice(['Tls', 'StartTls', 'None'], 'Tls from the first byte, StartTls upgrade, or None (loopback host only)').default('Tls'),
       Username: text('Login name', 512),
+      TrustedCertificate: secretRef(
+        'PEM certificate (or chain) of an authority to trust for this server besides the system store, by reference; for a private or self-signed server (ours)',
+      ).optional(),
       Password: secretRef('Password, by reference').optional(),
       OAuth: MailOAuth.optional(),
     })

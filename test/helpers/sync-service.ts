@@ -16,7 +16,7 @@ export type SyncService = {
   syncNow(account: string, timeoutMs?: number): Promise<SynchronizationStatus>;
 };
 
-export type AccountSpec = { id: string; user: string; folders: Array<{ Alias: string; Path?: string }>; port?: number };
+export type AccountSpec = { id: string; user: string; folders: Array<{ Alias: string; Path?: string }>; port?: number; security?: 'Tls' | 'StartTls' | 'None'; host?: string };
 
 export async function startSyncService(
   dir: string,
@@ -32,9 +32,18 @@ export async function startSyncService(
     Accounts: accounts.map((a) => {
       const passwordFile = join(dir, `${a.id}.password`);
       writeFileSync(passwordFile, dovecot.users.find((u) => u.user === a.user)!.password);
+      const caFile = join(dir, `${a.id}.ca.pem`);
+      if (dovecot.certificate) writeFileSync(caFile, dovecot.certificate);
       return {
         Id: a.id,
-        Imap: { Host: '127.0.0.1', Port: a.port ?? dovecot.port, Security: 'None', Username: a.user, Password: `file:${passwordFile}` },
+        Imap: {
+          Host: a.host ?? '127.0.0.1',
+          Port: a.port ?? dovecot.port,
+          Security: a.security ?? 'None',
+          Username: a.user,
+          Password: `file:${passwordFile}`,
+          ...(dovecot.certificate ? { TrustedCertificate: `file:${caFile}` } : {}),
+        },
         Folders: a.folders,
       };
     }),

@@ -100,3 +100,26 @@ t.test('a server offering neither CONDSTORE nor QRESYNC: flags and expunges are 
   await sync.syncNow('sam');
   await compare('after flag changes and an expunge, without CONDSTORE');
 });
+
+t.test('implicit TLS and STARTTLS to a server whose authority the account trusts; an untrusted certificate is refused', async (t) => {
+  const dovecot = await startDovecot({ users: [{ user: 'tina', password: 'pw-tina' }], tls: true });
+  t.teardown(() => dovecot.stop());
+  await appendMessages(dovecot, 'tina', 'INBOX', Array.from({ length: 12 }, (_, i) => ({ raw: message(4000 + i) })));
+  const sync = await startSyncService(tempDir(t), dovecot, [
+    { id: 'implicit', user: 'tina', host: 'localhost', port: dovecot.tlsPort!, security: 'Tls', folders: [{ Alias: 'inbox' }] },
+    { id: 'upgrade', user: 'tina', host: 'localhost', port: dovecot.port, security: 'StartTls', folders: [{ Alias: 'inbox' }] },
+  ]);
+  t.teardown(() => sync.service.stop());
+  await sync.syncNow('implicit');
+  await sync.syncNow('upgrade');
+  t.equal(readMirror(sync.database, 'implicit', 'inbox').length, 12, 'mirrored over implicit TLS');
+  t.equal(readMirror(sync.database, 'upgrade', 'inbox').length, 12, 'mirrored after STARTTLS');
+
+  const untrusting = await startSyncService(tempDir(t), { ...dovecot, certificate: undefined }, [
+    { id: 'wary', user: 'tina', host: 'localhost', port: dovecot.tlsPort!, security: 'Tls', folders: [{ Alias: 'inbox' }] },
+  ]);
+  t.teardown(() => untrusting.service.stop());
+  const status = await untrusting.syncNow('wary');
+  t.equal(status.accounts[0]?.lastRun?.outcome, 'failed', 'a certificate nobody vouches for is not accepted');
+  t.equal(readMirror(untrusting.database, 'wary', 'inbox').length, 0);
+});
