@@ -30,6 +30,7 @@ export const redactedKeys: readonly string[] = Object.freeze([
   'material',
   'keyring',
   'secretreference',
+  'trustedcertificate',
   // Personal data from mail and contacts
   'subject',
   'from',

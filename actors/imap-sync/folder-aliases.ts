@@ -41,7 +41,9 @@ export function resolveAliases(folders: ReadonlyArray<{ alias: string; path: str
     }
     const attribute = specialUseOf[alias.toLowerCase()];
     if (attribute === undefined) return { alias, outcome: 'no-such-folder', path: null };
-    const matches = remote.filter((r) => r.specialUse === attribute || r.flags.includes(attribute));
+    // Attributes are case-insensitive (RFC 3501); Cyrus lists them in lower case.
+    const wanted = attribute.toLowerCase();
+    const matches = remote.filter((r) => r.specialUse?.toLowerCase() === wanted || r.flags.some((f) => f.toLowerCase() === wanted));
     if (matches.length === 1) return { alias, outcome: 'ok', path: matches[0]!.path };
     return { alias, outcome: matches.length === 0 ? 'no-such-folder' : 'ambiguous-folder', path: null };
   });

@@ -8,6 +8,7 @@ const remote = [
   { path: 'Archive', specialUse: '\\Archive', flags: [] },
   { path: 'Old Archive', specialUse: null, flags: ['\\Archive'] },
   { path: 'Projects/2026', specialUse: null, flags: [] },
+  { path: 'Papierkorb', specialUse: null, flags: ['\\trash'] },
 ];
 
 t.test('aliases resolve by path, INBOX, or SPECIAL-USE; none and several are outcomes', async (t) => {
@@ -22,6 +23,7 @@ t.test('aliases resolve by path, INBOX, or SPECIAL-USE; none and several are out
         { alias: 'lower', path: 'inbox' },
         { alias: 'gone', path: 'Nope' },
         { alias: 'receipts', path: null },
+        { alias: 'trash', path: null },
       ],
       remote,
     ),
@@ -34,6 +36,7 @@ t.test('aliases resolve by path, INBOX, or SPECIAL-USE; none and several are out
       { alias: 'lower', outcome: 'ok', path: 'INBOX' },
       { alias: 'gone', outcome: 'no-such-folder', path: null },
       { alias: 'receipts', outcome: 'no-such-folder', path: null },
+      { alias: 'trash', outcome: 'ok', path: 'Papierkorb' },
     ],
   );
 });
