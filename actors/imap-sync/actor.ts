@@ -18,7 +18,8 @@ import { z } from 'zod';
 import { readSecret } from '../../config/secret-ref.ts';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
-import { openStore, type Database } from '../../runtime/store/open.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import { openSlice } from '../../runtime/store/store-slice.ts';
 import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
 import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
@@ -137,13 +138,7 @@ export default defineActor({
   config: ImapSyncConfig,
   messages: Msg,
   init(config, ctx) {
-    const db = openStore({
-      database: config.store.database,
-      busyTimeoutMs: config.store.busyTimeoutMs,
-      synchronous: config.store.synchronous,
-      checkpoints: 'background',
-      ...(config.store.authTokenRef ? { authToken: readSecret(config.store.authTokenRef, process.env, 'Storage:AuthToken') } : {}),
-    });
+    const db = openSlice(config.store, { checkpoints: 'background' });
     closeInterruptedRuns(db, config.account, Date.now());
     withdrawUnconfigured(db, config.account, config.folders.map((f) => f.alias));
     const state: State = { db, config, tokens: new AccessTokens(db, config), client: null, watching: false, active: null, consecutiveFailures: 0, rederivations: [] };

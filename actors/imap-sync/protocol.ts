@@ -4,15 +4,9 @@
  * file. The run's private steps stay in actor.ts.
  */
 import { z } from 'zod';
+import { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export const syncActorId = (account: string): string => `imap-sync:${account}`;
-
-const StoreSlice = z.strictObject({
-  database: z.string(),
-  authTokenRef: z.string().optional(),
-  busyTimeoutMs: z.number().int().nonnegative(),
-  synchronous: z.enum(['Full', 'Normal']),
-});
 
 export const ImapSyncConfig = z.strictObject({
   account: z.string().min(1),

@@ -8,8 +8,8 @@
  */
 import { z } from 'zod';
 import { defineActor } from '../../runtime/actor.ts';
-import { readSecret } from '../../config/secret-ref.ts';
-import { openStore, type Database } from '../../runtime/store/open.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import { openSlice } from '../../runtime/store/store-slice.ts';
 import { MaintenanceReport, RunNow, StoreMaintenanceConfig } from './protocol.ts';
 
 const Tick = z.strictObject({ type: z.literal('store-maintenance.tick') });
@@ -40,12 +40,7 @@ export default defineActor({
   config: StoreMaintenanceConfig,
   messages: Msg,
   init(config, ctx) {
-    const db = openStore({
-      database: config.database,
-      busyTimeoutMs: config.busyTimeoutMs,
-      synchronous: config.synchronous,
-      ...(config.authTokenRef ? { authToken: readSecret(config.authTokenRef) } : {}),
-    });
+    const db = openSlice(config);
     ctx.defer(() => {
       db.close();
     });

@@ -4,13 +4,9 @@
  * and, later, by the admin surface). The timer tick is private to actor.ts.
  */
 import { z } from 'zod';
+import { StoreSlice } from '../../runtime/store/store-slice.ts';
 
-export const StoreMaintenanceConfig = z.strictObject({
-  database: z.string(),
-  /** The secret reference of `Storage:AuthToken`, read by the actor at each open. */
-  authTokenRef: z.string().optional(),
-  busyTimeoutMs: z.number().int().nonnegative(),
-  synchronous: z.enum(['Full', 'Normal']),
+export const StoreMaintenanceConfig = StoreSlice.extend({
   intervalMs: z.number().int().positive(),
   /** How often the WAL is copied back into the database (PASSIVE checkpoint). */
   checkpointCheckMs: z.number().int().positive(),

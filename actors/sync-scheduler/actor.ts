@@ -6,12 +6,12 @@
  * is down counts as a failed run, so a crashed actor never holds a slot.
  */
 import { z } from 'zod';
-import { readSecret } from '../../config/secret-ref.ts';
 import { defineActor, type ActorContext } from '../../runtime/actor.ts';
 import { mathRandom } from '../../runtime/clock.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { synchronizationStatus } from '../../runtime/store/mailbox/status.ts';
-import { openStore, type Database } from '../../runtime/store/open.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import { openSlice } from '../../runtime/store/store-slice.ts';
 import { RunSummary, syncActorId } from '../imap-sync/protocol.ts';
 import { SchedulerConfig, SchedulerMessage } from './protocol.ts';
 import { Schedule, type RunEnd } from './schedule.ts';
@@ -47,12 +47,7 @@ export default defineActor({
   config: SchedulerConfig,
   messages: Msg,
   init(config, ctx) {
-    const db = openStore({
-      database: config.store.database,
-      busyTimeoutMs: config.store.busyTimeoutMs,
-      synchronous: config.store.synchronous,
-      ...(config.store.authTokenRef ? { authToken: readSecret(config.store.authTokenRef, process.env, 'Storage:AuthToken') } : {}),
-    });
+    const db = openSlice(config.store);
     ctx.defer(() => {
       db.close();
     });

@@ -1,5 +1,6 @@
 /** Public messages of the synchronization scheduler (`sync-scheduler`) and its configuration slice. */
 import { z } from 'zod';
+import { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export const SCHEDULER_ID = 'sync-scheduler';
 
@@ -12,12 +13,7 @@ export const SchedulerConfig = z.strictObject({
   backoffMaxMs: z.number().int().positive(),
   /** Longest one run may take before the scheduler stops waiting for it. */
   runDeadlineMs: z.number().int().positive(),
-  store: z.strictObject({
-    database: z.string(),
-    authTokenRef: z.string().optional(),
-    busyTimeoutMs: z.number().int().nonnegative(),
-    synchronous: z.enum(['Full', 'Normal']),
-  }),
+  store: StoreSlice,
 });
 export type SchedulerConfig = z.infer<typeof SchedulerConfig>;
 
