@@ -64,7 +64,10 @@ export async function startSyncService(
       let last: SynchronizationStatus | null = null;
       await until(
         () => {
-          void status().then((s) => (last = s));
+          status().then(
+            (s) => (last = s),
+            () => {},
+          );
           const entry = last?.accounts.find((a) => a.account === account);
           return entry?.lastRun?.endedAt != null && Date.parse(entry.lastRun.endedAt) >= since && entry.phase !== 'running';
         },

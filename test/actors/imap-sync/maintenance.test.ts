@@ -49,7 +49,10 @@ t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
   t.equal(again!.started, false, 'asking again returns the run under way');
   let run: { isOutstanding: boolean; rederivedEmailCount: number } | null = null;
   await until(() => {
-    void actor.ask({ type: 'imap-sync.rederivation', folder: null }).then((r) => (run = (r as { run: typeof run }).run));
+    actor.ask({ type: 'imap-sync.rederivation', folder: null }).then(
+      (r) => (run = (r as { run: typeof run }).run),
+      () => {},
+    );
     return run !== null && !run.isOutstanding;
   }, 20_000, 're-derivation to end');
   t.equal(run!.rederivedEmailCount, 56, 'every stored message re-read from its raw MIME');
