@@ -9,7 +9,8 @@ import t from 'tap';
 import { AppError } from '../../../runtime/errors.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { mailAdmin } from '../../harness/doveadm.ts';
-import { appendMessages } from '../../harness/place-mail.ts';
+import { generateMailbox } from '../../harness/generator.ts';
+import { appendMessages, writeMaildir } from '../../harness/place-mail.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 import { until } from '../../helpers/log-capture.ts';
 import { mirrorStates, readMirror } from '../../helpers/mirror.ts';
@@ -26,7 +27,8 @@ t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
   t.teardown(() => dovecot.stop());
   const admin = mailAdmin(dovecot);
   await admin.createMailbox('olga', 'Old');
-  await appendMessages(dovecot, 'olga', 'INBOX', Array.from({ length: 30 }, (_, i) => ({ raw: message(i) })));
+  // More than one re-derivation segment (200), so a second ask finds the run under way.
+  await writeMaildir(dovecot, 'olga', 'INBOX', generateMailbox({ seed: 3, count: 230, profile: 'small' }));
   await appendMessages(dovecot, 'olga', 'Old', Array.from({ length: 25 }, (_, i) => ({ raw: message(100 + i) })));
   const dir = tempDir(t);
   const folders = [{ Alias: 'inbox' }, { Alias: 'old', Path: 'Old' }];
@@ -36,7 +38,7 @@ t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
 
   // New mail while the actor watches: a run starts by itself, long before the ten-minute interval.
   await appendMessages(dovecot, 'olga', 'INBOX', [{ raw: message(31) }]);
-  await until(() => readMirror(sync.database, 'olga', 'inbox').length === 31, 15_000, 'IDLE to bring the new message in');
+  await until(() => readMirror(sync.database, 'olga', 'inbox').length === 231, 15_000, 'IDLE to bring the new message in');
   t.pass('new mail arrived within seconds through IDLE');
 
   const actor = sync.service.supervisor.ref('imap-sync:olga');
@@ -55,11 +57,11 @@ t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
     );
     return run !== null && !run.isOutstanding;
   }, 20_000, 're-derivation to end');
-  t.equal(run!.rederivedEmailCount, 56, 'every stored message re-read from its raw MIME');
+  t.equal(run!.rederivedEmailCount, 256, 'every stored message re-read from its raw MIME');
   t.same(await actor.ask({ type: 'imap-sync.rederivation', folder: 'never-asked' }), { run: null }, 'a scope never asked about has no run');
 
   const assessment = (await actor.ask({ type: 'imap-sync.rewind-assessment', folder: 'inbox' })) as { storedEmailCount: number };
-  t.equal(assessment.storedEmailCount, 31);
+  t.equal(assessment.storedEmailCount, 231);
   const rewound = (await actor.ask({ type: 'imap-sync.rewind', folder: 'inbox' })) as { folders: string[] };
   t.same(rewound.folders, ['inbox']);
   await sync.syncNow('olga');
@@ -84,5 +86,5 @@ t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
   }
   t.same(passes.map((p) => p.erasedEmailCount), [10, 10, 5]);
   t.same(mirrorStates(sync.database, 'olga', 'old'), {}, 'nothing of the folder is left');
-  t.equal(readMirror(sync.database, 'olga', 'inbox').length, 31, 'other folders untouched');
+  t.equal(readMirror(sync.database, 'olga', 'inbox').length, 231, 'other folders untouched');
 });
