@@ -64,6 +64,7 @@ export function watchdog(pid: number, marker: string): () => void {
   });
   dog.unref();
   (dog.stdin as unknown as { unref?: () => void }).unref?.();
+  dog.stdin!.on('error', () => {});
   return () => void dog.stdin!.end('disarm\n');
 }
 
@@ -73,6 +74,8 @@ export function run(file: string, args: string[], input?: Buffer | string, timeo
       if (err) reject(new Error(`${file.split('/').pop()} ${args.join(' ')} failed: ${stderr.trim() || err.message}`));
       else resolve(stdout);
     });
+    // A command that exits without reading its input (doveadm often does) must not turn into an EPIPE crash.
+    child.stdin!.on('error', () => {});
     child.stdin!.end(input ?? '');
   });
 }
