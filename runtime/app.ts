@@ -21,10 +21,9 @@ import { close, listen } from '../http/listen.ts';
 import { AppError } from './errors.ts';
 import { createLogger, type Logger } from './log.ts';
 import { migrate } from './store/migrate.ts';
-import { openStore } from './store/open.ts';
+import { openSlice } from './store/store-slice.ts';
 import { acquireWriterLock, type WriterLock } from './store/writer-lock.ts';
-import { readSecret } from '../config/secret-ref.ts';
-import { MIME_PARSE_POOL, systemChildren } from './system-children.ts';
+import { MIME_PARSE_POOL, storeSlice, systemChildren } from './system-children.ts';
 import { moduleUrl } from './module-url.ts';
 import { createPool } from './pool/pool.ts';
 import { reconcileAccounts } from './store/accounts.ts';
@@ -62,13 +61,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   const lock: WriterLock = acquireWriterLock(config.Storage.Database);
   let migrated = false;
   try {
-    const storeOptions = {
-      database: config.Storage.Database,
-      busyTimeoutMs: config.Storage.BusyTimeout,
-      synchronous: config.Storage.Synchronous,
-      ...(config.Storage.AuthToken ? { authToken: readSecret(config.Storage.AuthToken) } : {}),
-    };
-    const db = openStore(storeOptions);
+    const db = openSlice(storeSlice(config));
     try {
       const result = migrate(db);
       log.info({ event: 'store.migrated', version: result.version, applied: result.applied }, 'store.migrated');

@@ -36,7 +36,6 @@ export const Codes = {
   E_ACTOR_DOWN: { status: 503, retryable: true, public: null, msg: 'Actor stopped before replying' },
   E_ACTOR_TIMEOUT: { status: 504, retryable: true, public: null, msg: 'Actor did not reply in time' },
   E_ACTOR_MAILBOX_FULL: { status: 503, retryable: true, public: null, msg: 'Actor mailbox is full' },
-  E_ACTOR_UNKNOWN: { status: 500, retryable: false, public: null, msg: 'No actor is registered under that id' },
   E_ACTOR_STOPPING: { status: 503, retryable: true, public: null, msg: 'Actor is stopping and takes no new messages' },
   E_ACTOR_CRASHED: { status: 500, retryable: true, public: null, msg: 'Actor handler failed unexpectedly' },
   E_ACTOR_HUNG: { status: 500, retryable: true, public: null, msg: 'Actor missed its heartbeats and was terminated' },

@@ -19,7 +19,6 @@ import type { HostThread } from './host/host-thread.ts';
 import type { FromHost, Meta, Reply } from './protocol/envelope.ts';
 import type { Askable } from './ref.ts';
 
-export const DEFAULT_MAILBOX_CAPACITY = 1000;
 export const DEFAULT_ASK_MS = 30_000;
 
 type Pending = { actor: string; resolve(value: unknown): void; reject(err: unknown): void; timer: NodeJS.Timeout };

@@ -10,6 +10,7 @@ import { syncActorId } from '../actors/imap-sync/protocol.ts';
 import { SCHEDULER_ID } from '../actors/sync-scheduler/protocol.ts';
 import { moduleUrl } from './module-url.ts';
 import type { ChildSpecInput } from './supervisor/child-spec.ts';
+import type { StoreSlice } from './store/store-slice.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
@@ -17,7 +18,8 @@ export const ACCOUNTS_PER_THREAD = 25;
 /** The longest a single run may take before the scheduler stops waiting (a first mirror of a very large mailbox is split into runs well below this). */
 const RUN_DEADLINE_MS = 6 * 60 * 60_000;
 
-function storeSlice(config: Config) {
+/** The storage slice every actor with a connection receives (and the boot opens for migrations). */
+export function storeSlice(config: Config): StoreSlice {
   return {
     database: config.Storage.Database,
     ...(config.Storage.AuthToken ? { authTokenRef: config.Storage.AuthToken } : {}),

@@ -41,3 +41,17 @@ export function mirrorStates(database: string, account: string, alias: string): 
     db.close();
   }
 }
+
+/** Messages not tombstoned, across the database; 0 while it does not exist yet or is being migrated. */
+export function storedCount(database: string): number {
+  try {
+    const db = new Libsql(database, { readonly: true, timeout: 1_000 });
+    try {
+      return Number((db.prepare("SELECT count(*) AS n FROM messages WHERE state <> 'tombstoned'").get() as { n: number }).n);
+    } finally {
+      db.close();
+    }
+  } catch {
+    return 0;
+  }
+}

@@ -7,7 +7,6 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Libsql from 'libsql';
 import t from 'tap';
 import { seededRandom } from '../../../runtime/clock.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
@@ -15,27 +14,13 @@ import { mailAdmin } from '../../harness/doveadm.ts';
 import { generateMailbox } from '../../harness/generator.ts';
 import { writeMaildir } from '../../harness/place-mail.ts';
 import { freePort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
-import { readMirror } from '../../helpers/mirror.ts';
+import { readMirror, storedCount } from '../../helpers/mirror.ts';
 
 // Spawning and killing real processes takes minutes on a small machine.
 t.setTimeout(900_000);
 
 const TOTAL = 3_000;
 const KILLS = 22;
-
-function storedCount(database: string): number {
-  try {
-    const db = new Libsql(database, { readonly: true, timeout: 1_000 });
-    try {
-      const row = db.prepare("SELECT count(*) AS n FROM messages WHERE state <> 'tombstoned'").get() as { n: number };
-      return Number(row.n);
-    } finally {
-      db.close();
-    }
-  } catch {
-    return 0; // not created yet, or mid-migration
-  }
-}
 
 t.test(`SIGKILL at ${KILLS} random moments of an initial mirror: the final mirror equals the server`, { timeout: 600_000 }, async (t) => {
   const dovecot = await startDovecot({ users: [{ user: 'kim', password: 'pw-kim' }] });
