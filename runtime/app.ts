@@ -46,6 +46,8 @@ export type StartOptions = {
   configFile?: string;
   env?: NodeJS.ProcessEnv;
   log?: Logger;
+  /** Where actor threads' log lines go instead of fd 1 (tests pass their capture with `log`). */
+  hostLogSink?: (line: string) => void;
   /** Children started after the system's own (embedding Mailcairn, and tests of the stop sequence). */
   extraChildren?: readonly ChildSpecInput[];
 };
@@ -76,7 +78,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     throw err;
   }
 
-  const supervisor = new Supervisor({ log, hostLogLevel: config.Logging.Level });
+  const supervisor = new Supervisor({ log, hostLogLevel: config.Logging.Level, ...(options.hostLogSink ? { hostLogSink: options.hostLogSink } : {}) });
   const parsePool = createPool({
     id: MIME_PARSE_POOL,
     entry: moduleUrl('../actors/mime-parse/task.ts', import.meta.url),

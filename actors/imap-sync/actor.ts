@@ -23,7 +23,7 @@ import { openSlice } from '../../runtime/store/store-slice.ts';
 import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
 import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
-import { openSession, type Credentials } from './connection.ts';
+import { openSession } from './connection.ts';
 import { handleMaintenance, isMaintenance, rederivationStep, resumeRederivations } from './maintenance.ts';
 import { AccessTokens } from './oauth-token.ts';
 import { ImapSyncConfig, RunSummary, SyncMessage } from './protocol.ts';
@@ -51,10 +51,20 @@ async function session(state: State, ctx: ActorContext, fresh = false): Promise<
   state.client?.close();
   state.client = null;
   const { imap } = state.config;
-  const credentials: Credentials = imap.passwordRef
-    ? { pass: readSecret(imap.passwordRef, process.env, `Accounts:${state.config.account}:Imap:Password`) }
-    : { accessToken: await state.tokens.current() };
-  const client = await openSession(state.config, credentials);
+  let client: ImapFlow;
+  if (imap.passwordRef) {
+    client = await openSession(state.config, { pass: readSecret(imap.passwordRef, process.env, `Accounts:${state.config.account}:Imap:Password`) });
+  } else {
+    const reused = state.tokens.wouldReuse();
+    try {
+      client = await openSession(state.config, { accessToken: await state.tokens.current() });
+    } catch (err) {
+      // The server refused the access token we held (revoked or expired early): redeem afresh, once.
+      if (!reused || !(err instanceof AppError && err.code === 'E_IMAP_AUTH')) throw err;
+      state.tokens.forget();
+      client = await openSession(state.config, { accessToken: await state.tokens.current() });
+    }
+  }
   client.on('close', () => {
     if (state.client === client) state.client = null;
   });

@@ -41,8 +41,13 @@ export class AccessTokens {
     this.config = config;
   }
 
+  /** Whether `current` would answer the access token already held rather than redeem. */
+  wouldReuse(now = Date.now()): boolean {
+    return this.cached !== null && this.cached.expiresAt - RENEW_BEFORE_MS > now;
+  }
+
   async current(now = Date.now()): Promise<string> {
-    if (this.cached && this.cached.expiresAt - RENEW_BEFORE_MS > now) return this.cached.token;
+    if (this.cached && this.wouldReuse(now)) return this.cached.token;
     this.cached = await this.redeem(now);
     return this.cached.token;
   }
@@ -59,15 +64,22 @@ export class AccessTokens {
     if (!row) throw new AppError('E_OAUTH_REFRESH_MISSING');
     const ring = loadKeyRing(this.config.keyRingRef ? readSecret(this.config.keyRingRef, process.env, 'DataEncryption:KeyRing') : undefined);
     const refreshToken = unseal(ring, 'token-sealing', row.sealed, this.config.account).toString('utf8');
-    const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: oauth.clientId });
-    if (oauth.clientSecretRef) form.set('client_secret', readSecret(oauth.clientSecretRef, process.env, `Accounts:${this.config.account}:Imap:OAuth:ClientSecret`));
+    const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken });
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+    if (oauth.clientSecretRef) {
+      // HTTP Basic: the client authentication every token endpoint must accept (RFC 6749 §2.3.1).
+      const secret = readSecret(oauth.clientSecretRef, process.env, `Accounts:${this.config.account}:Imap:OAuth:ClientSecret`);
+      headers.authorization = `Basic ${Buffer.from(`${formEncode(oauth.clientId)}:${formEncode(secret)}`).toString('base64')}`;
+    } else {
+      form.set('client_id', oauth.clientId); // a public client names itself
+    }
     if (oauth.scopes.length > 0) form.set('scope', oauth.scopes.join(' '));
     let status: number;
     let body: Record<string, unknown>;
     try {
       const res = await request(oauth.tokenEndpoint, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        headers,
         body: form.toString(),
         headersTimeout: this.config.connectTimeoutMs,
         bodyTimeout: this.config.connectTimeoutMs,
@@ -82,7 +94,22 @@ export class AccessTokens {
     if (typeof body.refresh_token === 'string' && body.refresh_token !== refreshToken) {
       storeRefreshToken(this.db, this.config, body.refresh_token, now);
     }
-    const lifetime = typeof body.expires_in === 'number' ? body.expires_in * 1000 : 3_600_000;
-    return { token: body.access_token, expiresAt: now + lifetime };
+    return { token: body.access_token, expiresAt: now + lifetimeMs(body.expires_in) };
   }
+}
+
+/**
+ * `expires_in` in milliseconds. RFC 6749 makes it a JSON number, but some providers send it as a
+ * string ("3599"): read as absent, such a token would be kept for an hour whatever its real
+ * lifetime, and the next login after it expired would be refused (E_IMAP_AUTH) instead of renewed.
+ * Absent or unusable: an hour, the common default.
+ */
+function lifetimeMs(expiresIn: unknown): number {
+  const seconds = typeof expiresIn === 'number' ? expiresIn : typeof expiresIn === 'string' && /^\s*\d+\s*$/.test(expiresIn) ? Number(expiresIn) : NaN;
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 3_600_000;
+}
+
+/** application/x-www-form-urlencoded, as RFC 6749 §2.3.1 asks for the Basic user and password. */
+function formEncode(value: string): string {
+  return new URLSearchParams({ v: value }).toString().slice(2);
 }

@@ -7,7 +7,10 @@
  *    `notmuch new` indexing it;
  *  - no-change incremental: one Mailcairn run vs mbsync re-run;
  *  - 1% new mail and 1% flag changes: one Mailcairn run vs mbsync re-run.
- * Sizes: BENCH_MESSAGES (default 10000, `bench` profile ≈ 63 KB average).
+ * Mailbox: BENCH_MESSAGES generated messages (default 10000, `bench` profile
+ * ≈ 63 KB average), or BENCH_CORPUS=real for every message of
+ * `../shared/corpus/real/`. The incremental rows are medians of
+ * BENCH_REPEAT runs (default 3) on each side.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,6 +22,7 @@ import Libsql from 'libsql';
 import { ImapFlow } from 'imapflow';
 import { startDovecot, type Dovecot } from '../../test/harness/dovecot.ts';
 import { mailAdmin } from '../../test/harness/doveadm.ts';
+import { loadCorpus, withoutEnvelope } from '../../test/harness/corpus.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { appendMessages, writeMaildir } from '../../test/harness/place-mail.ts';
 import { mbsyncConfig, notmuchConfig, timed, type Timed } from '../peers/mbsync.ts';
@@ -100,17 +104,37 @@ function lastRunMs(database: string): number {
   return count(database, 'SELECT ended_at - started_at AS n FROM sync_runs WHERE ended_at IS NOT NULL ORDER BY id DESC LIMIT 1');
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The mailbox to mirror: generated at BENCH_MESSAGES, or the shared corpus's real mail. */
+function benchMailbox(): { label: string; messages: Array<{ raw: Buffer | string }> } {
+  if (process.env.BENCH_CORPUS === 'real') return { label: 'corpus real/', messages: loadCorpus('real').map((m) => ({ raw: withoutEnvelope(m.raw) })) };
+  const total = Number(process.env.BENCH_MESSAGES ?? '10000');
+  return { label: 'generated', messages: [...generateMailbox({ seed: 42, count: total, profile: 'bench' })] };
+}
+
+async function sequence(n: number, once: () => Promise<number>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(await once());
+  return out;
+}
+
 export const syncInitial: Scenario = {
   name: 'sync-initial',
   description: 'mirror a Dovecot mailbox: Mailcairn vs fetch-and-discard, mbsync, mbsync + notmuch; then incremental runs',
   async run() {
-    const total = Number(process.env.BENCH_MESSAGES ?? '10000');
+    const repeat = Math.max(1, Number(process.env.BENCH_REPEAT ?? '3'));
+    const { label, messages } = benchMailbox();
+    const total = messages.length;
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-'));
     const dovecot = await startDovecot({ users: [{ user: USER, password: PASSWORD }] });
     const rows: Row[] = [];
     try {
       let bytes = 0;
-      const messages = [...generateMailbox({ seed: 42, count: total, profile: 'bench' })];
       for (const m of messages) bytes += m.raw.length;
       await writeMaildir(dovecot, USER, 'INBOX', messages);
       const mb = round(bytes / 2 ** 20);
@@ -126,6 +150,7 @@ export const syncInitial: Scenario = {
       await daemon.waitRuns(1);
       const row = (scenario: string, wallMs: number, peer: string, peerMs: number, note = ''): Row => ({
         scenario,
+        mailbox: label,
         messages: total,
         MB: mb,
         'mailcairn s': round(wallMs / 1000, 2),
@@ -139,23 +164,30 @@ export const syncInitial: Scenario = {
       rows.push(row('initial mirror', ours, 'mbsync + notmuch new', mbsync.wallMs + notmuch.wallMs, `notmuch peak RSS ${round(notmuch.peakRssMiB)} MiB, CPU ${round(notmuch.cpuMs / 1000, 1)} s`));
       rows.push(row('initial mirror', ours, 'imapflow fetch+discard', ceiling.wallMs));
 
-      // No change: the next run (due on the 10 s interval) against mbsync run again.
-      const runsBefore = count(daemon.database, 'SELECT count(*) AS n FROM sync_runs WHERE ended_at IS NOT NULL');
-      await daemon.waitRuns(runsBefore + 1);
-      const noChange = lastRunMs(daemon.database);
-      const mbsyncAgain = await timed('mbsync', ['-c', rc, '-a', '-q']);
-      rows.push(row('no-change incremental', noChange, 'mbsync', mbsyncAgain.wallMs));
+      // No change: the next runs (due on the 10 s interval) against mbsync run again, medians of `repeat`.
+      const endedRuns = (): number => count(daemon.database, 'SELECT count(*) AS n FROM sync_runs WHERE ended_at IS NOT NULL');
+      const nextRun = async (after = endedRuns()): Promise<number> => {
+        await daemon.waitRuns(after + 1);
+        return lastRunMs(daemon.database);
+      };
+      const mbsyncRuns = async (): Promise<number> => median(await sequence(repeat, async () => (await timed('mbsync', ['-c', rc, '-a', '-q'])).wallMs));
+      const noChange = await sequence(repeat, nextRun);
+      rows.push(row('no-change incremental (median)', median(noChange), 'mbsync', await mbsyncRuns(), `Mailcairn runs ${noChange.map((ms) => round(ms / 1000, 2)).join(' / ')} s`));
 
-      // 1% new mail and 1% flag changes.
+      // 1% new mail and 1% flag changes, `repeat` times; each side syncs each round's changes once.
+      // Flags first: the new mail wakes the daemon through IDLE, and that run must see both.
       const admin = mailAdmin(dovecot);
       const changes = Math.max(1, Math.floor(total / 100));
-      await appendMessages(dovecot, USER, 'INBOX', generateMailbox({ seed: 7, count: changes, profile: 'bench' }));
-      await admin.addFlags(USER, 'INBOX', Array.from({ length: changes }, (_, i) => 1 + i * 97 % total), ['\\Flagged']);
-      const runsNow = count(daemon.database, 'SELECT count(*) AS n FROM sync_runs WHERE ended_at IS NOT NULL');
-      await daemon.waitRuns(runsNow + 1);
-      const incremental = lastRunMs(daemon.database);
-      const mbsyncIncremental = await timed('mbsync', ['-c', rc, '-a', '-q']);
-      rows.push(row('1% new + 1% flags', incremental, 'mbsync', mbsyncIncremental.wallMs));
+      const ours1: number[] = [];
+      const theirs1: number[] = [];
+      for (let round1 = 0; round1 < repeat; round1++) {
+        const before = endedRuns();
+        await admin.addFlags(USER, 'INBOX', Array.from({ length: changes }, (_, i) => 1 + ((i * 97 + round1) % total)), [round1 % 2 === 0 ? '\\Flagged' : '\\Answered']);
+        await appendMessages(dovecot, USER, 'INBOX', generateMailbox({ seed: 7 + round1, count: changes, profile: 'bench' }));
+        ours1.push(await nextRun(before));
+        theirs1.push((await timed('mbsync', ['-c', rc, '-a', '-q'])).wallMs);
+      }
+      rows.push(row('1% new + 1% flags (median)', median(ours1), 'mbsync', median(theirs1)));
       const usage = await daemon.stop();
       rows.push(row('mailcairn whole run', NaN, '—', NaN, `peak RSS ${round(usage.peakRssMiB)} MiB, CPU ${round(usage.cpuMs / 1000, 1)} s (initial + both incremental runs)`));
     } finally {

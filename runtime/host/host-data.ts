@@ -5,5 +5,7 @@ export const HostData = z.strictObject({
   hostId: z.string(),
   heartbeatMs: z.number().int().positive(),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
+  /** fd: write straight to fd 1 (the service); parent: through the thread's stdout to the parent's log sink (tests). */
+  logTo: z.enum(['fd', 'parent']),
 });
 export type HostData = z.infer<typeof HostData>;

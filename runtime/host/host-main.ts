@@ -18,7 +18,10 @@ import { HostLink } from './host-link.ts';
 const data = HostData.parse(workerData);
 const port = parentPort!;
 const link = new HostLink(port, threadId);
-const log = createLogger({ level: data.logLevel, format: 'Json' }).child({ host: data.hostId, thread: threadId });
+const log = createLogger({ level: data.logLevel, format: 'Json', ...(data.logTo === 'parent' ? { destination: process.stdout } : {}) }).child({
+  host: data.hostId,
+  thread: threadId,
+});
 const cells = new Map<string, ActorCell>();
 const definitions = new Map<string, Promise<AnyActorDefinition>>();
 

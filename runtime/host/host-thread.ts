@@ -43,6 +43,8 @@ export class HostThread {
     capacity: number;
     heartbeatMs: number;
     logLevel: HostData['logLevel'];
+    /** Where the thread's log lines go instead of fd 1: whole lines, in order (tests capture them). */
+    logSink?: (line: string) => void;
     resourceLimits?: ResourceLimits;
     events: HostEvents;
     log: Logger;
@@ -50,14 +52,16 @@ export class HostThread {
     this.hostId = args.hostId;
     this.group = args.group;
     this.capacity = args.capacity;
-    const workerData: HostData = { hostId: args.hostId, heartbeatMs: args.heartbeatMs, logLevel: args.logLevel };
+    const sink = args.logSink;
+    const workerData: HostData = { hostId: args.hostId, heartbeatMs: args.heartbeatMs, logLevel: args.logLevel, logTo: sink ? 'parent' : 'fd' };
     this.worker = startWorker(hostEntry, {
       workerData,
       ...(args.resourceLimits ? { resourceLimits: args.resourceLimits } : {}),
-      // Workers print through their own pino destination on fd 1.
-      stdout: false,
+      // Workers print through their own pino destination on fd 1, or through their stdout to the sink.
+      stdout: sink !== undefined,
       stderr: false,
     });
+    if (sink) forwardLines(this.worker.stdout, sink);
     this.threadId = this.worker.threadId;
     this.worker.on('message', (raw: unknown) => {
       const envelope = decodeFromHost(raw);
@@ -97,4 +101,18 @@ export class HostThread {
     if (!this.ended) await this.worker.terminate();
     await this.exitPromise;
   }
+}
+
+/** Hand a thread's stdout to `sink` a whole line at a time (chunks split lines anywhere). */
+function forwardLines(stream: NodeJS.ReadableStream, sink: (line: string) => void): void {
+  let pending = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    pending += chunk;
+    let eol: number;
+    while ((eol = pending.indexOf('\n')) !== -1) {
+      sink(pending.slice(0, eol + 1));
+      pending = pending.slice(eol + 1);
+    }
+  });
 }

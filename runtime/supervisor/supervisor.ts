@@ -50,6 +50,8 @@ export type SupervisorOptions = {
   random?: Random;
   watchdog?: Partial<WatchdogPolicy>;
   hostLogLevel?: HostData['logLevel'];
+  /** Host threads' log lines go here instead of fd 1 (tests that read every line). */
+  hostLogSink?: (line: string) => void;
 };
 
 export class Supervisor {
@@ -78,6 +80,7 @@ export class Supervisor {
         capacity,
         heartbeatMs: this.watchdog.heartbeatMs,
         logLevel: hostLogLevel,
+        ...(options.hostLogSink ? { logSink: options.hostLogSink } : {}),
         ...(resourceLimits ? { resourceLimits } : {}),
         events: { envelope: (host, env) => this.onEnvelope(host, env), ended: (host, reason, code) => this.onHostEnded(host, reason, code) },
         log: options.log,
@@ -214,7 +217,9 @@ export class Supervisor {
         this.ended(child, envelope.error.code, false);
         return;
       case 'exited':
-        this.ended(child, envelope.reason, envelope.reason === 'normal');
+        // stopSelf is deliberate whatever its reason (a refused mailbox login says `E_IMAP_AUTH`):
+        // a transient actor stays down until an operator acts; the reason still reaches the log.
+        this.ended(child, envelope.reason, true, envelope.reason === 'normal' ? 'info' : 'warn');
         return;
       case 'stopped':
         this.ended(child, 'shutdown', true);
@@ -244,7 +249,7 @@ export class Supervisor {
   }
 
   /** The child's current incarnation ended, for `reason`; decide what happens next. */
-  private ended(child: Child, reason: string, normal: boolean): void {
+  private ended(child: Child, reason: string, normal: boolean, level: 'info' | 'warn' = normal ? 'info' : 'warn'): void {
     const id = child.spec.id;
     const host = child.host;
     const now = this.clock.now();
@@ -266,7 +271,7 @@ export class Supervisor {
     const restart = child.spec.restart === 'permanent' || (child.spec.restart === 'transient' && !normal);
     if (!restart) {
       child.state = 'stopped';
-      logEvent(this.log, 'actor.exit', { ...base, reason, nextDelayMs: null }, normal ? 'info' : 'warn');
+      logEvent(this.log, 'actor.exit', { ...base, reason, nextDelayMs: null }, level);
       return this.wake(child);
     }
     child.history = recordRestart(child.spec.intensity, child.history, now);

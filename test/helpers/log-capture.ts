@@ -3,21 +3,24 @@ import { createLogger, type Logger } from '../../runtime/log.ts';
 
 export type LogLine = Record<string, unknown> & { level: number; msg?: string; event?: string };
 
-export function captureLog(): { log: Logger; lines: LogLine[]; events(name: string, actor?: string): LogLine[]; raw(): string } {
+export function captureLog(): {
+  log: Logger;
+  /** Takes whole JSON lines from elsewhere (actor threads: pass as `hostLogSink`). */
+  write(chunk: string): void;
+  lines: LogLine[];
+  events(name: string, actor?: string): LogLine[];
+  raw(): string;
+} {
   const lines: LogLine[] = [];
   const chunks: string[] = [];
-  const log = createLogger({
-    level: 'debug',
-    format: 'Json',
-    destination: {
-      write(chunk: string) {
-        chunks.push(chunk);
-        for (const part of chunk.split('\n')) if (part.trim()) lines.push(JSON.parse(part) as LogLine);
-      },
-    },
-  });
+  const write = (chunk: string): void => {
+    chunks.push(chunk);
+    for (const part of chunk.split('\n')) if (part.trim()) lines.push(JSON.parse(part) as LogLine);
+  };
+  const log = createLogger({ level: 'debug', format: 'Json', destination: { write } });
   return {
     log,
+    write,
     lines,
     events: (name, actor) => lines.filter((l) => l.event === name && (actor === undefined || l.actor === actor)),
     raw: () => chunks.join(''),

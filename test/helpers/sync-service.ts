@@ -49,7 +49,7 @@ export async function startSyncService(
     }),
   };
   const logs = captureLog();
-  const service = await startService({ configFile: writeConfig(dir, config), env: {}, log: logs.log });
+  const service = await startService({ configFile: writeConfig(dir, config), env: {}, log: logs.log, hostLogSink: logs.write });
   const scheduler = service.supervisor.ref('sync-scheduler');
   const status = (): Promise<SynchronizationStatus> => scheduler.ask<SynchronizationStatus>({ type: 'sync-scheduler.status' });
   return {

@@ -140,19 +140,24 @@ t.test('restart types: transient stays down after a normal exit, temporary after
   const { supervisor, events } = setup(t);
   await supervisor.start([
     spec('trans', { restart: 'transient' }),
+    spec('refused', { restart: 'transient' }),
     spec('temp', { restart: 'temporary' }),
     spec('perm', { restart: 'permanent' }),
   ]);
   await supervisor.ref('trans').ask({ type: 'stop-self', reason: 'normal' });
+  // A deliberate stop with a reason (a refused mailbox login) is not a crash: it stays down, logged at warn.
+  await supervisor.ref('refused').ask({ type: 'stop-self', reason: 'E_IMAP_AUTH' });
   await rejection(supervisor.ref('temp').ask({ type: 'throw' }));
   await supervisor.ref('perm').ask({ type: 'stop-self', reason: 'normal' });
   await until(() => events('actor.start', 'perm').length === 2, 10_000, 'permanent restart');
   t.match(events('actor.exit', 'trans')[0], { reason: 'normal', nextDelayMs: null });
   t.match(events('actor.exit', 'temp')[0], { reason: 'E_ACTOR_CRASHED', nextDelayMs: null });
+  t.match(events('actor.exit', 'refused')[0], { level: 40, reason: 'E_IMAP_AUTH', nextDelayMs: null });
   t.equal(events('actor.start', 'trans').length, 1);
+  t.equal(events('actor.start', 'refused').length, 1);
   t.equal(events('actor.start', 'temp').length, 1);
   const states = Object.fromEntries(supervisor.health().children.map((c) => [c.id, c.state]));
-  t.same(states, { trans: 'stopped', temp: 'stopped', perm: 'running' });
+  t.same(states, { trans: 'stopped', refused: 'stopped', temp: 'stopped', perm: 'running' });
 });
 
 t.test('shared threads: actors pack onto few threads, a handler crash spares neighbours, a thread death restarts them all', async (t) => {

@@ -97,6 +97,9 @@ t.test('cuts, stalls and latency mid-run: runs defer, back off, and converge', a
   t.ok(seen.maxFailures >= 1, `consecutive failures counted (up to ${seen.maxFailures}); the delay grew from them`);
   await converge(t, sync, () => mailAdmin(dovecot).fetchAll('fay', 'INBOX'), 'fay', 'inbox');
   t.equal(sync.logs.events('actor.exit').length, 0, 'faults on the wire never crashed the actor');
+  // The actor's own lines (its thread's) are captured too, so the privacy scans see them.
+  const failed = sync.logs.events('sync.run-failed', undefined);
+  t.ok(failed.length > 0 && failed.every((l) => l.reason === 'E_IMAP_UNRESPONSIVE' || l.reason === 'E_IMAP_PROTOCOL'), 'failed runs logged by the account thread, by code only');
 });
 
 t.test('Dovecot stopped mid-run and restarted: deferred, growing backoff, recovery', async (t) => {

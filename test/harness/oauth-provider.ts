@@ -1,0 +1,336 @@
+/**
+ * A real OAuth 2 authorization server for tests: `oidc-provider` in-process on 127.0.0.1 (an
+ * ephemeral port), with its own in-memory store. Two clients:
+ *
+ * - the mail client (`mailcairn`, confidential, `client_secret_basic`, authorization_code +
+ *   refresh_token) whose refresh tokens the service redeems at `tokenEndpoint`;
+ * - the resource server (`dovecot`, `client_secret_basic`, no grants) that introspects the access
+ *   tokens Dovecot receives over XOAUTH2 at `introspectionEndpoint`; `introspectionUrl` carries its
+ *   credentials as URL userinfo, the way Dovecot's oauth2 passdb sends HTTP Basic.
+ *
+ * `mintRefreshToken(user)` drives the authorization-code flow the way a browser would (authorize,
+ * the interaction, consent, the code at the token endpoint, with PKCE), answering the login and
+ * consent prompts through the provider's interaction API; nothing about the tokens is faked.
+ * Refresh-token rotation is a switch (`setRotation`), read at each redemption.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair } from 'jose';
+import Provider, { type Adapter, type AdapterPayload, type Configuration } from 'oidc-provider';
+import { request } from 'undici';
+
+export type OAuthProviderOptions = {
+  /** Subjects that exist (the `sub` of their tokens is the user name). */
+  users: string[];
+  /** Rotate refresh tokens at each redemption (switchable later with `setRotation`). */
+  rotateRefreshTokens?: boolean;
+  /** Access token lifetime in seconds. */
+  accessTokenTtl?: number;
+};
+
+export type OAuthProvider = {
+  issuer: string;
+  tokenEndpoint: string;
+  introspectionEndpoint: string;
+  /** The introspection endpoint with the resource server's credentials as userinfo (for Dovecot). */
+  introspectionUrl: string;
+  revocationEndpoint: string;
+  client: { id: string; secret: string };
+  resourceServer: { id: string; secret: string };
+  scopes: string[];
+  provider: Provider;
+  setRotation(on: boolean): void;
+  /** A refresh token for `user`, from a completed authorization-code flow. */
+  mintRefreshToken(user: string): Promise<string>;
+  /** Revoke a token at the revocation endpoint (a refresh token revokes its whole grant). */
+  revoke(token: string): Promise<void>;
+  /** Introspect a token as the resource server would. */
+  introspect(token: string): Promise<Record<string, unknown>>;
+  /** Every token value the provider handed out (access and refresh), for leak scans. */
+  issued(): { accessTokens: string[]; refreshTokens: string[] };
+  /** Token endpoint requests seen, by grant type. */
+  tokenRequests(): Record<string, number>;
+  /** Errors the provider raised while serving (server_error events and the like). */
+  errors(): string[];
+  stop(): Promise<void>;
+};
+
+const REDIRECT_URI = 'https://mailcairn.test/callback';
+
+type Stored = { payload: AdapterPayload; expiresAt: number };
+
+/**
+ * The provider's storage, private to one provider (its own quick-start adapter is a module-wide
+ * store and warns on every start): every model in one map, with the grant, uid and user-code
+ * indexes the Adapter contract asks for, so revoking a grant reaches its tokens.
+ */
+function memoryStorage(): (name: string) => Adapter {
+  const rows = new Map<string, Stored>();
+  const grants = new Map<string, Set<string>>();
+  const uids = new Map<string, string>();
+  const userCodes = new Map<string, string>();
+  const live = (key: string): AdapterPayload | undefined => {
+    const row = rows.get(key);
+    if (!row) return undefined;
+    if (row.expiresAt <= Date.now()) {
+      rows.delete(key);
+      return undefined;
+    }
+    return row.payload;
+  };
+  return (name) => {
+    const key = (id: string) => `${name}:${id}`;
+    return {
+      async upsert(id, payload, expiresIn) {
+        rows.set(key(id), { payload: { ...payload }, expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : Infinity });
+        if (payload.grantId) {
+          const members = grants.get(payload.grantId) ?? new Set<string>();
+          members.add(key(id));
+          grants.set(payload.grantId, members);
+        }
+        if (payload.uid) uids.set(payload.uid, id);
+        if (payload.userCode) userCodes.set(payload.userCode, id);
+      },
+      async find(id) {
+        return live(key(id));
+      },
+      async findByUid(uid) {
+        const id = uids.get(uid);
+        return id === undefined ? undefined : live(key(id));
+      },
+      async findByUserCode(userCode) {
+        const id = userCodes.get(userCode);
+        return id === undefined ? undefined : live(key(id));
+      },
+      async consume(id) {
+        const row = rows.get(key(id));
+        if (row) row.payload.consumed = Math.floor(Date.now() / 1000);
+      },
+      async destroy(id) {
+        rows.delete(key(id));
+      },
+      async revokeByGrantId(grantId) {
+        for (const member of grants.get(grantId) ?? []) rows.delete(member);
+        grants.delete(grantId);
+      },
+    };
+  };
+}
+const SCOPES = ['openid', 'offline_access'];
+
+export async function startOAuthProvider(options: OAuthProviderOptions): Promise<OAuthProvider> {
+  const users = new Set(options.users);
+  let rotate = options.rotateRefreshTokens ?? true;
+  const client = { id: 'mailcairn', secret: `mc-secret-${randomBytes(16).toString('hex')}` };
+  const resourceServer = { id: 'dovecot', secret: `rs-secret-${randomBytes(16).toString('hex')}` };
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  const signingKey = { ...(await exportJWK(privateKey)), kid: 'test-rs256', alg: 'RS256', use: 'sig' };
+
+  // Listen first: the issuer names the port.
+  const server: Server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const issuer = `http://127.0.0.1:${port}`;
+
+  const configuration: Configuration = {
+    clients: [
+      {
+        client_id: client.id,
+        client_secret: client.secret,
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        redirect_uris: [REDIRECT_URI],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+      {
+        client_id: resourceServer.id,
+        client_secret: resourceServer.secret,
+        grant_types: [],
+        response_types: [],
+        redirect_uris: [],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    ],
+    adapter: memoryStorage(),
+    jwks: { keys: [signingKey] },
+    cookies: { keys: [randomBytes(32).toString('hex')] },
+    scopes: SCOPES,
+    claims: { openid: ['sub'] },
+    findAccount: (_ctx, sub) => (users.has(sub) ? { accountId: sub, claims: () => ({ sub }) } : undefined),
+    features: {
+      devInteractions: { enabled: false },
+      introspection: {
+        enabled: true,
+        // The resource server may introspect any token; a client only its own.
+        allowedPolicy: (_ctx, caller, token) => caller.clientId === resourceServer.id || caller.clientId === token.clientId,
+      },
+      revocation: {
+        enabled: true,
+        allowedPolicy: (_ctx, caller, token) => caller.clientId === token.clientId,
+      },
+    },
+    rotateRefreshToken: () => rotate,
+    ttl: {
+      AccessToken: options.accessTokenTtl ?? 600,
+      AuthorizationCode: 60,
+      Grant: 86_400,
+      IdToken: 600,
+      Interaction: 600,
+      RefreshToken: 86_400,
+      Session: 86_400,
+    },
+    renderError: (ctx, out) => {
+      ctx.type = 'json';
+      ctx.body = out;
+    },
+  };
+  const provider = new Provider(issuer, configuration);
+
+  const accessTokens = new Set<string>();
+  const refreshTokens = new Set<string>();
+  const grantsSeen: Record<string, number> = {};
+  const errors: string[] = [];
+  provider.on('access_token.issued', (token) => {
+    if (token.jti) accessTokens.add(token.jti);
+  });
+  provider.on('access_token.saved', (token) => {
+    if (token.jti) accessTokens.add(token.jti);
+  });
+  provider.on('refresh_token.saved', (token) => {
+    if (token.jti) refreshTokens.add(token.jti);
+  });
+  provider.on('grant.success', (ctx) => {
+    const type = String(ctx.oidc.params?.grant_type ?? 'unknown');
+    grantsSeen[type] = (grantsSeen[type] ?? 0) + 1;
+  });
+  for (const event of ['server_error', 'grant.error', 'introspection.error', 'revocation.error', 'authorization.error'] as const) {
+    provider.on(event as 'server_error', (_ctx: unknown, err: Error) => {
+      errors.push(`${event}: ${err.message}${(err as { error_description?: string }).error_description ? ` (${(err as { error_description?: string }).error_description})` : ''}`);
+    });
+  }
+
+  // The login and consent prompts, answered at once for the user named in the authorization request's `login_hint`.
+  const interaction = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    try {
+      const details = await provider.interactionDetails(req, res);
+      const hint = typeof details.params.login_hint === 'string' ? details.params.login_hint : '';
+      if (!users.has(hint)) throw new Error(`unknown user ${hint}`);
+      const grant = new provider.Grant({ accountId: hint, clientId: String(details.params.client_id) });
+      grant.addOIDCScope(String(details.params.scope));
+      const grantId = await grant.save();
+      await provider.interactionFinished(req, res, { login: { accountId: hint }, consent: { grantId } }, { mergeWithLastSubmission: false });
+    } catch (err) {
+      errors.push(`interaction: ${(err as Error).message}`);
+      res.statusCode = 500;
+      res.end();
+    }
+  };
+  const callback = provider.callback();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (req.url?.startsWith('/interaction/')) void interaction(req, res);
+    else callback(req, res);
+  });
+
+  const tokenEndpoint = `${issuer}/token`;
+  const introspectionEndpoint = `${issuer}/token/introspection`;
+  const revocationEndpoint = `${issuer}/token/revocation`;
+
+  /** A browser's walk from the authorization request to the redirect carrying the code. */
+  const authorizationCode = async (user: string, challenge: string, state: string): Promise<string> => {
+    const jar = new Map<string, string>();
+    let url = `${issuer}/auth?${new URLSearchParams({
+      client_id: client.id,
+      response_type: 'code',
+      redirect_uri: REDIRECT_URI,
+      scope: SCOPES.join(' '),
+      prompt: 'consent',
+      login_hint: user,
+      state,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    })}`;
+    for (let hop = 0; hop < 10; hop++) {
+      const res = await request(url, { method: 'GET', headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+      await res.body.text();
+      const setCookie = res.headers['set-cookie'];
+      for (const line of Array.isArray(setCookie) ? setCookie : setCookie ? [setCookie] : []) {
+        const [pair] = line.split(';');
+        const eq = pair!.indexOf('=');
+        const name = pair!.slice(0, eq).trim();
+        const value = pair!.slice(eq + 1).trim();
+        if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') jar.delete(name);
+        else jar.set(name, value);
+      }
+      const location = res.headers.location;
+      if (res.statusCode < 300 || res.statusCode >= 400 || typeof location !== 'string') {
+        throw new Error(`authorization flow stopped with HTTP ${res.statusCode} at ${new URL(url).pathname}: ${errors.at(-1) ?? ''}`);
+      }
+      const next = new URL(location, url);
+      if (next.href.startsWith(REDIRECT_URI)) {
+        const code = next.searchParams.get('code');
+        if (next.searchParams.get('state') !== state || !code) {
+          throw new Error(`authorization refused: ${next.searchParams.get('error')} ${next.searchParams.get('error_description') ?? ''}`);
+        }
+        return code;
+      }
+      url = next.href;
+    }
+    throw new Error('authorization flow did not reach the redirect URI');
+  };
+
+  const form = async (endpoint: string, body: Record<string, string>, basic?: { id: string; secret: string }): Promise<{ status: number; json: Record<string, unknown> }> => {
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+    if (basic) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.id)}:${encodeURIComponent(basic.secret)}`).toString('base64')}`;
+    const res = await request(endpoint, { method: 'POST', headers, body: new URLSearchParams(body).toString() });
+    const text = await res.body.text();
+    return { status: res.statusCode, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  };
+
+  return {
+    issuer,
+    tokenEndpoint,
+    introspectionEndpoint,
+    introspectionUrl: `http://${encodeURIComponent(resourceServer.id)}:${encodeURIComponent(resourceServer.secret)}@127.0.0.1:${port}/token/introspection`,
+    revocationEndpoint,
+    client,
+    resourceServer,
+    scopes: [...SCOPES],
+    provider,
+    setRotation(on) {
+      rotate = on;
+    },
+    async mintRefreshToken(user) {
+      const verifier = randomBytes(32).toString('base64url');
+      const challenge = createHash('sha256').update(verifier).digest('base64url');
+      const code = await authorizationCode(user, challenge, randomBytes(8).toString('hex'));
+      const { status, json } = await form(tokenEndpoint, {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+      }, client);
+      if (status !== 200 || typeof json.refresh_token !== 'string') throw new Error(`no refresh token: HTTP ${status} ${JSON.stringify(json.error ?? '')}`);
+      return json.refresh_token;
+    },
+    async revoke(token) {
+      const { status } = await form(revocationEndpoint, { token }, client);
+      if (status !== 200) throw new Error(`revocation answered HTTP ${status}`);
+    },
+    async introspect(token) {
+      const { status, json } = await form(introspectionEndpoint, { token }, resourceServer);
+      if (status !== 200) throw new Error(`introspection answered HTTP ${status}`);
+      return json;
+    },
+    issued: () => ({ accessTokens: [...accessTokens], refreshTokens: [...refreshTokens] }),
+    tokenRequests: () => ({ ...grantsSeen }),
+    errors: () => [...errors],
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
