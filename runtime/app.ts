@@ -17,13 +17,14 @@ import { loadConfig } from '../config/load.ts';
 import { describePosture } from '../config/posture.ts';
 import type { Config } from '../config/schema.ts';
 import { createHealthServer, type Readiness } from '../http/health/health-server.ts';
+import { createMcpListener } from '../http/mcp/mcp-listener.ts';
 import { close, listen } from '../http/listen.ts';
 import { AppError } from './errors.ts';
 import { createLogger, type Logger } from './log.ts';
 import { migrate } from './store/migrate.ts';
 import { openSlice } from './store/store-slice.ts';
 import { acquireWriterLock, type WriterLock } from './store/writer-lock.ts';
-import { MIME_PARSE_POOL, storeSlice, systemChildren } from './system-children.ts';
+import { MAIL_QUERY_POOL, MIME_PARSE_POOL, storeSlice, systemChildren } from './system-children.ts';
 import { moduleUrl } from './module-url.ts';
 import { createPool } from './pool/pool.ts';
 import { reconcileAccounts } from './store/accounts.ts';
@@ -38,6 +39,8 @@ export type Service = {
   readonly log: Logger;
   readonly supervisor: Supervisor;
   readonly health: AddressInfo | null;
+  /** The MCP listener's address while `McpEndpoint:Enabled`. */
+  readonly mcp: AddressInfo | null;
   readiness(): Readiness;
   stop(): Promise<void>;
 };
@@ -88,6 +91,18 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     maxQueue: 4_096,
   });
   supervisor.router.registerPool(parsePool);
+  // Read-only queries of the agent surface: the main thread never runs SQL.
+  const queryPool = createPool({
+    id: MAIL_QUERY_POOL,
+    entry: moduleUrl('../actors/mail-query/task.ts', import.meta.url),
+    minThreads: config.McpEndpoint.Enabled ? 1 : 0,
+    maxThreads: availableParallelism(),
+    maxQueue: 1_024,
+  });
+  supervisor.router.registerPool(queryPool);
+  const closePools = async (): Promise<void> => {
+    await Promise.all([parsePool.close(), queryPool.close()]);
+  };
   let stopping = false;
   const readiness = (): Readiness => {
     const health = supervisor.health();
@@ -100,6 +115,8 @@ export async function startService(options: StartOptions = {}): Promise<Service>
 
   let healthServer: Server | null = null;
   let healthAddress: AddressInfo | null = null;
+  let mcpServer: Server | null = null;
+  let mcpAddress: AddressInfo | null = null;
   try {
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
     if (config.HealthEndpoints.Enabled) {
@@ -112,9 +129,28 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       healthAddress = await listen(healthServer, 'HealthEndpoints', config.HealthEndpoints.BindAddress, config.HealthEndpoints.Port);
       log.info({ event: 'listener.open', section: 'HealthEndpoints', bind: healthAddress.address, port: healthAddress.port }, 'listener.open');
     }
+    const mcp = config.McpEndpoint;
+    if (mcp.Enabled) {
+      if (mcp.Transport !== 'Http') {
+        throw new AppError('E_CONFIG_INVALID', { message: 'McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)' });
+      }
+      mcpServer = createMcpListener({
+        config,
+        store: storeSlice(config),
+        log,
+        version,
+        readiness,
+        queryPool,
+        actor: (id) => supervisor.ref(id),
+      });
+      mcpAddress = await listen(mcpServer, 'McpEndpoint', mcp.BindAddress, mcp.Port);
+      log.info({ event: 'listener.open', section: 'McpEndpoint', bind: mcpAddress.address, port: mcpAddress.port }, 'listener.open');
+    }
   } catch (err) {
+    if (healthServer) await close(healthServer);
+    if (mcpServer) await close(mcpServer);
     await supervisor.stop(SHUTDOWN_DEADLINE_MS);
-    await parsePool.close();
+    await closePools();
     lock.release();
     throw err;
   }
@@ -126,14 +162,16 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     log,
     supervisor,
     health: healthAddress,
+    mcp: mcpAddress,
     readiness,
     stop: () => {
       stopped ??= (async () => {
         stopping = true;
         log.info({ event: 'service.stopping' }, 'service.stopping');
+        if (mcpServer) await close(mcpServer);
         if (healthServer) await close(healthServer);
         await supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000);
-        await parsePool.close();
+        await closePools();
         lock.release();
         log.info({ event: 'service.stopped' }, 'service.stopped');
       })();

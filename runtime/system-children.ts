@@ -14,6 +14,7 @@ import type { StoreSlice } from './store/store-slice.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
+export const MAIL_QUERY_POOL = 'mail-query';
 export const ACCOUNTS_PER_THREAD = 25;
 /** The longest a single run may take before the scheduler stops waiting (a first mirror of a very large mailbox is split into runs well below this). */
 const RUN_DEADLINE_MS = 6 * 60 * 60_000;

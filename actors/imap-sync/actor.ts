@@ -21,6 +21,7 @@ import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { openSlice } from '../../runtime/store/store-slice.ts';
 import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
+import { recordRepairRequest } from '../../runtime/store/mailbox/repair-requests.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
 import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
 import { openSession } from './connection.ts';
@@ -185,6 +186,11 @@ export default defineActor({
       }
       case 'imap-sync.step':
         return runStep(state, ctx);
+      case 'imap-sync.record-repairs': {
+        const now = Date.now();
+        const recorded = msg.repairs.filter((r) => recordRepairRequest(state.db, { messageId: r.messageId, accountId: state.config.account, reason: r.reason, now })).length;
+        return { recorded };
+      }
       case 'imap-sync.rederive-step':
         return rederivationStep(state, ctx, parseWith(ctx, state));
       default:

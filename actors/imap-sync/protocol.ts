@@ -45,7 +45,14 @@ export const SyncMessage = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('imap-sync.erase-pass'), folder: z.string().min(1), limit: z.number().int().min(1).max(10_000) }),
   z.strictObject({ type: z.literal('imap-sync.rederive'), ...FolderScope.shape }),
   z.strictObject({ type: z.literal('imap-sync.rederivation'), ...FolderScope.shape }),
+  /** From the query path (55001): content found missing or damaged; answered once the requests are durable. */
+  z.strictObject({
+    type: z.literal('imap-sync.record-repairs'),
+    repairs: z.array(z.strictObject({ messageId: z.number().int().positive(), reason: z.enum(['missing', 'damaged']) })).min(1).max(100),
+  }),
 ]);
+
+export const RecordRepairsReply = z.strictObject({ recorded: z.number().int().nonnegative() });
 export type SyncMessage = z.infer<typeof SyncMessage>;
 
 export const RunSummary = z.strictObject({

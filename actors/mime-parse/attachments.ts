@@ -1,7 +1,8 @@
 /**
  * Which parts are body text and which are attachments, and the attachment
- * list itself. Attachment payloads are never decoded: the size is estimated
- * from the encoded length and the SHA-256 is taken over the encoded bytes.
+ * list itself. Listing never decodes a payload: the size is estimated from
+ * the encoded length and the SHA-256 is taken over the encoded bytes. Only a
+ * download decodes one (attachment-content.ts), walking the same list.
  *
  * A part is body text when it is text/plain or text/html and its
  * Content-Disposition is not `attachment` (a `name` parameter alone does
@@ -62,19 +63,33 @@ export function estimateSize(buf: Buffer, part: Part): number {
   return length;
 }
 
+/** The bytes of a part's body as written in the message (still transfer-encoded). */
+export function encodedBody(buf: Buffer, part: Part): Buffer {
+  return buf.subarray(part.bodyStart, Math.max(part.bodyStart, part.bodyEnd));
+}
+
+/** SHA-256 (hex) over the encoded body: the `sha256` of a listed attachment. */
+export function encodedSha256(buf: Buffer, part: Part): string {
+  return createHash('sha256').update(encodedBody(buf, part)).digest('hex');
+}
+
 function describe(buf: Buffer, part: Part): Attachment {
   return {
     filename: filenameOf(part),
     contentType: part.contentType,
     size: estimateSize(buf, part),
-    sha256: createHash('sha256').update(buf.subarray(part.bodyStart, Math.max(part.bodyStart, part.bodyEnd))).digest('hex'),
+    sha256: encodedSha256(buf, part),
     inline: part.disposition === 'inline' || (part.disposition === null && part.hasContentId),
   };
 }
 
-/** Every attachment in tree order. */
-export function listAttachments(buf: Buffer, root: Part): Attachment[] {
-  const out: Attachment[] = [];
+/**
+ * The parts that are attachments, in tree order: the one walk that decides
+ * both the list agents see and what an attachment's index names
+ * (attachment-content.ts), so the two cannot drift apart.
+ */
+export function attachmentParts(root: Part): Part[] {
+  const out: Part[] = [];
   const visit = (part: Part): void => {
     if (part.children.length > 0) {
       for (const child of part.children) visit(child);
@@ -82,8 +97,13 @@ export function listAttachments(buf: Buffer, root: Part): Attachment[] {
     }
     // A multipart left without children lies beyond the depth bound: ignored.
     if (part.contentType.startsWith('multipart/') || isBodyText(part)) return;
-    out.push(describe(buf, part));
+    out.push(part);
   };
   visit(root);
   return out;
+}
+
+/** Every attachment in tree order. */
+export function listAttachments(buf: Buffer, root: Part): Attachment[] {
+  return attachmentParts(root).map((part) => describe(buf, part));
 }

@@ -22,9 +22,13 @@ export function createHealthServer(readiness: () => Readiness): Server {
       return answer(res, 405);
     }
     if (path === '/livez') return answer(res, 200, { status: 'live' }, req.method === 'HEAD');
-    const state = readiness();
-    return answer(res, state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not-ready', checks: state.checks }, req.method === 'HEAD');
+    return answerReadiness(res, readiness(), req.method === 'HEAD');
   });
+}
+
+/** The readiness answer, on this listener and on the MCP listener (`/readyz`, no credential, outside limits). */
+export function answerReadiness(res: ServerResponse, state: Readiness, headOnly: boolean): void {
+  answer(res, state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not-ready', checks: state.checks }, headOnly);
 }
 
 function answer(res: ServerResponse, status: number, body?: unknown, headOnly = false): void {

@@ -25,7 +25,9 @@ export async function startSyncService(
   extra: Record<string, unknown> = {},
 ): Promise<SyncService> {
   const database = join(dir, 'mailcairn.db');
+  const { MailSynchronization: _sync, ...sections } = extra;
   const config = {
+    ...sections,
     HealthEndpoints: { Port: await freePort() },
     Storage: { Database: database },
     MailSynchronization: { Interval: '00:10:00', BatchSize: 50, ...((extra.MailSynchronization as object) ?? {}) },

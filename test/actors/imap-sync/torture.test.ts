@@ -10,18 +10,8 @@ import { mailAdmin } from '../../harness/doveadm.ts';
 import { writeMaildir } from '../../harness/place-mail.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 import { mirrorStates, readMirror } from '../../helpers/mirror.ts';
+import { sensitiveStrings } from '../../helpers/privacy.ts';
 import { startSyncService } from '../../helpers/sync-service.ts';
-
-/** Header values worth searching the logs for: subjects and addresses of the corpus, long enough to be specific. */
-function sensitiveStrings(raws: Buffer[]): string[] {
-  const found = new Set<string>();
-  for (const raw of raws) {
-    const head = raw.subarray(0, Math.min(raw.length, 16_384)).toString('latin1');
-    for (const m of head.matchAll(/^(?:Subject|From|To):[ \t]*([^\r\n]{8,120})/gim)) found.add(m[1]!.trim());
-    for (const m of head.matchAll(/[\w.+-]{3,}@[\w-]+(?:\.[\w-]+)+/g)) found.add(m[0]);
-  }
-  return [...found].filter((s) => s.length >= 8);
-}
 
 t.test('the whole MIME torture corpus is stored; nothing crashes; nothing private is logged', { skip: !corpusAvailable() && 'the shared corpus is not present' }, async (t) => {
   const corpus = loadCorpus('mime-torture');

@@ -1,0 +1,68 @@
+/**
+ * The read-only query pool task (`mail-query`): the four read tools of the
+ * MCP surface, and the attachment route's redemption (`attachment.ts`),
+ * answered from the local copy. Created as a piscina pool by
+ * runtime/app.ts through runtime/pool/pool.ts; the main thread never runs
+ * SQL, the pool threads do.
+ *
+ * Each pool thread opens ONE connection, on its first message, from the
+ * store slice the message carries (the same slice every time, in practice),
+ * and marks it `query_only`: this pool never writes, and SQLite now enforces
+ * that. Every answer is read inside one read transaction, so a page and its
+ * freshness, or a content check and its body, see one snapshot.
+ *
+ * Privacy: nothing here logs content; refusals are AppErrors with constant
+ * messages, and anything else thrown is logged by definePoolTask without
+ * the message.
+ */
+import { definePoolTask } from '../../runtime/pool/task.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import { openSlice, type StoreSlice } from '../../runtime/store/store-slice.ts';
+import { answerAttachment } from './attachment.ts';
+import { getContent } from './get-content.ts';
+import { listAccounts } from './list-accounts.ts';
+import { listEmails } from './list-emails.ts';
+import { MailQueryMessage } from './protocol.ts';
+import { searchEmails } from './search.ts';
+
+let connection: { key: string; db: Database } | null = null;
+
+function connectionFor(slice: StoreSlice): Database {
+  const key = JSON.stringify([slice.database, slice.authTokenRef ?? null, slice.busyTimeoutMs, slice.synchronous]);
+  if (connection?.key === key) return connection.db;
+  connection?.db.close();
+  connection = null;
+  const db = openReadConnection(slice);
+  connection = { key, db };
+  return db;
+}
+
+/** A connection SQLite keeps from writing (`query_only`). */
+export function openReadConnection(slice: StoreSlice): Database {
+  const db = openSlice(slice);
+  db.pragma('query_only = ON');
+  return db;
+}
+
+/** The four read tools' messages, answered in one read transaction. */
+export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mail-query.attachment' }>): unknown {
+  const read = db.transaction(() => {
+    switch (msg.type) {
+      case 'mail-query.list-accounts':
+        return listAccounts(db, msg.scope);
+      case 'mail-query.list-emails':
+        return listEmails(db, msg.scope, msg.input);
+      case 'mail-query.search':
+        return searchEmails(db, msg.scope, msg.input);
+      case 'mail-query.get-content':
+        return getContent(db, msg);
+    }
+  });
+  return read.deferred();
+}
+
+export default definePoolTask({
+  name: 'mail-query',
+  messages: MailQueryMessage,
+  handle: (msg) => (msg.type === 'mail-query.attachment' ? answerAttachment(connectionFor(msg.store), msg) : answer(connectionFor(msg.store), msg)),
+});

@@ -1,0 +1,465 @@
+/**
+ * `npm run demo`: Mailcairn on a generated mailbox, for trying an agent on it.
+ *
+ * Starts a private Dovecot (test/harness/dovecot.ts) on a loopback port,
+ * places a seeded, generated mailbox in it (INBOX and Archive), creates a key
+ * ring, a database and a configuration in a temporary directory, runs the
+ * service in this process with the MCP endpoint on 127.0.0.1, waits for the
+ * first synchronization run to end, and prints the MCP URL with the snippets
+ * that connect Claude Code, Cursor, VS Code and the MCP Inspector to it.
+ * Ctrl-C stops the service, then Dovecot (by its PID), and removes the
+ * temporary directory; a second Ctrl-C exits at once.
+ *
+ * Options: --port N (the MCP port; default: a free one chosen at run time).
+ * Without Dovecot installed: as root, or with passwordless sudo, it runs
+ * `apt-get install dovecot-imapd` (keeping the package from starting a
+ * system-wide server); otherwise it prints the command and exits 1.
+ *
+ * A development script, run from the sources with tsx (`node --import tsx
+ * bin/demo.ts`); it uses the test harness and is not part of the service.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { accessSync, closeSync, constants, existsSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { SCHEDULER_ID } from '../actors/sync-scheduler/protocol.ts';
+import { describePosture } from '../config/posture.ts';
+import { startService, type Service } from '../runtime/app.ts';
+import { AppError } from '../runtime/errors.ts';
+import { keyringNew } from '../runtime/keyring/cli.ts';
+import { createLogger } from '../runtime/log.ts';
+import type { SynchronizationStatus } from '../runtime/store/mailbox/status.ts';
+// Type-only: the harness modules that run Dovecot are imported once Dovecot is known to be
+// installed, since they resolve its binaries when they load.
+import type { Dovecot } from '../test/harness/dovecot.ts';
+import { generateMailbox, type GeneratedMessage } from '../test/harness/generator.ts';
+import { freePort } from '../test/helpers/daemon.ts';
+
+/** Same seed, same mailbox: every demo shows the same mail. */
+const SEED = 20_240_917;
+const ARCHIVED = 160;
+const IN_INBOX = 240;
+const OWNER = { name: 'Alex Morgan', address: 'alex@example.org' };
+const ACCOUNT = 'demo';
+const DOVECOT_USER = 'demo';
+/** The MCP Inspector's web UI, allowed as a browser origin (its "direct" connection mode). */
+const INSPECTOR_ORIGINS = ['http://localhost:6274', 'http://127.0.0.1:6274'];
+const SYNC_TIMEOUT_MS = 180_000;
+const STOP_DEADLINE_MS = 15_000;
+
+const out = (line = ''): void => void process.stdout.write(`${line}\n`);
+const note = (line: string): void => void process.stderr.write(`${line}\n`);
+
+/** An end the user is told about in words, with this exit code. */
+class DemoExit extends Error {
+  readonly exitCode: number;
+  constructor(exitCode: number, message: string) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Arguments
+
+function parseOptions(): { port: number | null } {
+  let values: { port?: string | undefined; help?: boolean | undefined };
+  try {
+    ({ values } = parseArgs({ options: { port: { type: 'string', short: 'p' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+  } catch (err) {
+    throw new DemoExit(2, `${(err as Error).message}\nusage: npm run demo [-- --port N]`);
+  }
+  if (values.help) {
+    out('usage: npm run demo [-- --port N]');
+    out('  Runs Mailcairn on a generated mailbox held by a private Dovecot, with the MCP endpoint');
+    out('  on 127.0.0.1 (port N, default: a free one). Ctrl-C stops it and removes everything it made.');
+    process.exit(0);
+  }
+  if (values.port === undefined) return { port: null };
+  const port = Number(values.port);
+  if (!/^\d+$/.test(values.port) || port < 1 || port > 65_535) throw new DemoExit(2, `--port: expected a port number from 1 to 65535, got ${JSON.stringify(values.port)}`);
+  return { port };
+}
+
+// ---------------------------------------------------------------------------
+// Dovecot present, or installed
+
+function onPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/** Where the harness will look: $DOVECOT_BIN/$DOVEADM_BIN, /usr/sbin and /usr/bin, then PATH. */
+function findBinary(envName: string, fixed: string, name: string): string | null {
+  const fromEnv = process.env[envName];
+  if (fromEnv) return existsSync(fromEnv) ? fromEnv : null;
+  return existsSync(fixed) ? fixed : onPath(name);
+}
+
+function dovecotMissing(): string[] {
+  const missing: string[] = [];
+  if (!findBinary('DOVECOT_BIN', '/usr/sbin/dovecot', 'dovecot')) missing.push('dovecot');
+  if (!findBinary('DOVEADM_BIN', '/usr/bin/doveadm', 'doveadm')) missing.push('doveadm');
+  return missing;
+}
+
+const APT_COMMAND = 'apt-get update && apt-get install -y dovecot-imapd';
+
+// Installing the package must not start a system-wide Dovecot: the demo runs its own. The same
+// policy-rc.d guard as .ci/run, removed again afterwards if this script put it there.
+const INSTALL_SCRIPT = `set -e
+export DEBIAN_FRONTEND=noninteractive
+added=
+if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\\nexit 101\\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && added=1; fi
+cleanup() { if [ -n "$added" ]; then rm -f /usr/sbin/policy-rc.d; fi; }
+trap cleanup EXIT
+apt-get update
+apt-get install -y --no-install-recommends dovecot-imapd
+`;
+
+function ensureDovecot(): void {
+  const missing = dovecotMissing();
+  if (missing.length === 0) return;
+  const root = process.getuid?.() === 0;
+  const apt = onPath('apt-get') !== null;
+  const sudo = !root && onPath('sudo') !== null && spawnSync('sudo', ['-n', 'true'], { stdio: 'ignore' }).status === 0;
+  if (!apt) {
+    throw new DemoExit(
+      1,
+      `The demo needs Dovecot 2.3 (${missing.join(' and ')} not found), and this system has no apt-get.\n` +
+        'Install Dovecot with your package manager, then run `npm run demo` again.\n' +
+        'If the binaries are not in /usr/sbin, /usr/bin or on PATH, set DOVECOT_BIN and DOVEADM_BIN to them.',
+    );
+  }
+  if (!root && !sudo) {
+    throw new DemoExit(
+      1,
+      `The demo needs Dovecot (${missing.join(' and ')} not found). Install it, then run \`npm run demo\` again:\n\n` +
+        `  sudo sh -c '${APT_COMMAND}'\n\n` +
+        'The demo starts its own private Dovecot on a loopback port; it does not use a system-wide one.',
+    );
+  }
+  note(`Dovecot is not installed: running \`${APT_COMMAND}\` ${root ? 'as root' : 'through sudo'}.`);
+  note('(The package is kept from starting a system-wide Dovecot; the demo runs its own.)');
+  const result = root
+    ? spawnSync('sh', ['-c', INSTALL_SCRIPT], { stdio: 'inherit' })
+    : spawnSync('sudo', ['-n', 'sh', '-c', INSTALL_SCRIPT], { stdio: 'inherit' });
+  if (result.status !== 0) {
+    throw new DemoExit(1, `Installing dovecot-imapd failed (exit ${result.status ?? result.signal}). Install it by hand:\n\n  sudo sh -c '${APT_COMMAND}'`);
+  }
+  const still = dovecotMissing();
+  if (still.length > 0) {
+    throw new DemoExit(1, `dovecot-imapd is installed, but ${still.join(' and ')} still cannot be found: check DOVECOT_BIN and DOVEADM_BIN, or PATH.`);
+  }
+  note('dovecot-imapd installed.');
+}
+
+// ---------------------------------------------------------------------------
+// The run
+
+type Resources = {
+  dir?: string;
+  dovecot?: Dovecot;
+  service?: Service;
+  logFd?: number;
+  keepAlive?: NodeJS.Timeout;
+};
+
+const held: Resources = {};
+let stopping: Promise<void> | null = null;
+
+/** Stop what was started, in reverse order; never throws. */
+function stopAll(): Promise<void> {
+  stopping ??= (async () => {
+    if (held.keepAlive) clearInterval(held.keepAlive);
+    const step = async (what: string, fn: () => Promise<void> | void): Promise<void> => {
+      try {
+        await fn();
+      } catch (err) {
+        note(`demo: stopping ${what} failed: ${(err as Error).message}`);
+      }
+    };
+    if (held.service) await step('the service', () => held.service!.stop());
+    if (held.dovecot) await step('Dovecot', () => held.dovecot!.stop());
+    if (held.logFd !== undefined) {
+      const fd = held.logFd;
+      held.logFd = undefined; // a late line is dropped, never written to a reused descriptor
+      await step('the log', () => closeSync(fd));
+    }
+    if (held.dir) await step('the temporary directory', () => rmSync(held.dir!, { recursive: true, force: true }));
+  })();
+  return stopping;
+}
+
+function installSignals(): void {
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled) {
+      // The harness's exit hook still sends SIGTERM to Dovecot's PID; the directory goes below.
+      note('demo: second signal, exiting now');
+      process.exit(130);
+    }
+    signalled = true;
+    note(`\nStopping (${signal}): the service, then Dovecot; removing ${held.dir ?? 'the temporary directory'}.`);
+    const force = setTimeout(() => {
+      note('demo: stopping took too long, exiting');
+      process.exit(1);
+    }, STOP_DEADLINE_MS);
+    force.unref();
+    void stopAll().then(() => {
+      note('Stopped.');
+      process.exit(0);
+    });
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  // Whatever way this process ends, the temporary directory does not outlive it.
+  process.on('exit', () => {
+    if (held.dir) rmSync(held.dir, { recursive: true, force: true });
+  });
+}
+
+/** Log lines go to a file in the temporary directory; warnings and errors are also shown, briefly. */
+function demoLogSink(file: string): (chunk: string) => void {
+  held.logFd = openSync(file, 'a', 0o600);
+  return (chunk: string) => {
+    if (held.logFd !== undefined) writeSync(held.logFd, chunk.endsWith('\n') ? chunk : `${chunk}\n`);
+    for (const line of chunk.split('\n')) {
+      if (!line.startsWith('{')) continue;
+      let entry: { level?: number; msg?: string; event?: string };
+      try {
+        entry = JSON.parse(line) as typeof entry;
+      } catch {
+        continue;
+      }
+      // The startup warnings are printed with the summary, once.
+      if ((entry.level ?? 0) < 40 || entry.event === 'config.warning') continue;
+      note(`  [${(entry.level ?? 0) >= 50 ? 'error' : 'warn'}] ${entry.msg ?? ''}${entry.event && entry.event !== entry.msg ? ` (${entry.event})` : ''}`);
+    }
+  };
+}
+
+type DemoMailbox = { inbox: GeneratedMessage[]; archive: GeneratedMessage[]; attachments: number; replies: number };
+
+async function placeMailbox(dovecot: Dovecot): Promise<DemoMailbox> {
+  const { writeMaildir } = await import('../test/harness/place-mail.ts');
+  const mailbox: DemoMailbox = { inbox: [], archive: [], attachments: 0, replies: 0 };
+  // In date order: the older part is archived, the newer part waits in INBOX; threads span both.
+  for (const m of generateMailbox({ seed: SEED, count: ARCHIVED + IN_INBOX, owner: OWNER, start: new Date('2023-01-01T00:00:00Z'), end: new Date('2025-06-30T00:00:00Z') })) {
+    (mailbox.archive.length < ARCHIVED ? mailbox.archive : mailbox.inbox).push(m);
+    if (m.attachments > 0) mailbox.attachments++;
+    if (m.inReplyTo) mailbox.replies++;
+  }
+  await writeMaildir(dovecot, DOVECOT_USER, 'INBOX', mailbox.inbox);
+  await writeMaildir(dovecot, DOVECOT_USER, 'Archive', mailbox.archive);
+  return mailbox;
+}
+
+function demoConfig(o: { dir: string; port: number; dovecot: Dovecot; passwordFile: string; keyRingFile: string }): unknown {
+  return {
+    McpEndpoint: {
+      Enabled: true,
+      Transport: 'Http',
+      BindAddress: '127.0.0.1',
+      Port: o.port,
+      // Browsers only from the Inspector's page: no other web page can reach the endpoint by DNS rebinding.
+      Cors: { AllowedOrigins: INSPECTOR_ORIGINS },
+    },
+    AdminEndpoint: { Enabled: false },
+    HealthEndpoints: { Enabled: false },
+    Deployment: { PublicBaseAddress: `http://127.0.0.1:${o.port}` },
+    Accounts: [
+      {
+        Id: ACCOUNT,
+        Owner: OWNER.name,
+        Imap: { Host: '127.0.0.1', Port: o.dovecot.port, Security: 'None', Username: DOVECOT_USER, Password: `file:${o.passwordFile}` },
+        Folders: [
+          { Alias: 'inbox', Path: 'INBOX' },
+          { Alias: 'archive', Path: 'Archive' },
+        ],
+      },
+    ],
+    Storage: { Database: join(o.dir, 'mailcairn.db') },
+    DataEncryption: { KeyRing: `file:${o.keyRingFile}` },
+    Logging: { Level: 'info', Format: 'Json' },
+  };
+}
+
+/** Until the account's first run has ended (and nothing is left to fetch), or the deadline. */
+async function waitForFirstRun(service: Service): Promise<SynchronizationStatus> {
+  const scheduler = service.supervisor.ref(SCHEDULER_ID);
+  const end = Date.now() + SYNC_TIMEOUT_MS;
+  let last: SynchronizationStatus | null = null;
+  for (;;) {
+    try {
+      last = await scheduler.ask<SynchronizationStatus>({ type: 'sync-scheduler.status' }, { deadlineMs: 10_000 });
+      const account = last.accounts.find((a) => a.account === ACCOUNT);
+      const ended = account?.lastRun != null && account.phase !== 'running';
+      const more = account?.folders.some((f) => f.lastRun?.hasMoreEmails === true) ?? false;
+      if (ended && (!more || account.lastRun!.outcome !== 'ok')) return last;
+    } catch {
+      // the scheduler may still be starting; ask again
+    }
+    if (Date.now() > end) {
+      throw new DemoExit(1, `The first synchronization did not end within ${SYNC_TIMEOUT_MS / 1000} s. See the log in ${held.dir ?? 'the temporary directory'}.`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** `tools/list` against the endpoint, as a client would send it: the tool count, or why not. */
+async function probeMcp(url: string): Promise<{ ok: true; tools: string[] } | { ok: false; why: string }> {
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    const text = await res.text();
+    if (!res.ok) return { ok: false, why: `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}` };
+    // Streamable HTTP answers with JSON or with one SSE event carrying it.
+    const json = (res.headers.get('content-type') ?? '').includes('text/event-stream')
+      ? text
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).trim())
+          .join('')
+      : text;
+    const body = JSON.parse(json) as { result?: { tools?: Array<{ name: string }> }; error?: { message?: string } };
+    if (body.error) return { ok: false, why: `JSON-RPC error: ${body.error.message ?? 'unknown'}` };
+    return { ok: true, tools: (body.result?.tools ?? []).map((t) => t.name) };
+  } catch (err) {
+    return { ok: false, why: (err as Error).message };
+  }
+}
+
+function printSummary(o: {
+  url: string;
+  port: number;
+  dir: string;
+  dovecot: Dovecot;
+  mailbox: DemoMailbox;
+  status: SynchronizationStatus;
+  syncMs: number;
+  probe: Awaited<ReturnType<typeof probeMcp>>;
+  warnings: string[];
+}): void {
+  const account = o.status.accounts.find((a) => a.account === ACCOUNT);
+  const folders = (account?.folders ?? []).map((f) => `${f.alias} ${f.lastRun?.storedEmailCount ?? 0}`).join(', ');
+  const outcome = account?.lastRun?.outcome ?? 'none';
+  const cursor = JSON.stringify({ mcpServers: { mailcairn: { url: o.url } } }, null, 2);
+  const vscode = JSON.stringify({ servers: { mailcairn: { type: 'http', url: o.url } } }, null, 2);
+  const indent = (text: string): string =>
+    text
+      .split('\n')
+      .map((l) => `    ${l}`)
+      .join('\n');
+  out();
+  out('Mailcairn demo');
+  out(`  Dovecot     127.0.0.1:${o.dovecot.port} (pid ${o.dovecot.pid}), user ${DOVECOT_USER}: a private server for this demo`);
+  out(`  Mailbox     ${o.mailbox.inbox.length + o.mailbox.archive.length} generated messages (seed ${SEED}): INBOX ${o.mailbox.inbox.length}, Archive ${o.mailbox.archive.length}; ${o.mailbox.replies} replies in threads, ${o.mailbox.attachments} with attachments`);
+  out(`  Mirrored    account "${ACCOUNT}": ${folders} (first run ${outcome}, ${(o.syncMs / 1000).toFixed(1)} s)`);
+  out(`  Files       ${o.dir} (config, key ring, database, mailcairn.log); removed on Ctrl-C`);
+  if (outcome !== 'ok') out(`  !           the first run ended "${outcome}": see mailcairn.log in the directory above`);
+  out();
+  out(`MCP endpoint   ${o.url}`);
+  out(
+    o.probe.ok
+      ? `               answers: ${o.probe.tools.length} tools (${o.probe.tools.join(', ')})`
+      : `               did not answer tools/list yet: ${o.probe.why}`,
+  );
+  out();
+  out('No API key is needed yet: credentials come in a later release. Until then anything that can reach');
+  out('the endpoint reads this mailbox, which is why it listens on 127.0.0.1 only. The service warns:');
+  for (const w of o.warnings) out(`  - ${w}`);
+  out('Expected for a demo on loopback; docs/connecting-agents.md explains them.');
+  out();
+  out('Claude Code:');
+  out(`    claude mcp add --transport http mailcairn ${o.url}`);
+  out();
+  out('Cursor (~/.cursor/mcp.json) and other clients taking "mcpServers":');
+  out(indent(cursor));
+  out();
+  out('VS Code (.vscode/mcp.json):');
+  out(indent(vscode));
+  out();
+  out('MCP Inspector (needs Node 22 or newer):');
+  out('    npx @modelcontextprotocol/inspector');
+  out(`    then open the link it prints, choose Transport Type "Streamable HTTP", URL ${o.url}, Connect`);
+  out();
+  out('Try it by hand:');
+  out(`    curl -s -X POST ${o.url} -H 'content-type: application/json' \\`);
+  out(`      -H 'accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`);
+  out();
+  out('Claude Desktop and more: docs/connecting-agents.md');
+  out('Press Ctrl-C to stop (the service, then Dovecot; the temporary directory is removed).');
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions();
+  installSignals();
+  ensureDovecot();
+
+  const dir = mkdtempSync(join(tmpdir(), 'mailcairn-demo-'));
+  held.dir = dir;
+  const log = demoLogSink(join(dir, 'mailcairn.log'));
+
+  note('Starting a private Dovecot…');
+  const { startDovecot } = await import('../test/harness/dovecot.ts');
+  const password = randomBytes(18).toString('base64url');
+  const dovecot = await startDovecot({ users: [{ user: DOVECOT_USER, password }] });
+  held.dovecot = dovecot;
+
+  note(`Placing ${ARCHIVED + IN_INBOX} generated messages (seed ${SEED})…`);
+  const mailbox = await placeMailbox(dovecot);
+
+  const passwordFile = join(dir, 'imap-password');
+  writeFileSync(passwordFile, password, { mode: 0o600 });
+  const keyRingFile = join(dir, 'keyring.json');
+  keyringNew({ out: keyRingFile });
+  const port = options.port ?? (await freePort());
+  const configFile = join(dir, 'mailcairn.json');
+  writeFileSync(configFile, `${JSON.stringify(demoConfig({ dir, port, dovecot, passwordFile, keyRingFile }), null, 2)}\n`, { mode: 0o600 });
+
+  note('Starting Mailcairn and mirroring the mailbox…');
+  const started = Date.now();
+  try {
+    held.service = await startService({
+      configFile,
+      env: {},
+      log: createLogger({ level: 'info', format: 'Json', destination: { write: log } }),
+      hostLogSink: log,
+    });
+  } catch (err) {
+    const detail = err instanceof AppError ? `${err.message} (${err.code})` : err instanceof Error ? err.message : String(err);
+    throw new DemoExit(1, `Mailcairn did not start: ${detail}${options.port !== null ? `\n(--port ${options.port}: try another port, or leave --port out)` : ''}`);
+  }
+  // The listener keeps the process alive; this keeps it alive even if the endpoint is not served.
+  held.keepAlive = setInterval(() => {}, 1 << 30);
+  const status = await waitForFirstRun(held.service);
+  const syncMs = Date.now() - started;
+
+  const warnings = describePosture(held.service.config).warnings.map((w) => `${w.setting}: ${w.message}`);
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const probe = await probeMcp(url);
+  printSummary({ url, port, dir, dovecot, mailbox, status, syncMs, probe, warnings });
+}
+
+main().catch(async (err: unknown) => {
+  const exit = err instanceof DemoExit ? err : null;
+  note(exit ? `\n${exit.message}` : `\ndemo failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  await stopAll();
+  process.exit(exit?.exitCode ?? 1);
+});

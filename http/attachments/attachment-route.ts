@@ -1,0 +1,129 @@
+/**
+ * `GET /attachments/{capability}` (and HEAD): one attachment download,
+ * authorized by the signed capability alone (spec: agent-surface
+ * "Attachment route"). The listener in front supplies the concurrency
+ * permit, the shared anonymous rate bucket and the request timeout; this
+ * handler runs after them.
+ *
+ * Answers:
+ * - 200: the decoded bytes, `Content-Disposition: attachment` with the file
+ *   name (RFC 6266, RFC 5987 `filename*`), `Content-Length`, and the part's
+ *   type only when it is on `SERVED_AS_DECLARED`; every other type
+ *   (text/html, SVG, XML, scripts, message/*, anything unknown) is served as
+ *   `application/octet-stream`, so nothing from a mail is ever rendered as
+ *   a document of this origin.
+ * - 404, one response byte for byte: expired, forged, malformed, signed
+ *   under a key the ring no longer holds, orphaned (the message or
+ *   attachment is gone, or the account is no longer configured), no key
+ *   ring configured, any method but GET and HEAD, any other path below
+ *   `/attachments/`.
+ * - 503/500, empty: the key ring could not be read, or the read failed
+ *   (503 when asking again may succeed). Only reachable before any check of
+ *   the token, or with a valid one.
+ * Every answer carries `Cache-Control: no-store`, `X-Content-Type-Options:
+ * nosniff` and a sandboxing Content-Security-Policy.
+ *
+ * Privacy: the capability is the credential. Nothing here logs it or any
+ * part of the request path: no line per download, and a failure is logged
+ * with the route template `/attachments/{capability}` only.
+ *
+ * Importable by the MCP listener.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AppError } from '../../runtime/errors.ts';
+import type { KeyRing } from '../../runtime/keyring/keyring.ts';
+import type { Logger } from '../../runtime/log.ts';
+import { verifyCapability, type CapabilityClaims } from './capability.ts';
+import { contentDisposition, servedContentType } from './download-headers.ts';
+
+/** What spans, metrics and logs name this route by: never the path itself. */
+export const ATTACHMENT_ROUTE = '/attachments/{capability}';
+const PREFIX = '/attachments/';
+
+export type AttachmentDownload = { filename: string | null; contentType: string; content: Uint8Array };
+
+export type AttachmentRouteDeps = {
+  /** The key ring, read afresh per request; null when none is configured (every link is then 404). */
+  keyRing(): KeyRing | null;
+  /** Reads the attachment the claims name from the mailbox, now; null when it is not there to serve. */
+  fetch(claims: CapabilityClaims): Promise<AttachmentDownload | null>;
+  log: Logger;
+  /** Epoch milliseconds; Date.now by default. */
+  now?: () => number;
+};
+
+/** Whether the request path is this route's (the listener's dispatch test; the query string is ignored). */
+export function isAttachmentPath(url: string | undefined): boolean {
+  return pathOf(url).startsWith(PREFIX);
+}
+
+export async function serveAttachment(req: IncomingMessage, res: ServerResponse, deps: AttachmentRouteDeps): Promise<void> {
+  // A body sent with the request is never read; drain it so the connection stays usable.
+  req.resume();
+  const head = req.method === 'HEAD';
+  if (req.method !== 'GET' && !head) return notFound(res);
+  const token = capabilityOf(req.url);
+  if (token === null) return notFound(res);
+  let ring: KeyRing | null;
+  try {
+    ring = deps.keyRing();
+  } catch (err) {
+    return failed(res, deps.log, err, 'attachment key ring unavailable');
+  }
+  if (ring === null) return notFound(res);
+  const claims = verifyCapability(ring, token, (deps.now ?? Date.now)());
+  if (claims === null) return notFound(res);
+  let found: AttachmentDownload | null;
+  try {
+    found = await deps.fetch(claims);
+  } catch (err) {
+    return failed(res, deps.log, err, 'attachment read failed');
+  }
+  if (found === null) return notFound(res);
+  const content = Buffer.from(found.content.buffer, found.content.byteOffset, found.content.byteLength);
+  res.statusCode = 200;
+  guard(res);
+  res.setHeader('Content-Type', servedContentType(found.contentType));
+  res.setHeader('Content-Disposition', contentDisposition(found.filename, found.contentType));
+  res.setHeader('Content-Length', content.byteLength);
+  res.end(head ? undefined : content);
+}
+
+/** The token segment of `/attachments/{token}`, or null for any other shape. */
+function capabilityOf(url: string | undefined): string | null {
+  const path = pathOf(url);
+  if (!path.startsWith(PREFIX)) return null;
+  const token = path.slice(PREFIX.length);
+  return token.length > 0 && !token.includes('/') ? token : null;
+}
+
+function pathOf(url: string | undefined): string {
+  const raw = url ?? '';
+  const end = raw.search(/[?#]/);
+  return end === -1 ? raw : raw.slice(0, end);
+}
+
+/** Headers of every answer, 404 included. */
+function guard(res: ServerResponse): void {
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox; frame-ancestors 'none'");
+}
+
+function notFound(res: ServerResponse): void {
+  empty(res, 404);
+}
+
+function empty(res: ServerResponse, status: number): void {
+  res.statusCode = status;
+  guard(res);
+  res.setHeader('Content-Length', 0);
+  res.end();
+}
+
+function failed(res: ServerResponse, log: Logger, err: unknown, message: string): void {
+  const status = err instanceof AppError && err.retryable ? 503 : 500;
+  // The route template only: the URL carries the capability.
+  log.error({ err, event: 'attachment.failed', route: ATTACHMENT_ROUTE, status }, message);
+  empty(res, status);
+}

@@ -1,0 +1,175 @@
+/**
+ * The MCP listener (`McpEndpoint`, clear text at BindAddress:Port): `/mcp`
+ * (Streamable HTTP, stateless), `/attachments/{capability}`, `/readyz`, and
+ * 404 for everything else — `/api/admin` first of all, before any credential
+ * is looked at.
+ *
+ * `/mcp` runs the pipeline (http/pipeline.ts) then one MCP exchange:
+ * - POST carries JSON-RPC; a well-formed one is never answered 400, 404 or
+ *   405 (clients read those as "fall back to the old transport");
+ * - GET (a stream of server messages) and DELETE (end a session) answer 405
+ *   with `Allow: POST`: the transport is stateless, so there is neither a
+ *   stream to resume nor a session to end — what the SDK's client expects
+ *   of a stateless server.
+ *
+ * Imports of the SDK stay under http/mcp/.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Config } from '../../config/schema.ts';
+import type { QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
+import { RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
+import { AttachmentReply } from '../../actors/mail-query/attachment.ts';
+import type { Askable } from '../../runtime/ref.ts';
+import type { Logger } from '../../runtime/log.ts';
+import type { StoreSlice } from '../../runtime/store/store-slice.ts';
+import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
+import { attachmentLink, canIssueLinks, issueCapability, readLinkKeyRing } from '../attachments/capability.ts';
+import { answerReadiness, type Readiness } from '../health/health-server.ts';
+import { answerEmpty, answerUnauthenticated, authenticator, permits } from '../pipeline.ts';
+import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
+import { handleMcpRequest } from './mcp-server.ts';
+import { readTools, type Tool, type ToolContext } from './tools.ts';
+
+/** A JSON-RPC body larger than this is refused 413: no tool input comes near it. */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+export type McpListenerDeps = {
+  config: Config;
+  store: StoreSlice;
+  log: Logger;
+  version: string;
+  readiness(): Readiness;
+  /** The read-only query pool. */
+  queryPool: Askable;
+  /** An actor by id (the account's sync actor records repair requests). */
+  actor(id: string): Askable;
+};
+
+export function createMcpListener(deps: McpListenerDeps): Server {
+  const { config, log } = deps;
+  const endpoint = config.McpEndpoint;
+  const authenticate = authenticator(endpoint.Authentication);
+  const categories = endpoint.PublishedToolCategories;
+  const offered = readTools.filter((tool) => categories === undefined || categories.includes(tool.category));
+  const scope: QueryScope = { accounts: config.Accounts.map((a) => ({ id: a.Id, folders: a.Folders.map((f) => f.Alias) })) };
+  const deadlineMs = endpoint.RequestTimeout.Enabled ? endpoint.RequestTimeout.Duration : 60 * 60_000;
+  const linksIssued = canIssueLinks(config);
+
+  const context: ToolContext = {
+    store: deps.store,
+    scope,
+    deadlineMs,
+    bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
+    query: (msg, options) => deps.queryPool.ask(msg, options),
+    recordRepairs: (repairs) => recordRepairs(deps, repairs, deadlineMs),
+    attachmentLink(ref) {
+      if (!linksIssued) return null;
+      const ring = readLinkKeyRing(config);
+      if (ring === null) return null;
+      return attachmentLink(config.Deployment.PublicBaseAddress!, issueCapability(ring, ref, { now: Date.now() }));
+    },
+  };
+
+  const mcp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // origin → client certificate (needs TLS: not served by this build) → authenticate → limit → authorize → route
+    const origin = decideOrigin(req, endpoint.Cors.AllowedOrigins);
+    if (origin.kind === 'refused') return answerEmpty(res, 403);
+    if (req.method === 'OPTIONS') return answerPreflight(res, origin);
+    applyCors(res, origin);
+    const admission = authenticate(req);
+    if (admission === null) return answerUnauthenticated(res);
+    const tools: Tool[] = offered.filter((tool) => permits(admission, tool.permission));
+    if (req.method !== 'POST') return answerEmpty(res, 405, { Allow: 'POST' });
+    const body = await readJson(req);
+    if (body.kind === 'too-large') return answerEmpty(res, 413);
+    if (body.kind === 'malformed') return answerParseError(res);
+    await handleMcpRequest(req, res, body.value, { tools, context, log, version: deps.version });
+  };
+
+  const attachments = (req: IncomingMessage, res: ServerResponse): Promise<void> =>
+    serveAttachment(req, res, {
+      log,
+      keyRing: () => readLinkKeyRing(config),
+      fetch: (claims) =>
+        deps.queryPool.ask(
+          { type: 'mail-query.attachment', store: deps.store, messageId: claims.messageId, index: claims.index, accounts: scope.accounts.map((a) => a.id) },
+          { reply: AttachmentReply, deadlineMs },
+        ),
+    });
+
+  return createServer((req, res) => {
+    const path = pathOf(req.url);
+    const route =
+      path === '/api/admin' || path.startsWith('/api/admin/')
+        ? null
+        : path === '/mcp'
+          ? mcp
+          : isAttachmentPath(req.url)
+            ? attachments
+            : path === '/readyz' && (req.method === 'GET' || req.method === 'HEAD')
+              ? async () => answerReadiness(res, deps.readiness(), req.method === 'HEAD')
+              : null;
+    if (route === null) {
+      req.resume();
+      return answerEmpty(res, 404);
+    }
+    route(req, res).catch((err: unknown) => {
+      // Only the route template reaches the log: a path may carry a capability.
+      log.error({ err, event: 'http.failed', route: path === '/mcp' ? '/mcp' : ATTACHMENT_ROUTE }, 'http.failed');
+      if (!res.headersSent) answerEmpty(res, 500);
+      else res.destroy();
+    });
+  });
+}
+
+async function recordRepairs(deps: McpListenerDeps, repairs: readonly RepairNeeded[], deadlineMs: number): Promise<void> {
+  const byAccount = new Map<string, RepairNeeded[]>();
+  for (const repair of repairs) byAccount.set(repair.accountId, [...(byAccount.get(repair.accountId) ?? []), repair]);
+  await Promise.all(
+    [...byAccount].map(async ([account, list]) => {
+      try {
+        await deps.actor(syncActorId(account)).ask(
+          { type: 'imap-sync.record-repairs', repairs: list.map((r) => ({ messageId: r.messageId, reason: r.reason })) },
+          { reply: RecordRepairsReply, deadlineMs },
+        );
+      } catch (err) {
+        // The answer still reports 55001; the next read finds the damage again and asks again.
+        deps.log.warn({ err, event: 'mcp.repair-not-recorded', account }, 'mcp.repair-not-recorded');
+      }
+    }),
+  );
+}
+
+type Body = { kind: 'ok'; value: unknown } | { kind: 'too-large' } | { kind: 'malformed' };
+
+async function readJson(req: IncomingMessage): Promise<Body> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      req.resume();
+      return { kind: 'too-large' };
+    }
+    chunks.push(chunk);
+  }
+  try {
+    return { kind: 'ok', value: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+  } catch {
+    return { kind: 'malformed' };
+  }
+}
+
+function answerParseError(res: ServerResponse): void {
+  const text = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not JSON' } });
+  res.statusCode = 400;
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+function pathOf(url: string | undefined): string {
+  const raw = url ?? '/';
+  const end = raw.search(/[?#]/);
+  return end === -1 ? raw : raw.slice(0, end);
+}

@@ -1,0 +1,109 @@
+/**
+ * One MCP exchange: a fresh SDK `Server` and a stateless Streamable HTTP
+ * transport for every request, dropped when the response ends. Never a
+ * shared server object: one shared across requests has leaked one client's
+ * answers to another in the SDK's history.
+ *
+ * The low-level `Server` is used (not `McpServer`) so that this module owns
+ * what agents see: the published input schemas (zod → JSON Schema), the
+ * validation messages (51001), the error results of DECISIONS.md, and the
+ * one answer for a tool that is unknown or not granted (-32602).
+ *
+ * Telemetry: each tool call is logged once with the tool's name, whether it
+ * ended in error (with its five-digit code), and its duration; nothing the
+ * caller wrote. An undiagnosed failure is logged in full at error level with
+ * a trace id the caller also receives, and answered 54001.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as PublishedTool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { AppError } from '../../runtime/errors.ts';
+import type { Logger } from '../../runtime/log.ts';
+import { toolRefusal, toolSuccess, publicCodeOf } from './tool-result.ts';
+import type { Tool, ToolContext } from './tools.ts';
+
+export type McpExchange = {
+  /** The tools this caller may see and call (already narrowed by deployment and grant). */
+  tools: readonly Tool[];
+  context: ToolContext;
+  log: Logger;
+  version: string;
+};
+
+/** What `tools/list` publishes for a tool: also what the golden file locks. */
+export function publishedTool(tool: Tool): PublishedTool {
+  const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  return {
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: inputSchema as PublishedTool['inputSchema'],
+    annotations: tool.annotations,
+  };
+}
+
+export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse, body: unknown, exchange: McpExchange): Promise<void> {
+  const server = new Server({ name: 'mailcairn', version: exchange.version }, { capabilities: { tools: {} } });
+  const byName = new Map(exchange.tools.map((tool) => [tool.name, tool]));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: exchange.tools.map(publishedTool) }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = byName.get(request.params.name);
+    if (!tool) {
+      exchange.log.info({ event: 'mcp.tool-call', tool: null, isError: true, code: -32602, durationMs: 0 }, 'mcp.tool-call');
+      // Unknown and not granted read the same: nothing about the caller, credential or permission.
+      throw Object.assign(new Error(`Unknown tool: '${request.params.name}'`), { code: -32602 });
+    }
+    return callTool(tool, request.params.arguments ?? {}, exchange);
+  });
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  res.on('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(req, res, body);
+}
+
+async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promise<CallToolResult> {
+  const started = performance.now();
+  let result: CallToolResult;
+  let code: number | null = null;
+  try {
+    const parsed = tool.input.safeParse(args);
+    if (!parsed.success) throw new AppError('E_TOOL_INVALID_INPUT', { message: invalidInput(parsed.error) });
+    result = toolSuccess(await tool.run(parsed.data, exchange.context));
+  } catch (err) {
+    const known = err instanceof AppError && err.publicCode !== null && err.code !== 'E_INTERNAL';
+    if (known) {
+      code = publicCodeOf(err.code);
+      result = toolRefusal(err);
+    } else {
+      const traceId = randomBytes(8).toString('hex');
+      code = 54001;
+      exchange.log.error({ err, event: 'mcp.tool-failed', tool: tool.name, traceId }, 'mcp.tool-failed');
+      result = toolRefusal(new AppError('E_INTERNAL'), traceId);
+    }
+  }
+  const durationMs = Math.round((performance.now() - started) * 10) / 10;
+  exchange.log.info({ event: 'mcp.tool-call', tool: tool.name, isError: code !== null, ...(code !== null ? { code } : {}), durationMs }, 'mcp.tool-call');
+  return result;
+}
+
+/**
+ * One sentence naming each failing input member and what it must be. zod's
+ * messages describe the expectation, never the value received, so nothing
+ * the caller wrote is repeated back or logged.
+ */
+function invalidInput(error: z.ZodError): string {
+  const parts = error.issues.slice(0, 5).map((issue) => {
+    const where = issue.path.length > 0 ? issue.path.join('.') : 'input';
+    if (issue.code === 'unrecognized_keys') return `${where}: unknown member(s) ${issue.keys.join(', ')}`;
+    return `${where}: ${issue.message}`;
+  });
+  const more = error.issues.length > 5 ? ` (and ${error.issues.length - 5} more)` : '';
+  return `The tool input is invalid: ${parts.join('; ')}${more}`;
+}

@@ -1,0 +1,129 @@
+/**
+ * The tools of the MCP surface as data: name, category, permission,
+ * annotations, a short description (agents read it on every `tools/list`),
+ * the input schema, and what a call does. `tools/list` publishes exactly
+ * this table narrowed to the deployment and the caller's grant; a change to
+ * it changes `test/http/mcp/tools.golden.json`, which is how a change to the
+ * published surface stays deliberate.
+ *
+ * The read tools validate here (zod), then ask the read-only query pool:
+ * the main thread never runs SQL.
+ */
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import {
+  GetContentReply,
+  GetEmailContentInput,
+  ListAccountsInput,
+  ListAccountsResult,
+  ListEmailsInput,
+  ListEmailsResult,
+  SearchEmailsInput,
+  SearchEmailsResult,
+  decodeStoredEmailId,
+  type EmailContent,
+  type QueryScope,
+  type RepairNeeded,
+} from '../../actors/mail-query/protocol.ts';
+import type { AskOptions } from '../../runtime/actor.ts';
+import type { StoreSlice } from '../../runtime/store/store-slice.ts';
+
+export type ToolCategory = 'mailbox' | 'flags' | 'sending' | 'drafts' | 'answering' | 'contacts';
+
+/** What a tool call may use; built per request by the listener. */
+export type ToolContext = {
+  store: StoreSlice;
+  scope: QueryScope;
+  /** Ask the query pool; the deadline is the request's. */
+  query<T>(msg: unknown, options: AskOptions<T>): Promise<T>;
+  bodyCharacterBudget: number;
+  /** Record durable repair requests (the account's sync actor writes them). */
+  recordRepairs(repairs: readonly RepairNeeded[]): Promise<void>;
+  /** The download address of an attachment, or null when this deployment issues no links. */
+  attachmentLink(ref: { messageId: number; index: number; accountId: string }): string | null;
+  deadlineMs: number;
+};
+
+export type Tool = {
+  name: string;
+  title: string;
+  description: string;
+  category: ToolCategory;
+  permission: string;
+  annotations: ToolAnnotations;
+  input: z.ZodType;
+  run(input: unknown, ctx: ToolContext): Promise<Record<string, unknown>>;
+};
+
+const readOnly: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+function ask<T>(reply: z.ZodType<T>) {
+  return (ctx: ToolContext, type: string, extra: Record<string, unknown>): Promise<T> =>
+    ctx.query<T>({ type, store: ctx.store, scope: ctx.scope, ...extra }, { reply, deadlineMs: ctx.deadlineMs });
+}
+
+const askAccounts = ask(ListAccountsResult);
+const askList = ask(ListEmailsResult);
+const askSearch = ask(SearchEmailsResult);
+const askContent = ask(GetContentReply);
+
+export const readTools: readonly Tool[] = [
+  {
+    name: 'list_accounts',
+    title: 'List mail accounts',
+    description: 'Mail accounts available here, with folder aliases and when each was last synchronized.',
+    category: 'mailbox',
+    permission: 'service.mail.read',
+    annotations: { title: 'List mail accounts', ...readOnly },
+    input: ListAccountsInput,
+    run: (input, ctx) => askAccounts(ctx, 'mail-query.list-accounts', { input }),
+  },
+  {
+    name: 'list_emails',
+    title: 'List emails',
+    description: 'Emails newest first (or oldest first), filtered; pages with nextCursor. Answers from the local mirror.',
+    category: 'mailbox',
+    permission: 'service.mail.read',
+    annotations: { title: 'List emails', ...readOnly },
+    input: ListEmailsInput,
+    run: (input, ctx) => askList(ctx, 'mail-query.list-emails', { input }),
+  },
+  {
+    name: 'search_emails',
+    title: 'Search emails',
+    description: 'Ranked full-text search of the local mirror, with the same filters as list_emails; at most 50 results.',
+    category: 'mailbox',
+    permission: 'service.mail.read',
+    annotations: { title: 'Search emails', ...readOnly },
+    input: SearchEmailsInput,
+    run: (input, ctx) => askSearch(ctx, 'mail-query.search', { input }),
+  },
+  {
+    name: 'get_email_content',
+    title: 'Read emails',
+    description: 'Headers, readable body and attachments of up to 10 emails by storedEmailId, or of one thread. Long bodies are cut; read on with bodyOffset.',
+    category: 'mailbox',
+    permission: 'service.mail.read',
+    annotations: { title: 'Read emails', ...readOnly },
+    input: GetEmailContentInput,
+    async run(input, ctx) {
+      const { repairs, ...result } = await askContent(ctx, 'mail-query.get-content', { input, bodyCharacterBudget: ctx.bodyCharacterBudget });
+      if (repairs.length > 0) await ctx.recordRepairs(repairs);
+      return { ...result, emails: result.emails.map((entry) => ('error' in entry ? entry : withLinks(entry, ctx))) };
+    },
+  },
+];
+
+/** Each attachment gains `downloadUrl` where this deployment issues links. */
+function withLinks(email: EmailContent, ctx: ToolContext): EmailContent {
+  if (!email.attachments) return email;
+  const messageId = decodeStoredEmailId(email.storedEmailId);
+  if (messageId === null) return email;
+  return {
+    ...email,
+    attachments: email.attachments.map((a) => {
+      const url = ctx.attachmentLink({ messageId, index: a.index, accountId: email.accountId });
+      return url === null ? a : { ...a, downloadUrl: url };
+    }),
+  };
+}

@@ -1,0 +1,32 @@
+/**
+ * The published tool list is locked: names, descriptions, annotations and
+ * input schemas as `tools/list` sends them. A change to any of them fails
+ * here until the golden file is rewritten on purpose
+ * (`MAILCAIRN_UPDATE_GOLDEN=1 npx tap test/http/mcp/tools-golden.test.ts`),
+ * and docs/mcp-tools.md carries the same schemas (`npm run docs:mcp`).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import t from 'tap';
+import { publishedTool } from '../../../http/mcp/mcp-server.ts';
+import { withCurrentSchemas } from '../../../http/mcp/tools-doc.ts';
+import { readTools } from '../../../http/mcp/tools.ts';
+
+const golden = new URL('./tools.golden.json', import.meta.url);
+
+t.test('tools/list matches the golden file', async (t) => {
+  const current = `${JSON.stringify(readTools.map(publishedTool), null, 2)}\n`;
+  if (process.env.MAILCAIRN_UPDATE_GOLDEN === '1') writeFileSync(golden, current);
+  t.equal(current, readFileSync(golden, 'utf8'), 'a change to the published tools is deliberate: rewrite the golden file');
+});
+
+t.test('docs/mcp-tools.md carries the current schemas', async (t) => {
+  const doc = readFileSync(new URL('../../../docs/mcp-tools.md', import.meta.url), 'utf8');
+  t.equal(doc, withCurrentSchemas(doc), 'npm run docs:mcp');
+});
+
+t.test('every read tool carries the spec annotations and permission', async (t) => {
+  for (const tool of readTools) {
+    t.equal(tool.permission, 'service.mail.read', tool.name);
+    t.match(tool.annotations, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }, tool.name);
+  }
+});
