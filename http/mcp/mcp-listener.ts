@@ -25,7 +25,8 @@ import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
 import { attachmentLink, canIssueLinks, issueCapability, readLinkKeyRing } from '../attachments/capability.ts';
 import { answerReadiness, type Readiness } from '../health/health-server.ts';
-import { answerEmpty, answerUnauthenticated, authenticator, permits } from '../pipeline.ts';
+import { anonymousPrincipal, holds } from '../auth/principal.ts';
+import { answerEmpty, answerUnauthenticated, authenticator } from '../pipeline.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
 import { readTools, type Tool, type ToolContext } from './tools.ts';
@@ -78,12 +79,13 @@ export function createMcpListener(deps: McpListenerDeps): Server {
     applyCors(res, origin);
     const admission = authenticate(req);
     if (admission === null) return answerUnauthenticated(res);
-    const tools: Tool[] = offered.filter((tool) => permits(admission, tool.permission));
+    const principal = anonymousPrincipal('mcp');
+    const tools: Tool[] = offered.filter((tool) => holds(principal, tool.permission));
     if (req.method !== 'POST') return answerEmpty(res, 405, { Allow: 'POST' });
     const body = await readJson(req);
     if (body.kind === 'too-large') return answerEmpty(res, 413);
     if (body.kind === 'malformed') return answerParseError(res);
-    await handleMcpRequest(req, res, body.value, { tools, context, log, version: deps.version });
+    await handleMcpRequest(req, res, body.value, { tools, principal, context, log, version: deps.version });
   };
 
   const attachments = (req: IncomingMessage, res: ServerResponse): Promise<void> =>

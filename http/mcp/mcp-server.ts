@@ -23,12 +23,14 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import { z } from 'zod';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
+import { holds, recordRefusal, type Principal } from '../auth/principal.ts';
 import { toolRefusal, toolSuccess, publicCodeOf } from './tool-result.ts';
 import type { Tool, ToolContext } from './tools.ts';
 
 export type McpExchange = {
   /** The tools this caller may see and call (already narrowed by deployment and grant). */
   tools: readonly Tool[];
+  principal: Principal;
   context: ToolContext;
   log: Logger;
   version: string;
@@ -73,6 +75,11 @@ async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promi
   let result: CallToolResult;
   let code: number | null = null;
   try {
+    // The use case asks again, whatever the listing showed (defence in depth: 14001 naming the permission).
+    if (!holds(exchange.principal, tool.permission)) {
+      recordRefusal(exchange.log, { surface: 'mcp', target: tool.name, permission: tool.permission, principal: exchange.principal });
+      throw new AppError('E_APP_REFUSED', { message: `The operation needs the permission ${tool.permission}`, details: { permission: tool.permission } });
+    }
     const parsed = tool.input.safeParse(args);
     if (!parsed.success) throw new AppError('E_TOOL_INVALID_INPUT', { message: invalidInput(parsed.error) });
     result = toolSuccess(await tool.run(parsed.data, exchange.context));

@@ -20,7 +20,13 @@ export function toolRefusal(err: AppError, traceId?: string): CallToolResult {
   return {
     isError: true,
     content: [{ type: 'text', text: `Mailcairn error ${code}: ${sentence}` }],
-    structuredContent: { code, message: sentence, ...(traceId ? { traceId } : {}) },
+    structuredContent: {
+      code,
+      message: sentence,
+      ...(traceId ? { traceId } : {}),
+      // 14001 names the permission that would have sufficed, and nothing else.
+      ...(typeof err.details?.permission === 'string' ? { permission: err.details.permission } : {}),
+    },
   };
 }
 

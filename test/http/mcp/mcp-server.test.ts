@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { answerPreflight, applyCors, decideOrigin } from '../../../http/mcp/cors.ts';
 import { handleMcpRequest } from '../../../http/mcp/mcp-server.ts';
 import type { Tool, ToolContext } from '../../../http/mcp/tools.ts';
+import { anonymousPrincipal, type Principal } from '../../../http/auth/principal.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import { captureLog } from '../../helpers/log-capture.ts';
 
@@ -51,7 +52,7 @@ const tools: Tool[] = [
   },
 ];
 
-async function serve(t: Test, allowedOrigins: string[] = ['*']) {
+async function serve(t: Test, allowedOrigins: string[] = ['*'], principal: Principal = anonymousPrincipal('mcp')) {
   const logs = captureLog();
   const context = {} as ToolContext;
   const server: Server = createServer((req, res) => {
@@ -69,7 +70,7 @@ async function serve(t: Test, allowedOrigins: string[] = ['*']) {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      void handleMcpRequest(req, res, JSON.parse(Buffer.concat(chunks).toString('utf8')), { tools, context, log: logs.log, version: 'test' });
+      void handleMcpRequest(req, res, JSON.parse(Buffer.concat(chunks).toString('utf8')), { tools, principal, context, log: logs.log, version: 'test' });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -139,4 +140,12 @@ t.test('CORS: a listed origin is served and named; another is refused; preflight
   t.match(preflight.headers.get('access-control-allow-headers'), /Mcp-Protocol-Version/);
   const refused = await fetch(url, { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'application/json' }, body: '{}' });
   t.equal(refused.status, 403);
+});
+
+t.test('the use case asks again: a tool reached without its permission is 14001 naming it, counted and logged', async (t) => {
+  const principal: Principal = { kind: 'caller', identity: 'reporting-key', permissions: new Set(['service.mail.ask']) };
+  const { client, logs } = await serve(t, ['*'], principal);
+  const refused = (await client.callTool({ name: 'echo_count', arguments: { word: 'x' } })) as CallToolResult;
+  t.match(refused, { isError: true, structuredContent: { code: 14001, permission: 'service.mail.read' } });
+  t.match(logs.events('auth.refused'), [{ level: 40, surface: 'mcp', target: 'echo_count', permission: 'service.mail.read', credential: 'reporting-key' }]);
 });
