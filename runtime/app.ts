@@ -18,6 +18,12 @@ import { describePosture } from '../config/posture.ts';
 import type { Config } from '../config/schema.ts';
 import { createHealthServer, type Readiness } from '../http/health/health-server.ts';
 import { createMcpListener } from '../http/mcp/mcp-listener.ts';
+import { createAuthenticator } from '../http/auth/authenticate.ts';
+import { createKeySets } from '../http/auth/oauth/key-sets.ts';
+import { serversOf } from '../http/auth/oauth/entries.ts';
+import { credentialProblems } from '../http/auth/startup-checks.ts';
+import { formatProblem } from '../config/problem.ts';
+import { REPLAY_GUARD_ID, replayClaimer } from '../actors/replay-guard/protocol.ts';
 import { close, listen } from '../http/listen.ts';
 import { AppError } from './errors.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -62,6 +68,10 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   for (const warning of describePosture(config).warnings) {
     log.warn({ event: 'config.warning', code: warning.code, setting: warning.setting }, warning.message);
   }
+
+  // Credential material is read now, so a bad key refuses startup by position instead of refusing every request.
+  const refused = credentialProblems(config, options.env ?? process.env);
+  if (refused.length > 0) throw new AppError('E_CONFIG_INVALID', { message: refused.map(formatProblem).join('\n') });
 
   const lock: WriterLock = acquireWriterLock(config.Storage.Database);
   let migrated = false;
@@ -134,6 +144,9 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       if (mcp.Transport !== 'Http') {
         throw new AppError('E_CONFIG_INVALID', { message: 'McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)' });
       }
+      // Discovery and key sets are read now, so the first token after boot does not wait on them.
+      const mcpKeySets = createKeySets({ log });
+      mcpKeySets.warm(serversOf(mcp.Authentication));
       mcpServer = createMcpListener({
         config,
         store: storeSlice(config),
@@ -142,6 +155,12 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         readiness,
         queryPool,
         actor: (id) => supervisor.ref(id),
+        authenticate: createAuthenticator('mcp', mcp.Authentication, {
+          log,
+          env: options.env ?? process.env,
+          claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)),
+          keySets: mcpKeySets,
+        }),
       });
       mcpAddress = await listen(mcpServer, 'McpEndpoint', mcp.BindAddress, mcp.Port);
       log.info({ event: 'listener.open', section: 'McpEndpoint', bind: mcpAddress.address, port: mcpAddress.port }, 'listener.open');

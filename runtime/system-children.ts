@@ -11,6 +11,7 @@ import { SCHEDULER_ID } from '../actors/sync-scheduler/protocol.ts';
 import { moduleUrl } from './module-url.ts';
 import type { ChildSpecInput } from './supervisor/child-spec.ts';
 import type { StoreSlice } from './store/store-slice.ts';
+import { replayGuardChild } from '../actors/replay-guard/protocol.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
@@ -80,6 +81,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
       config: { ...storeSlice(config), intervalMs: STORE_MAINTENANCE_INTERVAL_MS, checkpointCheckMs: 1_000 },
     },
+    replayGuardChild(storeSlice(config)),
     ...accounts,
     {
       id: SCHEDULER_ID,

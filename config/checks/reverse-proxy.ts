@@ -24,7 +24,9 @@ export function reverseProxyProblems(config: Config): Problem[] {
   return problems;
 }
 
-/** Whether forwarded headers are believed from anyone: the list is empty, or holds 0.0.0.0/0 or ::/0. */
+const MAPPED_IPV4 = 0xffffn << 32n;
+
+/** Whether forwarded headers are believed from anyone: the list is empty, or holds 0.0.0.0/0, ::/0 or all of ::ffff:0:0/96. */
 export function trustsEveryone(trusted: readonly string[]): boolean {
   if (trusted.length === 0) return true;
   const all = (family: 4 | 6): boolean =>
@@ -32,6 +34,15 @@ export function trustsEveryone(trusted: readonly string[]): boolean {
       const reading = parseNetwork(written);
       return reading.ok && reading.network.family === family && reading.network.prefix === 0;
     });
+  // http/proxy.ts compares an IPv4 peer in its IPv4-mapped IPv6 form too
+  // (::ffff:a.b.c.d, what a dual-stack socket reports), so a network holding
+  // all of ::ffff:0:0/96 believes every IPv4 peer.
+  const allMapped = trusted.some((written) => {
+    const reading = parseNetwork(written);
+    if (!reading.ok || reading.network.family !== 6 || reading.network.prefix > 96) return false;
+    const shift = BigInt(128 - reading.network.prefix);
+    return reading.network.base >> shift === MAPPED_IPV4 >> shift;
+  });
   // Either family wholly covered already believes anyone who reaches the process over it.
-  return all(4) || all(6);
+  return all(4) || all(6) || allMapped;
 }

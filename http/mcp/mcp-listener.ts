@@ -25,8 +25,14 @@ import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
 import { attachmentLink, canIssueLinks, issueCapability, readLinkKeyRing } from '../attachments/capability.ts';
 import { answerReadiness, type Readiness } from '../health/health-server.ts';
-import { anonymousPrincipal, holds } from '../auth/principal.ts';
-import { answerEmpty, answerUnauthenticated, authenticator } from '../pipeline.ts';
+import { holds } from '../auth/principal.ts';
+import type { Authenticate } from '../auth/authenticate.ts';
+import { answerTokenRefusal } from '../auth/oauth/challenge.ts';
+import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
+import { answerTooMany, createRateLimiter, describeLimits, partitionFor, type PartitionAdmission } from '../limits/rate-limiter.ts';
+import { withRequestTimeout } from '../limits/request-timeout.ts';
+import { effectiveOrigin } from '../proxy.ts';
+import { answerEmpty, answerUnauthenticated } from '../pipeline.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
 import { readTools, type Tool, type ToolContext } from './tools.ts';
@@ -44,25 +50,27 @@ export type McpListenerDeps = {
   queryPool: Askable;
   /** An actor by id (the account's sync actor records repair requests). */
   actor(id: string): Askable;
+  /** The authentication stage of this surface (http/auth/authenticate.ts). */
+  authenticate: Authenticate;
 };
 
 export function createMcpListener(deps: McpListenerDeps): Server {
   const { config, log } = deps;
   const endpoint = config.McpEndpoint;
-  const authenticate = authenticator(endpoint.Authentication);
   const categories = endpoint.PublishedToolCategories;
   const offered = readTools.filter((tool) => categories === undefined || categories.includes(tool.category));
   const scope: QueryScope = { accounts: config.Accounts.map((a) => ({ id: a.Id, folders: a.Folders.map((f) => f.Alias) })) };
-  const deadlineMs = endpoint.RequestTimeout.Enabled ? endpoint.RequestTimeout.Duration : 60 * 60_000;
   const linksIssued = canIssueLinks(config);
+  const limiter = createRateLimiter(endpoint.RateLimiting, { surface: 'mcp' });
+  log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
+  const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
-  const context: ToolContext = {
+  const baseContext: Omit<ToolContext, 'deadlineMs'> = {
     store: deps.store,
     scope,
-    deadlineMs,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
     query: (msg, options) => deps.queryPool.ask(msg, options),
-    recordRepairs: (repairs) => recordRepairs(deps, repairs, deadlineMs),
+    recordRepairs: (repairs) => recordRepairs(deps, repairs, 30_000),
     attachmentLink(ref) {
       if (!linksIssued) return null;
       const ring = readLinkKeyRing(config);
@@ -71,36 +79,65 @@ export function createMcpListener(deps: McpListenerDeps): Server {
     },
   };
 
+  /**
+   * The request timeout and the limiter, around a handler: a permit for the
+   * partition, 429 when refused, 504 (and the permit released) past the
+   * request timeout. After a 504 nothing else is written.
+   */
+  const limited = async (res: ServerResponse, partition: PartitionAdmission, handle: (deadlineMs: number) => Promise<void>): Promise<void> => {
+    let release = (): void => {};
+    const deadline = withRequestTimeout(res, endpoint.RequestTimeout, () => {
+      release();
+      res.writeHead = (() => res) as typeof res.writeHead;
+    });
+    const lease = await limiter.acquire(partitionFor('mcp', partition), { signal: deadline.signal });
+    if (!lease.ok) return answerTooMany(res, lease.retryAfterSeconds);
+    release = lease.release;
+    res.once('close', release);
+    // Asks end a moment before the request timeout, so a slow query answers 54001 rather than a bare 504.
+    const deadlineMs = deadline.deadline === null ? 60 * 60_000 : Math.max(1_000, deadline.deadline - Date.now() - 250);
+    await handle(deadlineMs);
+  };
+
+  // origin → client certificate (needs TLS: not served by this build) → authenticate → limit → authorize → route
   const mcp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    // origin → client certificate (needs TLS: not served by this build) → authenticate → limit → authorize → route
     const origin = decideOrigin(req, endpoint.Cors.AllowedOrigins);
     if (origin.kind === 'refused') return answerEmpty(res, 403);
     if (req.method === 'OPTIONS') return answerPreflight(res, origin);
     applyCors(res, origin);
-    const admission = authenticate(req);
-    if (admission === null) return answerUnauthenticated(res);
-    const principal = anonymousPrincipal('mcp');
-    const tools: Tool[] = offered.filter((tool) => holds(principal, tool.permission));
-    if (req.method !== 'POST') return answerEmpty(res, 405, { Allow: 'POST' });
-    const body = await readJson(req);
-    if (body.kind === 'too-large') return answerEmpty(res, 413);
-    if (body.kind === 'malformed') return answerParseError(res);
-    await handleMcpRequest(req, res, body.value, { tools, principal, context, log, version: deps.version });
+    const judgement = await deps.authenticate(req, effectiveOrigin(req, config.ReverseProxy));
+    const partition: PartitionAdmission = judgement.kind === 'admitted' && judgement.partition.kind === 'api-key' ? judgement.partition : { kind: 'other' };
+    await limited(res, partition, async (deadlineMs) => {
+      if (judgement.kind === 'refused') return answerUnauthenticated(res, metadataUrl);
+      if (judgement.kind === 'forbidden') return answerTokenRefusal(res, judgement.refusal, metadataUrl);
+      const principal = judgement.principal;
+      // A tool the grant does not permit is absent, and calling it reads like calling a tool that does not exist.
+      const tools: Tool[] = offered.filter((tool) => holds(principal, tool.permission));
+      if (req.method !== 'POST') return answerEmpty(res, 405, { Allow: 'POST' });
+      const body = await readJson(req);
+      if (body.kind === 'too-large') return answerEmpty(res, 413);
+      if (body.kind === 'malformed') return answerParseError(res);
+      await handleMcpRequest(req, res, body.value, { tools, principal, context: { ...baseContext, deadlineMs }, log, version: deps.version });
+    });
   };
 
+  // No credential: the capability is the authorization; the shared anonymous partition and the request timeout apply.
   const attachments = (req: IncomingMessage, res: ServerResponse): Promise<void> =>
-    serveAttachment(req, res, {
-      log,
-      keyRing: () => readLinkKeyRing(config),
-      fetch: (claims) =>
-        deps.queryPool.ask(
-          { type: 'mail-query.attachment', store: deps.store, messageId: claims.messageId, index: claims.index, accounts: scope.accounts.map((a) => a.id) },
-          { reply: AttachmentReply, deadlineMs },
-        ),
-    });
+    limited(res, { kind: 'other' }, (deadlineMs) =>
+      serveAttachment(req, res, {
+        log,
+        keyRing: () => readLinkKeyRing(config),
+        fetch: (claims) =>
+          deps.queryPool.ask(
+            { type: 'mail-query.attachment', store: deps.store, messageId: claims.messageId, index: claims.index, accounts: scope.accounts.map((a) => a.id).filter((id) => id === claims.accountId) },
+            { reply: AttachmentReply, deadlineMs },
+          ),
+      }),
+    );
 
   return createServer((req, res) => {
     const path = pathOf(req.url);
+    if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return;
     const route =
       path === '/api/admin' || path.startsWith('/api/admin/')
         ? null

@@ -12,12 +12,25 @@
  * the interaction, consent, the code at the token endpoint, with PKCE), answering the login and
  * consent prompts through the provider's interaction API; nothing about the tokens is faked.
  * Refresh-token rotation is a switch (`setRotation`), read at each redemption.
+ *
+ * For the service as a protected resource (http/auth/oauth/), the provider can also:
+ * - issue JWT access tokens for one resource indicator (RFC 8707, the `resourceIndicators` feature
+ *   with `accessTokenFormat: 'jwt'`): `mintAccessToken(user, {scopes, claims})` walks the same
+ *   authorization-code flow with `resource`, so `sub` is the user and `scope` what was granted;
+ *   `claims` are set on the payload by the provider's own `formats.customizers.jwt` hook before it
+ *   signs (a chosen `nbf`, `aud`, `iss`...);
+ * - live under an issuer with a path (`issuerPath`), mounted there, with a choice of which of the
+ *   three discovery addresses answer (`discoveryAt`), the aliases routed to the provider's own
+ *   discovery document the way a reverse proxy in front of it would;
+ * - rotate its signing key (`rotateSigningKey`): the provider is restarted on the same port with
+ *   the same storage, signing with a new key and publishing the old one beside it;
+ * - let a test answer some requests itself before the provider sees them (`intercept`).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair } from 'jose';
-import Provider, { type Adapter, type AdapterPayload, type Configuration } from 'oidc-provider';
+import { exportJWK, generateKeyPair, type JWK } from 'jose';
+import Provider, { type Adapter, type AdapterPayload, type Configuration, errors as providerErrors } from 'oidc-provider';
 import { request } from 'undici';
 
 export type OAuthProviderOptions = {
@@ -27,6 +40,29 @@ export type OAuthProviderOptions = {
   rotateRefreshTokens?: boolean;
   /** Access token lifetime in seconds. */
   accessTokenTtl?: number;
+  /** Path of the issuer (`/tenant/a`, no trailing slash); the provider is mounted there. */
+  issuerPath?: string;
+  /**
+   * Which discovery addresses answer (agent-surface "Authentication" 7): `authorizationServer`
+   * `/.well-known/oauth-authorization-server{path}`, `openidInserted`
+   * `/.well-known/openid-configuration{path}`, `openidAppended` `{issuer}/.well-known/openid-configuration`
+   * (the provider's own). Each answers with the provider's document when on and 404 when off; for
+   * an issuer without a path the last two are one address, answering when either is on. Not given:
+   * whatever the provider itself serves (for an issuer without a path, the first two; with a path,
+   * the third).
+   */
+  discoveryAt?: { authorizationServer?: boolean; openidInserted?: boolean; openidAppended?: boolean };
+  /** A resource server whose access tokens are JWTs with `aud` = `indicator`. */
+  resource?: { indicator: string; scopes: string[]; alg?: 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512' | 'ES256' | 'ES384' | 'ES512' };
+  /** Sees each request first; returns true when it answered it. */
+  intercept?: (req: IncomingMessage, res: ServerResponse) => boolean;
+};
+
+export type MintOptions = {
+  /** Resource scopes asked for and granted (default: all of `resource.scopes`). */
+  scopes?: string[];
+  /** Payload claims set (or, with `undefined`, removed) by the provider before it signs. */
+  claims?: Record<string, unknown>;
 };
 
 export type OAuthProvider = {
@@ -39,8 +75,19 @@ export type OAuthProvider = {
   client: { id: string; secret: string };
   resourceServer: { id: string; secret: string };
   scopes: string[];
-  provider: Provider;
+  /** The provider serving now (a key rotation replaces it). */
+  readonly provider: Provider;
+  /** Where the provider publishes its key set. */
+  jwksUri: string;
   setRotation(on: boolean): void;
+  /** A JWT access token for `resource.indicator`, from a completed authorization-code flow for `user`. */
+  mintAccessToken(user: string, options?: MintOptions): Promise<string>;
+  /** Sign with a new key from now on (the provider restarts in place); the old key stays published. Returns the new `kid`. */
+  rotateSigningKey(): Promise<string>;
+  /** The private signing keys, newest first (for tests that forge with a real key). */
+  signingKeys(): JWK[];
+  /** Paths (with query) of every request the server received, in order. */
+  requests(): string[];
   /** A refresh token for `user`, from a completed authorization-code flow. */
   mintRefreshToken(user: string): Promise<string>;
   /** Revoke a token at the revocation endpoint (a refresh token revokes its whole grant). */
@@ -124,8 +171,17 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
   let rotate = options.rotateRefreshTokens ?? true;
   const client = { id: 'mailcairn', secret: `mc-secret-${randomBytes(16).toString('hex')}` };
   const resourceServer = { id: 'dovecot', secret: `rs-secret-${randomBytes(16).toString('hex')}` };
-  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
-  const signingKey = { ...(await exportJWK(privateKey)), kid: 'test-rs256', alg: 'RS256', use: 'sig' };
+  const newKey = async (alg: string, kid: string): Promise<JWK> => {
+    const { privateKey } = await generateKeyPair(alg, { extractable: true });
+    return { ...(await exportJWK(privateKey)), kid, alg, use: 'sig' };
+  };
+  // Newest first: the provider signs with the first key of an algorithm.
+  const keys: JWK[] = [await newKey('RS256', 'test-rs256')];
+  const resourceAlg = options.resource?.alg ?? 'RS256';
+  if (resourceAlg !== 'RS256') keys.unshift(await newKey(resourceAlg, `test-${resourceAlg.toLowerCase()}`));
+  let rotations = 0;
+  const mount = options.issuerPath ?? '';
+  if (mount !== '' && (!mount.startsWith('/') || mount.endsWith('/'))) throw new Error('issuerPath starts with a slash and does not end with one');
 
   // Listen first: the issuer names the port.
   const server: Server = createServer();
@@ -134,9 +190,25 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
     server.listen(0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  const issuer = `http://127.0.0.1:${port}`;
+  const issuer = `http://127.0.0.1:${port}${mount}`;
+  const storage = memoryStorage();
+  const cookieKeys = [randomBytes(32).toString('hex')];
+  // Claims the next JWT access token gets (set by mintAccessToken, which runs one at a time).
+  let pendingClaims: Record<string, unknown> | undefined;
 
-  const configuration: Configuration = {
+  type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['resourceIndicators']>;
+  const resource = options.resource;
+  const resourceIndicators: ResourceIndicators | undefined = resource && {
+    enabled: true,
+    defaultResource: (_ctx, _client, oneOf) => oneOf,
+    useGrantedResource: () => true,
+    getResourceServerInfo: (_ctx, indicator) => {
+      if (indicator !== resource.indicator) throw new providerErrors.InvalidTarget();
+      return { scope: resource.scopes.join(' '), audience: indicator, accessTokenFormat: 'jwt', jwt: { sign: { alg: resourceAlg } } };
+    },
+  };
+
+  const configure = (): Configuration => ({
     clients: [
       {
         client_id: client.id,
@@ -155,12 +227,14 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
         token_endpoint_auth_method: 'client_secret_basic',
       },
     ],
-    adapter: memoryStorage(),
-    jwks: { keys: [signingKey] },
-    cookies: { keys: [randomBytes(32).toString('hex')] },
+    adapter: storage,
+    jwks: { keys: keys.map((k) => ({ ...k })) },
+    cookies: { keys: cookieKeys },
     scopes: SCOPES,
     claims: { openid: ['sub'] },
     findAccount: (_ctx, sub) => (users.has(sub) ? { accountId: sub, claims: () => ({ sub }) } : undefined),
+    // The provider's default, under the mount.
+    interactions: { url: (_ctx, interaction) => `${mount}/interaction/${interaction.uid}` },
     features: {
       devInteractions: { enabled: false },
       introspection: {
@@ -171,6 +245,15 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       revocation: {
         enabled: true,
         allowedPolicy: (_ctx, caller, token) => caller.clientId === token.clientId,
+      },
+      // Left at the provider's defaults when no resource is asked for.
+      ...(resourceIndicators ? { resourceIndicators } : {}),
+    },
+    formats: {
+      customizers: {
+        jwt: (_ctx, _token, jwt) => {
+          if (pendingClaims !== undefined) Object.assign(jwt.payload, pendingClaims);
+        },
       },
     },
     rotateRefreshToken: () => rotate,
@@ -187,31 +270,35 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       ctx.type = 'json';
       ctx.body = out;
     },
-  };
-  const provider = new Provider(issuer, configuration);
+  });
 
   const accessTokens = new Set<string>();
   const refreshTokens = new Set<string>();
   const grantsSeen: Record<string, number> = {};
   const errors: string[] = [];
-  provider.on('access_token.issued', (token) => {
-    if (token.jti) accessTokens.add(token.jti);
-  });
-  provider.on('access_token.saved', (token) => {
-    if (token.jti) accessTokens.add(token.jti);
-  });
-  provider.on('refresh_token.saved', (token) => {
-    if (token.jti) refreshTokens.add(token.jti);
-  });
-  provider.on('grant.success', (ctx) => {
-    const type = String(ctx.oidc.params?.grant_type ?? 'unknown');
-    grantsSeen[type] = (grantsSeen[type] ?? 0) + 1;
-  });
-  for (const event of ['server_error', 'grant.error', 'introspection.error', 'revocation.error', 'authorization.error'] as const) {
-    provider.on(event as 'server_error', (_ctx: unknown, err: Error) => {
-      errors.push(`${event}: ${err.message}${(err as { error_description?: string }).error_description ? ` (${(err as { error_description?: string }).error_description})` : ''}`);
+  const wire = (provider: Provider): Provider => {
+    provider.on('access_token.issued', (token) => {
+      if (token.jti) accessTokens.add(token.jti);
     });
-  }
+    provider.on('access_token.saved', (token) => {
+      if (token.jti) accessTokens.add(token.jti);
+    });
+    provider.on('refresh_token.saved', (token) => {
+      if (token.jti) refreshTokens.add(token.jti);
+    });
+    provider.on('grant.success', (ctx) => {
+      const type = String(ctx.oidc.params?.grant_type ?? 'unknown');
+      grantsSeen[type] = (grantsSeen[type] ?? 0) + 1;
+    });
+    for (const event of ['server_error', 'grant.error', 'introspection.error', 'revocation.error', 'authorization.error'] as const) {
+      provider.on(event as 'server_error', (_ctx: unknown, err: Error) => {
+        errors.push(`${event}: ${err.message}${(err as { error_description?: string }).error_description ? ` (${(err as { error_description?: string }).error_description})` : ''}`);
+      });
+    }
+    return provider;
+  };
+  let provider = wire(new Provider(issuer, configure()));
+  let callback = provider.callback();
 
   // The login and consent prompts, answered at once for the user named in the authorization request's `login_hint`.
   const interaction = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -220,7 +307,9 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       const hint = typeof details.params.login_hint === 'string' ? details.params.login_hint : '';
       if (!users.has(hint)) throw new Error(`unknown user ${hint}`);
       const grant = new provider.Grant({ accountId: hint, clientId: String(details.params.client_id) });
-      grant.addOIDCScope(String(details.params.scope));
+      const asked = String(details.params.scope ?? '').split(' ').filter(Boolean);
+      grant.addOIDCScope(asked.filter((s) => SCOPES.includes(s)).join(' '));
+      if (typeof details.params.resource === 'string') grant.addResourceScope(details.params.resource, asked.filter((s) => !SCOPES.includes(s)).join(' '));
       const grantId = await grant.save();
       await provider.interactionFinished(req, res, { login: { accountId: hint }, consent: { grantId } }, { mergeWithLastSubmission: false });
     } catch (err) {
@@ -229,8 +318,38 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       res.end();
     }
   };
-  const callback = provider.callback();
+  const seen: string[] = [];
+  // Discovery addresses: each answers with the provider's own document, or 404 (when `discoveryAt` is given).
+  const own = `${mount}/.well-known/openid-configuration`;
+  const discovery = new Map<string, boolean>();
+  if (options.discoveryAt) {
+    const { authorizationServer = false, openidInserted = false, openidAppended = false } = options.discoveryAt;
+    discovery.set(`/.well-known/oauth-authorization-server${mount}`, authorizationServer);
+    discovery.set(`/.well-known/openid-configuration${mount}`, openidInserted || (mount === '' && openidAppended));
+    discovery.set(own, openidAppended || (mount === '' && openidInserted));
+  }
+  const notFound = (res: ServerResponse): void => {
+    res.statusCode = 404;
+    res.setHeader('content-type', 'application/json');
+    res.end('{"error":"not_found"}');
+  };
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    seen.push(req.url ?? '');
+    if (options.intercept?.(req, res)) return;
+    const url = req.url ?? '/';
+    const path = url.split('?')[0]!;
+    // What a proxy in front of the provider would map to its own document.
+    const answers = discovery.get(path);
+    if (answers === false) return notFound(res);
+    if (answers === true) req.url = own;
+    if (mount !== '') {
+      const target = req.url ?? '/';
+      if (target !== mount && !target.startsWith(`${mount}/`) && !target.startsWith(`${mount}?`)) return notFound(res);
+      // Mounted the way oidc-provider documents for a path prefix: the provider sees its own
+      // routes, and finds the prefix by comparing originalUrl with url.
+      (req as IncomingMessage & { originalUrl?: string }).originalUrl = target;
+      req.url = target.slice(mount.length) || '/';
+    }
     if (req.url?.startsWith('/interaction/')) void interaction(req, res);
     else callback(req, res);
   });
@@ -240,7 +359,7 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
   const revocationEndpoint = `${issuer}/token/revocation`;
 
   /** A browser's walk from the authorization request to the redirect carrying the code. */
-  const authorizationCode = async (user: string, challenge: string, state: string): Promise<string> => {
+  const authorizationCode = async (user: string, challenge: string, state: string, extra: Record<string, string> = {}): Promise<string> => {
     const jar = new Map<string, string>();
     let url = `${issuer}/auth?${new URLSearchParams({
       client_id: client.id,
@@ -252,6 +371,7 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       state,
       code_challenge: challenge,
       code_challenge_method: 'S256',
+      ...extra,
     })}`;
     for (let hop = 0; hop < 10; hop++) {
       const res = await request(url, { method: 'GET', headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
@@ -282,6 +402,7 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
     throw new Error('authorization flow did not reach the redirect URI');
   };
 
+  let minting: Promise<unknown> = Promise.resolve();
   const form = async (endpoint: string, body: Record<string, string>, basic?: { id: string; secret: string }): Promise<{ status: number; json: Record<string, unknown> }> => {
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
     if (basic) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.id)}:${encodeURIComponent(basic.secret)}`).toString('base64')}`;
@@ -299,10 +420,51 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
     client,
     resourceServer,
     scopes: [...SCOPES],
-    provider,
+    get provider() {
+      return provider;
+    },
+    jwksUri: `${issuer}/jwks`,
     setRotation(on) {
       rotate = on;
     },
+    mintAccessToken(user, mint = {}) {
+      const run = minting.then(async () => {
+        if (!options.resource) throw new Error('the provider was started without a resource');
+        const scopes = mint.scopes ?? options.resource.scopes;
+        const verifier = randomBytes(32).toString('base64url');
+        const challenge = createHash('sha256').update(verifier).digest('base64url');
+        const code = await authorizationCode(user, challenge, randomBytes(8).toString('hex'), {
+          scope: ['openid', ...scopes].join(' '),
+          resource: options.resource.indicator,
+        });
+        pendingClaims = mint.claims;
+        try {
+          const { status, json } = await form(tokenEndpoint, {
+            grant_type: 'authorization_code',
+            code,
+            redirect_uri: REDIRECT_URI,
+            code_verifier: verifier,
+            resource: options.resource.indicator,
+          }, client);
+          if (status !== 200 || typeof json.access_token !== 'string') throw new Error(`no access token: HTTP ${status} ${JSON.stringify(json)} ${errors.at(-1) ?? ''}`);
+          return json.access_token;
+        } finally {
+          pendingClaims = undefined;
+        }
+      });
+      minting = run.catch(() => undefined);
+      return run;
+    },
+    async rotateSigningKey() {
+      rotations += 1;
+      const kid = `rotated-${rotations}`;
+      keys.unshift(await newKey(resourceAlg, kid));
+      provider = wire(new Provider(issuer, configure()));
+      callback = provider.callback();
+      return kid;
+    },
+    signingKeys: () => keys.map((k) => ({ ...k })),
+    requests: () => [...seen],
     async mintRefreshToken(user) {
       const verifier = randomBytes(32).toString('base64url');
       const challenge = createHash('sha256').update(verifier).digest('base64url');

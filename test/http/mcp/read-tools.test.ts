@@ -52,7 +52,8 @@ async function setup(t: Test, options: { messages: Buffer[]; syncEnabled?: boole
   const port = await freePort();
   writeFileSync(join(dir, 'keyring.json'), newKeyRing());
   const sync = await startSyncService(dir, dovecot, [{ id: 'rita', user: 'rita', folders: [{ Alias: 'inbox' }] }], {
-    McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: port },
+    // Limits are tested on their own (test/http/mcp/pipeline.test.ts); this walks far more than a minute's default budget.
+    McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: port, RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 } },
     Deployment: { PublicBaseAddress: `http://127.0.0.1:${port}` },
     DataEncryption: { KeyRing: `file:${join(dir, 'keyring.json')}` },
     MailSynchronization: { Enabled: options.syncEnabled ?? true, BatchSize: 500 },

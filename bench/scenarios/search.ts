@@ -1,0 +1,520 @@
+/**
+ * search: `search_emails` and `list_emails` against notmuch, on the same
+ * mailbox in the same run.
+ *
+ * Setup: a private Dovecot holding BENCH_MESSAGES generated messages
+ * (default 10000, `bench` profile, seed 42); mbsync pulls them into a
+ * Maildir and `notmuch new` indexes it; the compiled daemon mirrors the same
+ * folder with its MCP endpoint on a loopback port.
+ *
+ * Five query shapes, each with the same meaning on both sides (chosen from
+ * the mirrored index at run time, and only where both sides count the same
+ * matches; the counts are in the table):
+ *  - common word: the most frequent word of 5+ letters in at most 95% of
+ *    the messages (~90% of them in generated mail);
+ *  - rare word: a word in 3-10 messages (a number, in generated mail);
+ *  - phrase: a two-word subject phrase that occurs;
+ *  - common word + sender: `senderAddress` of the most frequent sender
+ *    (`from:` for notmuch). `search_emails` needs query text, so the filters
+ *    ride on the common word — the case where the full-text index narrows
+ *    least;
+ *  - common word + date range: `receivedOnOrAfter`/`receivedBefore` spanning
+ *    ~10% of the mailbox (`date:@a..@b` for notmuch; our bound is the
+ *    server's internal date, notmuch's the Date header, and the bounds fall
+ *    between messages so both select the same ones).
+ * 20 results each. Per shape: our query in process (the daemon's database
+ * opened read-only here, `searchEmails` in one read transaction, as a pool
+ * thread runs it), end to end through the MCP SDK client, and the notmuch CLI
+ * (`notmuch search --output=messages --limit=20`, spawn included: what its
+ * user pays; the thread summary output is in the note), and notmuch in
+ * process (libnotmuch, database open once: the same query, newest first,
+ * the first 20 message ids; peers/notmuch.ts). The CLI's fixed cost (a
+ * spawn of `true`, a no-op `notmuch search`) has a row of its own.
+ * Ours does more per query than either notmuch figure: BM25 ranking,
+ * summaries and snippets of the 20 matches.
+ *
+ * Then `list_emails` through MCP at concurrency 1 and 16 (distinct clients,
+ * pageSize 25, each walking pages by cursor), and the daemon's peak RSS over
+ * these phases (its high-water mark reset when they begin).
+ *
+ * BENCH_ITERATIONS (default 200) per shape for ours, BENCH_NOTMUCH_ITERATIONS
+ * (default 30) for the CLI, BENCH_LIST_CALLS (default 800) per concurrency.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import Libsql from 'libsql';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startDovecot } from '../../test/harness/dovecot.ts';
+import { generateMailbox } from '../../test/harness/generator.ts';
+import { SUBJECT_TOPICS } from '../../test/harness/generator-words.ts';
+import { writeMaildir } from '../../test/harness/place-mail.ts';
+import { trackDir, trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
+import { freePort } from '../../test/helpers/daemon.ts';
+import { filterClauses } from '../../actors/mail-query/filters.ts';
+import { ListEmailsInput, SearchEmailsInput, type QueryScope } from '../../actors/mail-query/protocol.ts';
+import { compileQuery } from '../../actors/mail-query/query-syntax.ts';
+import { searchEmails } from '../../actors/mail-query/search.ts';
+import { openStore, type Database } from '../../runtime/store/open.ts';
+import { mbsyncConfig, notmuchConfig, timed } from '../peers/mbsync.ts';
+import { buildNotmuchProbe, notmuchCount, notmuchEnv, probeNotmuch, runCommand, runNotmuch } from '../peers/notmuch.ts';
+import { readStats, watchStats } from '../peers/process-stats.ts';
+import type { Row, Scenario } from '../scenario.ts';
+import { round, summarize } from '../stats.ts';
+
+const USER = 'bench';
+const PASSWORD = 'pw-bench';
+const ACCOUNT = 'bench';
+const FOLDER = 'inbox';
+const RESULTS = 20;
+/** Each side's samples are taken in this many turns, interleaved with the other sides'. */
+const ROUNDS = 4;
+const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
+const WAIT_LIMIT_MS = 60 * 60_000;
+const scope: QueryScope = { accounts: [{ id: ACCOUNT, folders: [FOLDER] }] };
+
+type Filters = { senderAddress?: string; receivedOnOrAfter?: string; receivedBefore?: string };
+/** One query shape, as each side spells it. */
+type Shape = { name: string; queryText: string; filters: Filters; notmuch: string; ours: number; theirs: number };
+
+// ------------------------------------------------------------------ the daemon
+
+type Daemon = { pid: number; database: string; port: number; stop(): Promise<void>; waitFor(what: string, predicate: () => boolean): Promise<number> };
+
+function count(database: string, sql: string, params: unknown[] = []): number {
+  try {
+    const db = new Libsql(database, { readonly: true, timeout: 2_000 });
+    try {
+      return Number((db.prepare(sql).get(params) as { n: number | null }).n ?? 0);
+    } finally {
+      db.close();
+    }
+  } catch {
+    return 0;
+  }
+}
+
+async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
+  mkdirSync(dir, { recursive: true });
+  const database = join(dir, 'mailcairn.db');
+  writeFileSync(join(dir, 'pw'), PASSWORD);
+  const config = join(dir, 'mailcairn.json');
+  const port = await freePort();
+  writeFileSync(
+    config,
+    JSON.stringify({
+      HealthEndpoints: { Enabled: false },
+      McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: port },
+      Logging: { Level: 'warn', Format: 'Json' },
+      Storage: { Database: database },
+      // One run mirrors the folder; no further run disturbs the measurements.
+      MailSynchronization: { Interval: '1.00:00:00' },
+      Accounts: [{ Id: ACCOUNT, Imap: { Host: '127.0.0.1', Port: imapPort, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` }, Folders: [{ Alias: FOLDER }] }],
+    }),
+  );
+  const child: ChildProcess = spawn(process.execPath, [daemonBin, '--config', config], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const pid = child.pid!;
+  trackPid(pid);
+  const disarm = watchdog(pid, config);
+  const exited = new Promise((r) => child.once('exit', r));
+  return {
+    pid,
+    database,
+    port,
+    async waitFor(what, predicate) {
+      const started = performance.now();
+      while (!predicate()) {
+        if (child.exitCode !== null) throw new Error(`mailcairnd exited (${child.exitCode}) while waiting for ${what}`);
+        if (performance.now() - started > WAIT_LIMIT_MS) throw new Error(`mailcairnd: no ${what} within ${WAIT_LIMIT_MS / 60_000} min`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return performance.now() - started;
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      untrackPid(pid);
+      disarm();
+    },
+  };
+}
+
+// ------------------------------------------------------------ choosing shapes
+
+/** Messages our index matches for a query with filters (the same plan as the ranking, counted). */
+function ourCount(db: Database, queryText: string, filters: Filters): number {
+  const clauses = filterClauses(filters);
+  const sql = `SELECT count(*) AS n FROM search_index CROSS JOIN messages m ON m.id = search_index.rowid
+    WHERE search_index MATCH ? AND m.state = 'stored' ${clauses.sql.map((c) => `AND ${c}`).join(' ')}`;
+  return Number((db.prepare(sql).get([compileQuery(queryText), ...clauses.params]) as { n: number }).n);
+}
+
+/**
+ * notmuch stems unprefixed words (`report` also finds `reports`); a word
+ * starting with a capital is looked up unstemmed (Xapian STEM_SOME), which
+ * is what our index does. Try the plain word first, then that spelling.
+ */
+function notmuchWords(word: string): string[] {
+  return [word, word[0]!.toUpperCase() + word.slice(1)];
+}
+
+type Candidate = { queryText: string; notmuch: string[]; filters?: Filters; notmuchFilter?: string };
+
+/** The first candidate both sides count alike (ours > 0), else the closest one; at most `tries` notmuch counts. */
+async function agree(db: Database, env: NodeJS.ProcessEnv, name: string, candidates: Candidate[], tries = 12): Promise<Shape> {
+  let best: Shape | null = null;
+  let asked = 0;
+  for (const c of candidates) {
+    const filters = c.filters ?? {};
+    const ours = ourCount(db, c.queryText, filters);
+    if (ours === 0) continue;
+    for (const spelling of c.notmuch) {
+      const notmuch = [spelling, c.notmuchFilter ?? ''].filter((s) => s !== '').join(' ');
+      const theirs = await notmuchCount(notmuch, env);
+      const shape: Shape = { name, queryText: c.queryText, filters, notmuch, ours, theirs };
+      if (theirs === ours) return shape;
+      if (best === null || Math.abs(theirs - ours) < Math.abs(best.theirs - best.ours)) best = shape;
+      asked++;
+    }
+    if (asked >= tries) break;
+  }
+  if (best === null) throw new Error(`no candidate for the ${name} shape`);
+  return best;
+}
+
+async function chooseShapes(database: string, env: NodeJS.ProcessEnv, total: number): Promise<Shape[]> {
+  // A connection of our own: fts5vocab lives in the temp schema, which a query_only connection may not create.
+  const db = new Libsql(database, { readonly: true, timeout: 5_000 });
+  try {
+    db.exec("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, 'search_index', 'row')");
+    const terms = (min: number, max: number, pattern: RegExp): string[] =>
+      (db.prepare('SELECT term, doc FROM temp.vocab WHERE doc BETWEEN ? AND ? ORDER BY doc DESC, term').all([min, max]) as Array<{ term: string }>)
+        .map((r) => r.term)
+        .filter((t) => pattern.test(t));
+    const word = (w: string): Candidate => ({ queryText: w, notmuch: notmuchWords(w) });
+
+    // Common: the most frequent word of 5+ letters in at most 95% of messages (the generated text
+    // repeats a small vocabulary: such a word is in ~90% of them, like "thanks" in real mail).
+    const common = await agree(db, env, 'common word', terms(Math.floor(total * 0.5), Math.floor(total * 0.95), /^[a-z]{5,}$/).map(word));
+    // Rare: in 3-10 messages, then 1-2 (in generated mail these are numbers: invoices, orders).
+    const rare = await agree(db, env, 'rare word', [...terms(3, 10, /^[a-z0-9]{4,}$/), ...terms(1, 2, /^[a-z0-9]{4,}$/)].map(word));
+    // Phrase: two adjacent words of a subject topic, each of 4+ letters.
+    const bigrams = [...new Set(SUBJECT_TOPICS.flatMap((topic) => {
+      const ws = topic.toLowerCase().split(/[^a-z]+/).filter((w) => w !== '');
+      return ws.slice(1).map((w, i) => [ws[i]!, w]).filter(([a, b]) => a!.length >= 4 && b!.length >= 4).map(([a, b]) => `${a} ${b}`);
+    }))];
+    const phrase = await agree(db, env, 'phrase', bigrams.map((p) => ({ queryText: `"${p}"`, notmuch: [`"${p}"`] })));
+
+    // Sender: the most frequent From addresses.
+    const senders = db
+      .prepare(
+        `SELECT lower(json_extract(j.value, '$.address')) AS address, count(*) AS n FROM messages m, json_each(m.from_json) j
+         WHERE m.state = 'stored' GROUP BY address ORDER BY n DESC, address LIMIT 5`,
+      )
+      .all() as Array<{ address: string }>;
+    const sender = await agree(
+      db,
+      env,
+      `common word + sender`,
+      senders.map((s) => ({ queryText: common.queryText, notmuch: [common.notmuch], filters: { senderAddress: s.address }, notmuchFilter: `from:${s.address}` })),
+    );
+
+    // Date range: ~10% of the mailbox around its middle, bounds halfway between two messages (whole seconds).
+    const dates = (db.prepare("SELECT internal_date AS d FROM messages WHERE state = 'stored' AND internal_date IS NOT NULL ORDER BY internal_date").all() as Array<{ d: number }>).map((r) => r.d);
+    const bound = (i: number): number => Math.floor((dates[i - 1]! + dates[i]!) / 2 / 1000) * 1000;
+    const ranges = [0.45, 0.3, 0.6].map((at) => {
+      const lo = bound(Math.max(1, Math.floor(dates.length * at)));
+      const hi = bound(Math.min(dates.length - 1, Math.floor(dates.length * (at + 0.1))));
+      return { lo, hi };
+    });
+    const dated = await agree(
+      db,
+      env,
+      'common word + date range',
+      ranges.map(({ lo, hi }) => ({
+        queryText: common.queryText,
+        notmuch: [common.notmuch],
+        filters: { receivedOnOrAfter: new Date(lo).toISOString(), receivedBefore: new Date(hi).toISOString() },
+        notmuchFilter: `date:@${lo / 1000}..@${hi / 1000 - 1}`,
+      })),
+    );
+    return [common, rare, phrase, sender, dated];
+  } finally {
+    db.close();
+  }
+}
+
+// ---------------------------------------------------------------- measuring
+
+async function sample(n: number, warmup: number, once: () => Promise<void> | void): Promise<number[]> {
+  for (let i = 0; i < warmup; i++) await once();
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const started = performance.now();
+    await once();
+    out.push(performance.now() - started);
+  }
+  return out;
+}
+
+const ms = (us: number): number => round(us / 1000, 2);
+const p = (samples: number[]) => summarize(samples, 1);
+
+async function connectClient(port: number, name: string): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' });
+  const started = performance.now();
+  for (;;) {
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+      return client;
+    } catch (err) {
+      if (performance.now() - started > 30_000) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+type ToolAnswer = { isError?: boolean; structuredContent?: Record<string, unknown>; content?: Array<{ text?: string }> };
+
+async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const result = (await client.callTool({ name, arguments: args })) as ToolAnswer;
+  if (result.isError) throw new Error(`${name} failed: ${result.content?.[0]?.text ?? 'error'}`);
+  return result.structuredContent!;
+}
+
+/** `list_emails` by cursor walks: `clients` distinct clients, `calls` calls in all. */
+async function listThroughput(port: number, clients: number, calls: number): Promise<{ samples: number[]; wallMs: number }> {
+  const connected = await Promise.all(Array.from({ length: clients }, (_, i) => connectClient(port, `bench-list-${i}`)));
+  try {
+    const walk = async (client: Client, n: number, into: number[]): Promise<void> => {
+      let cursor: string | null = null;
+      for (let i = 0; i < n; i++) {
+        const started = performance.now();
+        const page = await callTool(client, 'list_emails', { pageSize: 25, ...(cursor !== null ? { cursor } : {}) });
+        into.push(performance.now() - started);
+        cursor = (page.nextCursor as string | null) ?? null;
+      }
+    };
+    const warm: number[] = [];
+    await Promise.all(connected.map((c) => walk(c, 3, warm)));
+    const samples: number[] = [];
+    const per = Math.ceil(calls / clients);
+    const started = performance.now();
+    await Promise.all(connected.map((c) => walk(c, per, samples)));
+    return { samples, wallMs: performance.now() - started };
+  } finally {
+    await Promise.all(connected.map((c) => c.close()));
+  }
+}
+
+/** Reset a process's peak-RSS mark (Linux: clear_refs 5), so a later VmHWM covers what follows only. */
+function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ----------------------------------------------------------------- scenario
+
+type Cells = {
+  measure: string;
+  query: string;
+  matches?: string;
+  inProc?: [number, number];
+  mcp?: [number, number];
+  notmuch?: [number, number];
+  notmuchInProc?: [number, number];
+  callsPerSecond?: number;
+  note?: string;
+};
+
+function row(c: Cells): Row {
+  return {
+    measure: c.measure,
+    query: c.query,
+    'matches ours/nm': c.matches ?? null,
+    'in-proc p50 ms': c.inProc?.[0] ?? null,
+    'in-proc p99 ms': c.inProc?.[1] ?? null,
+    'MCP p50 ms': c.mcp?.[0] ?? null,
+    'MCP p99 ms': c.mcp?.[1] ?? null,
+    'nm CLI p50 ms': c.notmuch?.[0] ?? null,
+    'nm CLI p99 ms': c.notmuch?.[1] ?? null,
+    'nm in-proc p50 ms': c.notmuchInProc?.[0] ?? null,
+    'nm in-proc p99 ms': c.notmuchInProc?.[1] ?? null,
+    'in-proc/nm CLI': c.inProc && c.notmuch ? round(c.inProc[0] / c.notmuch[0], 3) : null,
+    'MCP/nm CLI': c.mcp && c.notmuch ? round(c.mcp[0] / c.notmuch[0], 3) : null,
+    'in-proc/nm in-proc': c.inProc && c.notmuchInProc ? round(c.inProc[0] / c.notmuchInProc[0], 2) : null,
+    'calls/s': c.callsPerSecond ?? null,
+    note: c.note ?? '',
+  };
+}
+
+function describe(s: Shape): string {
+  const f = s.filters;
+  const parts = [s.queryText];
+  if (f.senderAddress) parts.push(`sender ${f.senderAddress}`);
+  if (f.receivedOnOrAfter) parts.push(`${f.receivedOnOrAfter.slice(0, 10)}..${f.receivedBefore!.slice(0, 10)}`);
+  return parts.join(' + ');
+}
+
+export const search: Scenario = {
+  name: 'search',
+  description: 'search_emails (in process, over MCP) and list_emails throughput vs the notmuch CLI on the same mailbox',
+  async run() {
+    const total = Number(process.env.BENCH_MESSAGES ?? '10000');
+    const iterations = Math.max(10, Number(process.env.BENCH_ITERATIONS ?? '200'));
+    const cliIterations = Math.max(5, Number(process.env.BENCH_NOTMUCH_ITERATIONS ?? '30'));
+    const listCalls = Math.max(16, Number(process.env.BENCH_LIST_CALLS ?? '800'));
+    const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-search-'));
+    trackDir(dir);
+    const rows: Row[] = [];
+    let daemon: Daemon | null = null;
+    let db: Database | null = null;
+    const dovecot = await startDovecot({ users: [{ user: USER, password: PASSWORD }] });
+    try {
+      const log = (line: string): void => void process.stderr.write(`[search] ${line}\n`);
+      log(`writing ${total} messages`);
+      await writeMaildir(dovecot, USER, 'INBOX', generateMailbox({ seed: 42, count: total, profile: 'bench' }));
+
+      const mbsyncDir = join(dir, 'mbsync');
+      const rc = mbsyncConfig(mbsyncDir, { port: dovecot.port, user: USER, password: PASSWORD });
+      const nmConfig = notmuchConfig(mbsyncDir);
+      const env = notmuchEnv(nmConfig);
+      log('mbsync + notmuch new');
+      const mbsync = await timed('mbsync', ['-c', rc, '-a', '-q']);
+      const indexed = await timed('notmuch', ['new', '--quiet'], env);
+
+      log('mailcairnd mirroring');
+      daemon = await startDaemon(join(dir, 'mailcairn'), dovecot.port);
+      const d = daemon;
+      const mirrorMs = await d.waitFor('mirror', () => count(d.database, "SELECT count(*) AS n FROM messages WHERE state <> 'tombstoned'") >= total);
+      await d.waitFor('an ended sync run', () => count(d.database, 'SELECT count(*) AS n FROM sync_runs WHERE ended_at IS NOT NULL') >= 1);
+      await d.waitFor('derived text', () => count(d.database, "SELECT count(*) AS n FROM messages WHERE state = 'stored' AND parse_version IS NULL") === 0);
+      const stored = count(d.database, "SELECT count(*) AS n FROM messages WHERE state = 'stored'");
+      const nmTotal = await notmuchCount('*', env);
+
+      log('choosing query shapes');
+      const shapes = await chooseShapes(d.database, env, stored);
+      globalThis.gc?.();
+
+      // The search phase starts here: the daemon's high-water mark is reset.
+      const loadAtStart = loadavg().map((l) => round(l, 1)).join(' ');
+      const peakReset = resetPeak(d.pid);
+      const before = readStats(d.pid);
+      const phase = watchStats(d.pid);
+
+      db = openStore({ database: d.database, busyTimeoutMs: 5_000, synchronous: 'Full' });
+      db.pragma('query_only = ON');
+      const client = await connectClient(d.port, 'bench-search');
+
+      // The CLI's fixed cost: a spawn of `true`, and notmuch answering a query that matches nothing.
+      const spawnOnly = p(await sample(cliIterations, 3, async () => void (await runCommand('true', []))));
+      const noop = p(await sample(cliIterations, 3, async () => void (await runNotmuch(['search', '--output=messages', `--limit=${RESULTS}`, 'id:no-such-message@bench.invalid'], env))));
+      const built = await buildNotmuchProbe(dir);
+      if (built.probe === null) log(`no libnotmuch probe (${built.reason}): notmuch is measured through its CLI only`);
+
+      try {
+        for (const shape of shapes) {
+          log(`shape ${shape.name}: ${describe(shape)} | notmuch ${shape.notmuch}`);
+          const input = SearchEmailsInput.parse({ queryText: shape.queryText, ...shape.filters, resultLimit: RESULTS });
+          const local = db;
+          const read = local.transaction(() => searchEmails(local, scope, input));
+          const got = read.deferred();
+          const args = { queryText: shape.queryText, ...shape.filters, resultLimit: RESULTS };
+          const remote = (await callTool(client, 'search_emails', args)).matches as unknown[];
+          if (remote.length !== got.matches.length) throw new Error(`MCP answered ${remote.length} matches, in process ${got.matches.length}`);
+          const nmArgs = ['search', '--output=messages', `--limit=${RESULTS}`, shape.notmuch];
+          const nmOut = (await runNotmuch(nmArgs, env)).stdout.trim().split('\n').filter((l) => l !== '');
+          // In rounds, each side in turn, so a burst of load elsewhere on the machine falls on every side alike.
+          const samples = { inProc: [] as number[], mcp: [] as number[], nm: [] as number[], nmSummary: [] as number[], nmInProc: [] as number[] };
+          const per = Math.ceil(iterations / ROUNDS);
+          const cliPer = Math.ceil(cliIterations / ROUNDS);
+          for (let r = 0; r < ROUNDS; r++) {
+            samples.inProc.push(...(await sample(per, 5, () => void read.deferred())));
+            samples.mcp.push(...(await sample(per, 5, async () => void (await callTool(client, 'search_emails', args)))));
+            if (built.probe !== null) {
+              const probed = await probeNotmuch(built.probe, nmConfig, shape.notmuch, { limit: RESULTS, warmup: 5, iterations: per });
+              if (probed.returned !== nmOut.length) throw new Error(`the probe read ${probed.returned} messages, the CLI ${nmOut.length}`);
+              samples.nmInProc.push(...probed.samples);
+            }
+            samples.nm.push(...(await sample(cliPer, 1, async () => void (await runNotmuch(nmArgs, env)))));
+            samples.nmSummary.push(...(await sample(cliPer, 1, async () => void (await runNotmuch(['search', `--limit=${RESULTS}`, shape.notmuch], env)))));
+          }
+          const inProc = p(samples.inProc);
+          const mcp = p(samples.mcp);
+          const nm = p(samples.nm);
+          const nmSummary = p(samples.nmSummary);
+          const nmInProc = samples.nmInProc.length > 0 ? p(samples.nmInProc) : null;
+          rows.push(
+            row({
+              measure: `search: ${shape.name}`,
+              query: describe(shape),
+              matches: `${shape.ours}/${shape.theirs}`,
+              inProc: [ms(inProc.p50Us), ms(inProc.p99Us)],
+              mcp: [ms(mcp.p50Us), ms(mcp.p99Us)],
+              notmuch: [ms(nm.p50Us), ms(nm.p99Us)],
+              ...(nmInProc !== null ? { notmuchInProc: [ms(nmInProc.p50Us), ms(nmInProc.p99Us)] as [number, number] } : {}),
+              note: `returned ${got.matches.length}/${nmOut.length}; nm ${shape.notmuch}; nm summary (threads) p50 ${ms(nmSummary.p50Us)} p99 ${ms(nmSummary.p99Us)} ms`,
+            }),
+          );
+        }
+        rows.push(
+          row({
+            measure: 'notmuch fixed cost',
+            query: 'id:<none>',
+            notmuch: [ms(noop.p50Us), ms(noop.p99Us)],
+            note: `no-op notmuch search (spawn + config + open database); spawn of true alone p50 ${ms(spawnOnly.p50Us)} p99 ${ms(spawnOnly.p99Us)} ms`,
+          }),
+        );
+      } finally {
+        await client.close();
+      }
+
+      for (const clients of [1, 16]) {
+        log(`list_emails, ${clients} client(s)`);
+        const { samples, wallMs } = await listThroughput(d.port, clients, listCalls);
+        const s = summarize(samples, wallMs);
+        rows.push(
+          row({
+            measure: `list_emails c=${clients}`,
+            query: 'pageSize 25, cursor walk',
+            mcp: [ms(s.p50Us), ms(s.p99Us)],
+            callsPerSecond: s.perSecond,
+            note: `${s.count} calls by ${clients} client(s), each walking pages from the newest`,
+          }),
+        );
+      }
+
+      const usage = phase.stop();
+      const load = loadavg().map((l) => round(l, 1)).join(' ');
+      rows.push(
+        row({
+          measure: 'mailcairnd search phase',
+          query: '',
+          note:
+            `peak RSS ${round(usage.peakRssMiB)} MiB${peakReset ? ` (high-water mark reset at phase start, RSS then ${round(before?.peakRssMiB ?? NaN)} MiB)` : ' (lifetime peak: reset refused)'}, ` +
+            `CPU ${round((usage.cpuMs - (before?.cpuMs ?? 0)) / 1000, 1)} s; messages ${stored} ours / ${nmTotal} notmuch; ` +
+            `mirror ${round(mirrorMs / 1000, 1)} s; mbsync ${round(mbsync.wallMs / 1000, 1)} s + notmuch new ${round(indexed.wallMs / 1000, 1)} s; ` +
+            `load average at start ${loadAtStart}, at end ${load}`,
+        }),
+      );
+    } finally {
+      db?.close();
+      await daemon?.stop();
+      await dovecot.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return rows;
+  },
+};
