@@ -113,11 +113,12 @@ export function createMcpListener(deps: McpListenerDeps): Server {
       const principal = judgement.principal;
       // A tool the grant does not permit is absent, and calling it reads like calling a tool that does not exist.
       const tools: Tool[] = offered.filter((tool) => holds(principal, tool.permission));
+      const withheld: Tool[] = offered.filter((tool) => !holds(principal, tool.permission));
       if (req.method !== 'POST') return answerEmpty(res, 405, { Allow: 'POST' });
       const body = await readJson(req);
       if (body.kind === 'too-large') return answerEmpty(res, 413);
       if (body.kind === 'malformed') return answerParseError(res);
-      await handleMcpRequest(req, res, body.value, { tools, principal, context: { ...baseContext, deadlineMs }, log, version: deps.version });
+      await handleMcpRequest(req, res, body.value, { tools, withheld, principal, context: { ...baseContext, deadlineMs }, log, version: deps.version });
     });
   };
 

@@ -30,6 +30,8 @@ import type { Tool, ToolContext } from './tools.ts';
 export type McpExchange = {
   /** The tools this caller may see and call (already narrowed by deployment and grant). */
   tools: readonly Tool[];
+  /** Tools this deployment offers that the caller's grant withholds: calling one is a refusal (counted), answered as unknown. */
+  withheld?: readonly Tool[];
   principal: Principal;
   context: ToolContext;
   log: Logger;
@@ -55,6 +57,8 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);
     if (!tool) {
+      const withheld = exchange.withheld?.find((t) => t.name === request.params.name);
+      if (withheld) recordRefusal(exchange.log, { surface: 'mcp', target: withheld.name, permission: withheld.permission, principal: exchange.principal });
       exchange.log.info({ event: 'mcp.tool-call', tool: null, isError: true, code: -32602, durationMs: 0 }, 'mcp.tool-call');
       // Unknown and not granted read the same: nothing about the caller, credential or permission.
       throw Object.assign(new Error(`Unknown tool: '${request.params.name}'`), { code: -32602 });

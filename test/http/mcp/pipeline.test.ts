@@ -107,6 +107,7 @@ t.test('credentials, grants and limits on /mcp', async (t) => {
   t.teardown(() => client.close());
   t.same((await client.listTools()).tools, [], 'a credential without service.mail.read sees none of the read tools');
   await t.rejects(client.callTool({ name: 'list_emails', arguments: {} }), { code: -32602, message: /Unknown tool: 'list_emails'/ });
+  t.match(sync.logs.events('auth.refused'), [{ level: 40, surface: 'mcp', target: 'list_emails', permission: 'service.mail.read', credential: 'reporting' }], 'the withheld call is a refusal, logged naming the credential');
 
   // Rotation through the file, no restart: the old key stops, the new one works.
   writeFileSync(join(dir, 'a.key'), KEY_A_NEXT);
