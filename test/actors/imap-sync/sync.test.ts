@@ -12,6 +12,9 @@ import { tempDir } from '../../helpers/daemon.ts';
 import { mirrorStates, readMirror } from '../../helpers/mirror.ts';
 import { startSyncService } from '../../helpers/sync-service.ts';
 
+// Real servers and a whole mirror: generous on a loaded machine (CI shares two cores).
+t.setTimeout(300_000);
+
 function message(i: number, extra = ''): string {
   return [
     `From: Sender ${i} <sender${i}@example.org>`,

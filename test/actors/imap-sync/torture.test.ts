@@ -13,6 +13,9 @@ import { mirrorStates, readMirror } from '../../helpers/mirror.ts';
 import { sensitiveStrings } from '../../helpers/privacy.ts';
 import { startSyncService } from '../../helpers/sync-service.ts';
 
+// Real servers and a whole mirror: generous on a loaded machine (CI shares two cores).
+t.setTimeout(300_000);
+
 t.test('the whole MIME torture corpus is stored; nothing crashes; nothing private is logged', { skip: !corpusAvailable() && 'the shared corpus is not present' }, async (t) => {
   const corpus = loadCorpus('mime-torture');
   t.ok(corpus.length > 100, `${corpus.length} torture messages`);

@@ -35,6 +35,9 @@ import { freePort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemo
 import { until } from '../../helpers/log-capture.ts';
 import { readMirror } from '../../helpers/mirror.ts';
 
+// Real servers and a whole mirror: generous on a loaded machine (CI shares two cores).
+t.setTimeout(300_000);
+
 function message(i: number): string {
   return [
     `From: Sender ${i} <sender${i}@example.org>`,

@@ -22,6 +22,9 @@ import { freePort, tempDir } from '../../helpers/daemon.ts';
 import { sensitiveStrings } from '../../helpers/privacy.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
 
+// Real servers and a whole mirror: generous on a loaded machine (CI shares two cores).
+t.setTimeout(300_000);
+
 type Json = Record<string, any>;
 
 async function connect(t: Test, port: number): Promise<Client> {
