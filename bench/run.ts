@@ -9,12 +9,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { actorAsk } from './scenarios/actor-ask.ts';
 import { actorDensity } from './scenarios/actor-density.ts';
+import { authOverhead } from './scenarios/auth-overhead.ts';
 import { mimeParse } from './scenarios/mime-parse.ts';
 import { search } from './scenarios/search.ts';
 import { syncInitial } from './scenarios/sync-initial.ts';
 import type { Row, Scenario } from './scenario.ts';
 
-const scenarios: Scenario[] = [actorAsk, actorDensity, mimeParse, syncInitial, search];
+const scenarios: Scenario[] = [actorAsk, actorDensity, mimeParse, syncInitial, search, authOverhead];
 
 function table(rows: Row[]): string {
   if (rows.length === 0) return '(no rows)';

@@ -108,7 +108,9 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
     config,
     JSON.stringify({
       HealthEndpoints: { Enabled: false },
-      McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: port },
+      // The limiter stays in the path (its cost is part of a call) but never refuses: the default
+      // anonymous budget (60 calls a minute) would end the run in its first second.
+      McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: port, RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 } },
       Logging: { Level: 'warn', Format: 'Json' },
       Storage: { Database: database },
       // One run mirrors the folder; no further run disturbs the measurements.
@@ -378,6 +380,13 @@ export const search: Scenario = {
     const listCalls = Math.max(16, Number(process.env.BENCH_LIST_CALLS ?? '800'));
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-search-'));
     trackDir(dir);
+    // Interrupted: exit normally, so the harness's exit hooks stop what was started (by PID) and remove the directories.
+    const interrupted = (signal: NodeJS.Signals): void => {
+      process.stderr.write(`[search] ${signal}: stopping\n`);
+      process.exit(130);
+    };
+    process.once('SIGINT', interrupted);
+    process.once('SIGTERM', interrupted);
     const rows: Row[] = [];
     let daemon: Daemon | null = null;
     let db: Database | null = null;
@@ -514,6 +523,8 @@ export const search: Scenario = {
       await daemon?.stop();
       await dovecot.stop();
       rmSync(dir, { recursive: true, force: true });
+      process.off('SIGINT', interrupted);
+      process.off('SIGTERM', interrupted);
     }
     return rows;
   },

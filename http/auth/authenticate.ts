@@ -84,7 +84,7 @@ export function createAuthenticator(surface: Surface, entries: readonly Credenti
         return { kind: 'refused' };
       }
       case 'access-token': {
-        const judged = await judgeAccessToken(bearer, entries, { overTls: origin.overTls, now: now(), keySets: deps.keySets });
+        const judged = await judgeAccessToken(bearer, entries, { overTls: origin.scheme === 'https', now: now(), keySets: deps.keySets });
         if (judged.kind === 'admitted') return { kind: 'admitted', principal: caller(judged.entryIndex, `${judged.issuer} ${judged.subject}`), partition: { kind: 'other' } };
         log.info({ event: 'auth.token-refused', cause: judged.cause, ...(judged.server ? { server: judged.server } : {}) }, 'auth.token-refused');
         return judged.kind === 'refused' ? { kind: 'refused' } : { kind: 'forbidden', refusal: judged };

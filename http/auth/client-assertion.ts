@@ -125,6 +125,22 @@ async function verifies(jwt: string, key: KeyObject, alg: AssertionAlgorithm): P
   }
 }
 
+/**
+ * Inspections by material text: the file is still read at every request (so
+ * a rotation takes effect at once), but parsing the same PEM again cost
+ * ~1.7 ms an assertion (bench `auth-overhead`). Bounded: a handful of keys.
+ */
+const inspections = new Map<string, ReturnType<typeof inspectPublicKey>>();
+function inspected(material: string): ReturnType<typeof inspectPublicKey> {
+  let found = inspections.get(material);
+  if (!found) {
+    if (inspections.size >= 64) inspections.clear();
+    found = inspectPublicKey(material);
+    inspections.set(material, found);
+  }
+  return found;
+}
+
 type KeyAttempt = { kind: 'verified'; payload: Uint8Array } | { kind: 'unreadable' } | { kind: 'incompatible' } | { kind: 'failed' };
 
 async function attempt(jwt: string, entry: PublicKeyEntry, alg: AssertionAlgorithm, read: ReadMaterial): Promise<KeyAttempt> {
@@ -134,7 +150,7 @@ async function attempt(jwt: string, entry: PublicKeyEntry, alg: AssertionAlgorit
   } catch {
     return { kind: 'unreadable' };
   }
-  const inspection = inspectPublicKey(material);
+  const inspection = inspected(material);
   if (!inspection.ok) return { kind: 'unreadable' };
   if (!inspection.algorithms.includes(alg)) return { kind: 'incompatible' };
   const payload = await verifies(jwt, inspection.key, alg);

@@ -38,8 +38,19 @@ export type McpExchange = {
   version: string;
 };
 
-/** What `tools/list` publishes for a tool: also what the golden file locks. */
+const published = new WeakMap<Tool, PublishedTool>();
+
+/** What `tools/list` publishes for a tool: also what the golden file locks. Built once per tool. */
 export function publishedTool(tool: Tool): PublishedTool {
+  let entry = published.get(tool);
+  if (!entry) {
+    entry = buildPublishedTool(tool);
+    published.set(tool, entry);
+  }
+  return entry;
+}
+
+function buildPublishedTool(tool: Tool): PublishedTool {
   const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   return {
     name: tool.name,
