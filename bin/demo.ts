@@ -266,17 +266,21 @@ async function placeMailbox(dovecot: Dovecot): Promise<DemoMailbox> {
   return mailbox;
 }
 
-function demoConfig(o: { dir: string; port: number; dovecot: Dovecot; passwordFile: string; keyRingFile: string }): unknown {
+function demoConfig(o: { dir: string; port: number; dovecot: Dovecot; passwordFile: string; keyRingFile: string; apiKeyFile: string }): unknown {
   return {
     McpEndpoint: {
       Enabled: true,
       Transport: 'Http',
       BindAddress: '127.0.0.1',
       Port: o.port,
+      // A freshly generated API key: clients present it as `Authorization: Bearer <key>`.
+      Authentication: [{ ApiKey: { Name: 'demo-agent', SecretReference: `file:${o.apiKeyFile}`, Lifetime: 'NoLimit' } }],
       // Browsers only from the Inspector's page: no other web page can reach the endpoint by DNS rebinding.
       Cors: { AllowedOrigins: INSPECTOR_ORIGINS },
     },
     AdminEndpoint: { Enabled: false },
+    // Nothing stands in front of the demo: believe forwarded headers from no one but this machine.
+    ReverseProxy: { TrustedProxies: ['127.0.0.1/32', '::1/128'] },
     HealthEndpoints: { Enabled: false },
     Deployment: { PublicBaseAddress: `http://127.0.0.1:${o.port}` },
     Accounts: [
@@ -319,11 +323,11 @@ async function waitForFirstRun(service: Service): Promise<SynchronizationStatus>
 }
 
 /** `tools/list` against the endpoint, as a client would send it: the tool count, or why not. */
-async function probeMcp(url: string): Promise<{ ok: true; tools: string[] } | { ok: false; why: string }> {
+async function probeMcp(url: string, apiKey: string): Promise<{ ok: true; tools: string[] } | { ok: false; why: string }> {
   try {
     const res = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${apiKey}` },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       signal: AbortSignal.timeout(10_000),
     });
@@ -355,12 +359,14 @@ function printSummary(o: {
   syncMs: number;
   probe: Awaited<ReturnType<typeof probeMcp>>;
   warnings: string[];
+  apiKey: string;
 }): void {
   const account = o.status.accounts.find((a) => a.account === ACCOUNT);
   const folders = (account?.folders ?? []).map((f) => `${f.alias} ${f.lastRun?.storedEmailCount ?? 0}`).join(', ');
   const outcome = account?.lastRun?.outcome ?? 'none';
-  const cursor = JSON.stringify({ mcpServers: { mailcairn: { url: o.url } } }, null, 2);
-  const vscode = JSON.stringify({ servers: { mailcairn: { type: 'http', url: o.url } } }, null, 2);
+  const headers = { Authorization: `Bearer ${o.apiKey}` };
+  const cursor = JSON.stringify({ mcpServers: { mailcairn: { url: o.url, headers } } }, null, 2);
+  const vscode = JSON.stringify({ servers: { mailcairn: { type: 'http', url: o.url, headers } } }, null, 2);
   const indent = (text: string): string =>
     text
       .split('\n')
@@ -381,13 +387,16 @@ function printSummary(o: {
       : `               did not answer tools/list yet: ${o.probe.why}`,
   );
   out();
-  out('No API key is needed yet: credentials come in a later release. Until then anything that can reach');
-  out('the endpoint reads this mailbox, which is why it listens on 127.0.0.1 only. The service warns:');
-  for (const w of o.warnings) out(`  - ${w}`);
-  out('Expected for a demo on loopback; docs/connecting-agents.md explains them.');
+  out(`API key       ${o.apiKey}`);
+  out('               generated for this demo; present it as "Authorization: Bearer <key>" (docs/security.md)');
+  if (o.warnings.length > 0) {
+    out('The service warns:');
+    for (const w of o.warnings) out(`  - ${w}`);
+    out('Expected for a demo on loopback; docs/connecting-agents.md explains them.');
+  }
   out();
   out('Claude Code:');
-  out(`    claude mcp add --transport http mailcairn ${o.url}`);
+  out(`    claude mcp add --transport http mailcairn ${o.url} --header "Authorization: Bearer ${o.apiKey}"`);
   out();
   out('Cursor (~/.cursor/mcp.json) and other clients taking "mcpServers":');
   out(indent(cursor));
@@ -397,10 +406,11 @@ function printSummary(o: {
   out();
   out('MCP Inspector (needs Node 22 or newer):');
   out('    npx @modelcontextprotocol/inspector');
-  out(`    then open the link it prints, choose Transport Type "Streamable HTTP", URL ${o.url}, Connect`);
+  out(`    then open the link it prints, choose Transport Type "Streamable HTTP", URL ${o.url},`);
+  out(`    add the header Authorization: Bearer ${o.apiKey}, Connect`);
   out();
   out('Try it by hand:');
-  out(`    curl -s -X POST ${o.url} -H 'content-type: application/json' \\`);
+  out(`    curl -s -X POST ${o.url} -H 'authorization: Bearer ${o.apiKey}' -H 'content-type: application/json' \\`);
   out(`      -H 'accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`);
   out();
   out('Claude Desktop and more: docs/connecting-agents.md');
@@ -429,9 +439,12 @@ async function main(): Promise<void> {
   writeFileSync(passwordFile, password, { mode: 0o600 });
   const keyRingFile = join(dir, 'keyring.json');
   keyringNew({ out: keyRingFile });
+  const apiKey = `mc_${randomBytes(24).toString('base64url')}`;
+  const apiKeyFile = join(dir, 'mcp-api-key');
+  writeFileSync(apiKeyFile, apiKey, { mode: 0o600 });
   const port = options.port ?? (await freePort());
   const configFile = join(dir, 'mailcairn.json');
-  writeFileSync(configFile, `${JSON.stringify(demoConfig({ dir, port, dovecot, passwordFile, keyRingFile }), null, 2)}\n`, { mode: 0o600 });
+  writeFileSync(configFile, `${JSON.stringify(demoConfig({ dir, port, dovecot, passwordFile, keyRingFile, apiKeyFile }), null, 2)}\n`, { mode: 0o600 });
 
   note('Starting Mailcairn and mirroring the mailbox…');
   const started = Date.now();
@@ -453,8 +466,8 @@ async function main(): Promise<void> {
 
   const warnings = describePosture(held.service.config).warnings.map((w) => `${w.setting}: ${w.message}`);
   const url = `http://127.0.0.1:${port}/mcp`;
-  const probe = await probeMcp(url);
-  printSummary({ url, port, dir, dovecot, mailbox, status, syncMs, probe, warnings });
+  const probe = await probeMcp(url, apiKey);
+  printSummary({ url, port, dir, dovecot, mailbox, status, syncMs, probe, warnings, apiKey });
 }
 
 main().catch(async (err: unknown) => {
