@@ -18,6 +18,7 @@ import { describePosture } from '../config/posture.ts';
 import type { Config } from '../config/schema.ts';
 import { createHealthServer, type Readiness } from '../http/health/health-server.ts';
 import { createMcpListener } from '../http/mcp/mcp-listener.ts';
+import { createAdminListener } from '../http/admin/admin-listener.ts';
 import { createAuthenticator } from '../http/auth/authenticate.ts';
 import { createKeySets } from '../http/auth/oauth/key-sets.ts';
 import { serversOf } from '../http/auth/oauth/entries.ts';
@@ -47,6 +48,8 @@ export type Service = {
   readonly health: AddressInfo | null;
   /** The MCP listener's address while `McpEndpoint:Enabled`. */
   readonly mcp: AddressInfo | null;
+  /** The administrative listener's address while `AdminEndpoint:Enabled`. */
+  readonly admin: AddressInfo | null;
   readiness(): Readiness;
   stop(): Promise<void>;
 };
@@ -127,6 +130,8 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   let healthAddress: AddressInfo | null = null;
   let mcpServer: Server | null = null;
   let mcpAddress: AddressInfo | null = null;
+  let adminServer: Server | null = null;
+  let adminAddress: AddressInfo | null = null;
   try {
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
     if (config.HealthEndpoints.Enabled) {
@@ -165,9 +170,32 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       mcpAddress = await listen(mcpServer, 'McpEndpoint', mcp.BindAddress, mcp.Port);
       log.info({ event: 'listener.open', section: 'McpEndpoint', bind: mcpAddress.address, port: mcpAddress.port }, 'listener.open');
     }
+    const admin = config.AdminEndpoint;
+    if (admin.Enabled) {
+      if (admin.Https.Endpoints.length > 0) {
+        throw new AppError('E_CONFIG_INVALID', { message: 'AdminEndpoint:Https:Endpoints: TLS is not served by this release; leave it empty and terminate TLS in front of BindAddress:Port (see docs/admin-api.md)' });
+      }
+      const adminKeySets = createKeySets({ log });
+      adminKeySets.warm(serversOf(admin.Authentication));
+      adminServer = createAdminListener({
+        config,
+        log,
+        version,
+        actor: (id) => supervisor.ref(id),
+        authenticate: createAuthenticator('admin', admin.Authentication, {
+          log,
+          env: options.env ?? process.env,
+          claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)),
+          keySets: adminKeySets,
+        }),
+      });
+      adminAddress = await listen(adminServer, 'AdminEndpoint', admin.BindAddress, admin.Port);
+      log.info({ event: 'listener.open', section: 'AdminEndpoint', bind: adminAddress.address, port: adminAddress.port }, 'listener.open');
+    }
   } catch (err) {
     if (healthServer) await close(healthServer);
     if (mcpServer) await close(mcpServer);
+    if (adminServer) await close(adminServer);
     await supervisor.stop(SHUTDOWN_DEADLINE_MS);
     await closePools();
     lock.release();
@@ -182,11 +210,13 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     supervisor,
     health: healthAddress,
     mcp: mcpAddress,
+    admin: adminAddress,
     readiness,
     stop: () => {
       stopped ??= (async () => {
         stopping = true;
         log.info({ event: 'service.stopping' }, 'service.stopping');
+        if (adminServer) await close(adminServer);
         if (mcpServer) await close(mcpServer);
         if (healthServer) await close(healthServer);
         await supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000);

@@ -26,7 +26,7 @@ import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
 import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
 import { openSession } from './connection.ts';
 import { handleMaintenance, isMaintenance, rederivationStep, resumeRederivations } from './maintenance.ts';
-import { AccessTokens } from './oauth-token.ts';
+import { AccessTokens, storeRefreshToken } from './oauth-token.ts';
 import { ImapSyncConfig, RunSummary, SyncMessage } from './protocol.ts';
 import { SyncRun } from './sync-run.ts';
 
@@ -191,6 +191,13 @@ export default defineActor({
         const recorded = msg.repairs.filter((r) => recordRepairRequest(state.db, { messageId: r.messageId, accountId: state.config.account, reason: r.reason, now })).length;
         return { recorded };
       }
+      case 'imap-sync.store-refresh-token': {
+        // Without a key ring this throws E_KEYRING_MISSING, answered to the asker; nothing is stored.
+        storeRefreshToken(state.db, state.config, msg.refreshToken, Date.now());
+        // The access token held was redeemed from the grant just replaced.
+        state.tokens.forget();
+        return { stored: true as const };
+      }
       case 'imap-sync.rederive-step':
         return rederivationStep(state, ctx, parseWith(ctx, state));
       default:
@@ -219,6 +226,13 @@ function chain(active: Active, resolve: (s: RunSummary) => void, reject: (e: unk
   };
 }
 
+/**
+ * Only the mail server refusing a login stops the actor: retrying a wrong
+ * password locks accounts. A missing or refused refresh token tried no login
+ * at all, and the cure is an operator placing a new one through the admin
+ * route — which this actor must be up to store — so those runs fail and back
+ * off instead.
+ */
 function authRefused(run: SyncRun): boolean {
-  return run.failureCode === 'E_IMAP_AUTH' || run.failureCode === 'E_OAUTH_REFRESH_REFUSED' || run.failureCode === 'E_OAUTH_REFRESH_MISSING';
+  return run.failureCode === 'E_IMAP_AUTH';
 }

@@ -45,6 +45,12 @@ export const SyncMessage = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('imap-sync.erase-pass'), folder: z.string().min(1), limit: z.number().int().min(1).max(10_000) }),
   z.strictObject({ type: z.literal('imap-sync.rederive'), ...FolderScope.shape }),
   z.strictObject({ type: z.literal('imap-sync.rederivation'), ...FolderScope.shape }),
+  /**
+   * From the admin refresh-token route: seal the account's mailbox refresh token under the key ring
+   * (purpose token-sealing) and store it in place of any earlier one; answered once durable. The
+   * token is never logged and never answered back.
+   */
+  z.strictObject({ type: z.literal('imap-sync.store-refresh-token'), refreshToken: z.string().min(1).max(16_384) }),
   /** From the query path (55001): content found missing or damaged; answered once the requests are durable. */
   z.strictObject({
     type: z.literal('imap-sync.record-repairs'),
@@ -52,6 +58,7 @@ export const SyncMessage = z.discriminatedUnion('type', [
   }),
 ]);
 
+export const StoreRefreshTokenReply = z.strictObject({ stored: z.literal(true) });
 export const RecordRepairsReply = z.strictObject({ recorded: z.number().int().nonnegative() });
 export type SyncMessage = z.infer<typeof SyncMessage>;
 

@@ -1,0 +1,43 @@
+/**
+ * The second check of the administrative use cases (admin-surface
+ * "Authentication" 6): reached without the route filter, a use case still
+ * refuses a principal lacking the permission, and one reached under no
+ * principal at all, with E_APP_REFUSED (14001) carrying the permission; an
+ * unconfigured account is an invalid request; no key ring is E_KEYRING_MISSING;
+ * none of them reaches an actor.
+ */
+import t from 'tap';
+import { loadConfig } from '../../../config/load.ts';
+import { writeConfig, tempDir } from '../../helpers/daemon.ts';
+import { adminUseCases } from '../../../http/admin/use-cases.ts';
+import type { Principal } from '../../../http/auth/principal.ts';
+
+t.test('use cases ask again', async (t) => {
+  const dir = tempDir(t);
+  const config = loadConfig({
+    file: writeConfig(dir, {
+      Storage: { Database: `${dir}/m.db` },
+      Accounts: [{ Id: 'pat', Imap: { Host: '127.0.0.1', Port: 1143, Security: 'None', Username: 'pat', Password: 'env:PW' }, Folders: [{ Alias: 'inbox' }] }],
+    }),
+    env: {},
+  });
+  const asked: unknown[] = [];
+  const useCases = adminUseCases({
+    config,
+    version: '1.2.3',
+    actor: (id) => ({ id, ask: async (msg: unknown) => (asked.push(msg), { stored: true }) as never }),
+  });
+  const reader: Principal = { kind: 'caller', identity: 'reader', permissions: new Set(['service.admin.read']) };
+  const writer: Principal = { kind: 'caller', identity: 'writer', permissions: new Set(['service.admin.credentials.write']) };
+
+  const refusal = (permission?: string) => ({ code: 'E_APP_REFUSED', publicCode: 14001, details: permission === undefined ? undefined : { permission } });
+  await t.rejects(useCases.storeRefreshToken(reader, { account: 'pat', refreshToken: 'r' }, 1_000), refusal('service.admin.credentials.write'));
+  await t.rejects(useCases.synchronization(writer, 1_000), refusal('service.admin.read'));
+  await t.rejects(useCases.synchronization(null, 1_000), refusal(undefined), 'no principal at all');
+  t.throws(() => useCases.session(null), refusal(undefined));
+  t.same(useCases.session(reader), { service: 'mailcairn', version: '1.2.3', credential: 'reader', permissions: ['service.admin.read'] });
+
+  await t.rejects(useCases.storeRefreshToken(writer, { account: 'nobody', refreshToken: 'r' }, 1_000), { name: 'InvalidRequest', message: /configures no mail account named 'nobody'/ });
+  await t.rejects(useCases.storeRefreshToken(writer, { account: 'pat', refreshToken: 'r' }, 1_000), { code: 'E_KEYRING_MISSING' }, 'no key ring: nothing asked');
+  t.same(asked, [], 'no refusal reached an actor');
+});
