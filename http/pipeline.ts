@@ -24,3 +24,10 @@ export function answerEmpty(res: ServerResponse, status: number, headers: Record
   res.setHeader('Content-Length', 0);
   res.end();
 }
+
+/** The path of a request target, without its query or fragment ('/' when absent). */
+export function pathOf(url: string | undefined): string {
+  const raw = url ?? '/';
+  const end = raw.search(/[?#]/);
+  return end === -1 ? raw : raw.slice(0, end);
+}

@@ -32,7 +32,7 @@ import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/met
 import { holds, recordRefusal, type Principal } from '../auth/principal.ts';
 import { answerTooMany, createRateLimiter, describeLimits, partitionFor } from '../limits/rate-limiter.ts';
 import { withRequestTimeout } from '../limits/request-timeout.ts';
-import { answerEmpty, answerUnauthenticated } from '../pipeline.ts';
+import { answerEmpty, answerUnauthenticated, pathOf } from '../pipeline.ts';
 import { effectiveOrigin } from '../proxy.ts';
 import { answerForbidden, answerInvalid, answerJson, answerTooLarge } from './problem.ts';
 import { adminUseCases, InvalidRequest, type AdminUseCases } from './use-cases.ts';
@@ -265,8 +265,3 @@ async function readJsonBody(req: IncomingMessage, limit: number): Promise<Body> 
   });
 }
 
-function pathOf(url: string | undefined): string {
-  const raw = url ?? '/';
-  const end = raw.search(/[?#]/);
-  return end === -1 ? raw : raw.slice(0, end);
-}

@@ -35,6 +35,7 @@ import type { KeyRing } from '../../runtime/keyring/keyring.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { verifyCapability, type CapabilityClaims } from './capability.ts';
 import { contentDisposition, servedContentType } from './download-headers.ts';
+import { pathOf } from '../pipeline.ts';
 
 /** What spans, metrics and logs name this route by: never the path itself. */
 export const ATTACHMENT_ROUTE = '/attachments/{capability}';
@@ -97,11 +98,6 @@ function capabilityOf(url: string | undefined): string | null {
   return token.length > 0 && !token.includes('/') ? token : null;
 }
 
-function pathOf(url: string | undefined): string {
-  const raw = url ?? '';
-  const end = raw.search(/[?#]/);
-  return end === -1 ? raw : raw.slice(0, end);
-}
 
 /** Headers of every answer, 404 included. */
 function guard(res: ServerResponse): void {

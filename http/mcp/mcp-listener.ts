@@ -32,7 +32,7 @@ import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/met
 import { answerTooMany, createRateLimiter, describeLimits, partitionFor, type PartitionAdmission } from '../limits/rate-limiter.ts';
 import { withRequestTimeout } from '../limits/request-timeout.ts';
 import { effectiveOrigin } from '../proxy.ts';
-import { answerEmpty, answerUnauthenticated } from '../pipeline.ts';
+import { answerEmpty, answerUnauthenticated, pathOf } from '../pipeline.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
 import { readTools, type Tool, type ToolContext } from './tools.ts';
@@ -208,8 +208,3 @@ function answerParseError(res: ServerResponse): void {
   res.end(text);
 }
 
-function pathOf(url: string | undefined): string {
-  const raw = url ?? '/';
-  const end = raw.search(/[?#]/);
-  return end === -1 ? raw : raw.slice(0, end);
-}
