@@ -281,9 +281,9 @@ async function chooseShapes(database: string, env: NodeJS.ProcessEnv, total: num
 /**
  * `n` timed runs after `warmup` untimed ones. Between runs the event loop
  * turns once (untimed): the in-process query is synchronous, and a loop held
- * for seconds would leave the MCP clients' sockets unread — a connection the
- * server closed meanwhile (idle 5 s) would then be reused ("other side
- * closed"), which is what happened at 50k before this.
+ * for seconds would leave the MCP clients' sockets unread, and a connection
+ * the server closed meanwhile would then be reused ("other side closed": the
+ * 50k run, when the listener still closed idle connections after 5 s).
  */
 async function sample(n: number, warmup: number, once: () => Promise<void> | void): Promise<number[]> {
   const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -305,10 +305,10 @@ const ms = (us: number): number => round(us / 1000, 2);
 const p = (samples: number[]) => summarize(samples, 1);
 
 /**
- * The clients' connections: kept alive, but dropped after a second idle, well
- * before the server ends an idle one (5 s, Node's default), so a request is
- * never written to a connection the server is closing. A fresh connection
- * costs one loopback connect, in a warm-up call.
+ * The clients' connections: kept alive, but dropped after a second idle,
+ * before a server ends an idle one (the listener keeps them 65 s; Node's
+ * default is 5 s), so a request is never written to a connection the server
+ * is closing. A fresh connection costs one loopback connect, in a warm-up call.
  */
 const agent = new Agent({ keepAliveTimeout: 1_000, keepAliveMaxTimeout: 1_000 });
 const agentFetch = ((url: string | URL, init?: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch;
