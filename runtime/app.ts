@@ -126,6 +126,18 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     };
   };
 
+  const openListener = async (server: Server, section: string, bind: string, port: number): Promise<AddressInfo> => {
+    const address = await listen(server, section, bind, port);
+    log.info({ event: 'listener.open', section, bind: address.address, port: address.port }, 'listener.open');
+    return address;
+  };
+  // One authentication stage per surface; discovery and key sets are read now, so the first token after boot does not wait.
+  const authenticatorFor = (surface: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
+    const keySets = createKeySets({ log });
+    keySets.warm(serversOf(entries));
+    return createAuthenticator(surface, entries, { log, env: options.env ?? process.env, claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)), keySets });
+  };
+
   let healthServer: Server | null = null;
   let healthAddress: AddressInfo | null = null;
   let mcpServer: Server | null = null;
@@ -141,17 +153,13 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         });
       }
       healthServer = createHealthServer(readiness);
-      healthAddress = await listen(healthServer, 'HealthEndpoints', config.HealthEndpoints.BindAddress, config.HealthEndpoints.Port);
-      log.info({ event: 'listener.open', section: 'HealthEndpoints', bind: healthAddress.address, port: healthAddress.port }, 'listener.open');
+      healthAddress = await openListener(healthServer, 'HealthEndpoints', config.HealthEndpoints.BindAddress, config.HealthEndpoints.Port);
     }
     const mcp = config.McpEndpoint;
     if (mcp.Enabled) {
       if (mcp.Transport !== 'Http') {
         throw new AppError('E_CONFIG_INVALID', { message: 'McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)' });
       }
-      // Discovery and key sets are read now, so the first token after boot does not wait on them.
-      const mcpKeySets = createKeySets({ log });
-      mcpKeySets.warm(serversOf(mcp.Authentication));
       mcpServer = createMcpListener({
         config,
         store: storeSlice(config),
@@ -160,37 +168,23 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         readiness,
         queryPool,
         actor: (id) => supervisor.ref(id),
-        authenticate: createAuthenticator('mcp', mcp.Authentication, {
-          log,
-          env: options.env ?? process.env,
-          claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)),
-          keySets: mcpKeySets,
-        }),
+        authenticate: authenticatorFor('mcp', mcp.Authentication),
       });
-      mcpAddress = await listen(mcpServer, 'McpEndpoint', mcp.BindAddress, mcp.Port);
-      log.info({ event: 'listener.open', section: 'McpEndpoint', bind: mcpAddress.address, port: mcpAddress.port }, 'listener.open');
+      mcpAddress = await openListener(mcpServer, 'McpEndpoint', mcp.BindAddress, mcp.Port);
     }
     const admin = config.AdminEndpoint;
     if (admin.Enabled) {
       if (admin.Https.Endpoints.length > 0) {
         throw new AppError('E_CONFIG_INVALID', { message: 'AdminEndpoint:Https:Endpoints: TLS is not served by this release; leave it empty and terminate TLS in front of BindAddress:Port (see docs/admin-api.md)' });
       }
-      const adminKeySets = createKeySets({ log });
-      adminKeySets.warm(serversOf(admin.Authentication));
       adminServer = createAdminListener({
         config,
         log,
         version,
         actor: (id) => supervisor.ref(id),
-        authenticate: createAuthenticator('admin', admin.Authentication, {
-          log,
-          env: options.env ?? process.env,
-          claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)),
-          keySets: adminKeySets,
-        }),
+        authenticate: authenticatorFor('admin', admin.Authentication),
       });
-      adminAddress = await listen(adminServer, 'AdminEndpoint', admin.BindAddress, admin.Port);
-      log.info({ event: 'listener.open', section: 'AdminEndpoint', bind: adminAddress.address, port: adminAddress.port }, 'listener.open');
+      adminAddress = await openListener(adminServer, 'AdminEndpoint', admin.BindAddress, admin.Port);
     }
   } catch (err) {
     if (healthServer) await close(healthServer);
