@@ -108,7 +108,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   const queryPool = createPool({
     id: MAIL_QUERY_POOL,
     entry: moduleUrl('../actors/mail-query/task.ts', import.meta.url),
-    minThreads: config.McpEndpoint.Enabled ? 1 : 0,
+    minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
     maxThreads: availableParallelism(),
     maxQueue: 1_024,
   });
@@ -182,6 +182,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         log,
         version,
         actor: (id) => supervisor.ref(id),
+        queryPool,
         authenticate: authenticatorFor('admin', admin.Authentication),
       });
       adminAddress = await openListener(adminServer, 'AdminEndpoint', admin.BindAddress, admin.Port);

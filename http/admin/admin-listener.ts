@@ -29,87 +29,33 @@ import type { Askable } from '../../runtime/ref.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
 import { answerTokenRefusal } from '../auth/oauth/challenge.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
-import { holds, recordRefusal, type Principal } from '../auth/principal.ts';
+import { holds, recordRefusal } from '../auth/principal.ts';
 import { answerTooMany, createRateLimiter, describeLimits, partitionFor } from '../limits/rate-limiter.ts';
 import { withRequestTimeout } from '../limits/request-timeout.ts';
 import { answerEmpty, answerUnauthenticated, pathOf } from '../pipeline.ts';
 import { effectiveOrigin } from '../proxy.ts';
+import { sentenceOf } from './invalid-input.ts';
 import { answerForbidden, answerInvalid, answerJson, answerTooLarge } from './problem.ts';
-import { adminUseCases, InvalidRequest, type AdminUseCases } from './use-cases.ts';
+import type { AdminDeps, Route } from './route.ts';
+import { ROUTES } from './routes/index.ts';
+import { ADMIN_PREFIX } from './routes/prefix.ts';
+import { InvalidRequest } from './use-cases/guard.ts';
 
-export const ADMIN_PREFIX = '/api/admin';
-
-/** Body limits (admin-surface "Body limits"): the refresh-token route, and every other write. */
-export const REFRESH_TOKEN_BODY_BYTES = 16 * 1024;
-export const WRITE_BODY_BYTES = 4 * 1024;
+export { ADMIN_PREFIX };
 
 export type AdminListenerDeps = {
   config: Config;
   log: Logger;
   version: string;
-  /** An actor by id (the scheduler answers the status; an account's sync actor stores its refresh token). */
+  /** An actor by id (the scheduler answers the status; an account's sync actor does its account's work). */
   actor(id: string): Askable;
+  /** The read-only query pool. */
+  queryPool: Askable;
   /** The authentication stage of this surface: `createAuthenticator('admin', …)`. */
   authenticate: Authenticate;
+  /** The routes served; the build's table unless a test narrows it. */
+  routes?: readonly Route[];
 };
-
-type RouteContext = { req: IncomingMessage; res: ServerResponse; principal: Principal; deadlineMs: number; useCases: AdminUseCases };
-
-type Route = {
-  readonly method: 'GET' | 'POST';
-  /** The path, which is also the template logged and counted. */
-  readonly path: string;
-  /** The permission the route publishes; null: none (the session). */
-  readonly permission: string | null;
-  /** Writes only: the largest body taken. */
-  readonly bodyLimit?: number;
-  handle(ctx: RouteContext, body: unknown): Promise<void>;
-};
-
-/** The routes this build serves. A route of the spec's table that is not here answers 404: never a stub. */
-const ROUTES: readonly Route[] = [
-  {
-    method: 'GET',
-    path: `${ADMIN_PREFIX}/session`,
-    permission: null,
-    async handle({ res, principal, useCases }) {
-      answerJson(res, 200, useCases.session(principal));
-    },
-  },
-  {
-    method: 'GET',
-    path: `${ADMIN_PREFIX}/mailbox/synchronization`,
-    permission: 'service.admin.read',
-    async handle({ res, principal, deadlineMs, useCases }) {
-      answerJson(res, 200, await useCases.synchronization(principal, deadlineMs));
-    },
-  },
-  {
-    method: 'POST',
-    path: `${ADMIN_PREFIX}/mailbox/refresh-token`,
-    permission: 'service.admin.credentials.write',
-    bodyLimit: REFRESH_TOKEN_BODY_BYTES,
-    async handle({ res, principal, deadlineMs, useCases }, body) {
-      await useCases.storeRefreshToken(principal, refreshTokenGrant(body), deadlineMs);
-      // No body: nothing stored can be read back.
-      answerEmpty(res, 204);
-    },
-  },
-];
-
-/** `{account, refreshToken}`, both non-empty text, nothing else; else the sentence of the 400. */
-function refreshTokenGrant(body: unknown): { account: string; refreshToken: string } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new InvalidRequest('Send a JSON object with the members account and refreshToken.');
-  }
-  const record = body as Record<string, unknown>;
-  const extra = Object.keys(record).filter((k) => k !== 'account' && k !== 'refreshToken');
-  if (extra.length > 0) throw new InvalidRequest('Send only the members account and refreshToken.');
-  const { account, refreshToken } = record;
-  if (typeof account !== 'string' || account.trim() === '') throw new InvalidRequest('Name the account in the member account (a configured Accounts:Id).');
-  if (typeof refreshToken !== 'string' || refreshToken.trim() === '') throw new InvalidRequest('Put the mailbox refresh token in the member refreshToken (non-empty text).');
-  return { account, refreshToken };
-}
 
 export function createAdminListener(deps: AdminListenerDeps): Server {
   const { config, log } = deps;
@@ -117,7 +63,8 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
   const limiter = createRateLimiter(endpoint.RateLimiting, { surface: 'admin' });
   log.info({ event: 'limits.in-force', section: 'AdminEndpoint', ...describeLimits(endpoint.RateLimiting, 'admin') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
-  const useCases = adminUseCases({ config, version: deps.version, actor: deps.actor });
+  const routes = deps.routes ?? ROUTES;
+  const routeDeps: AdminDeps = { config, version: deps.version, actor: deps.actor, queryPool: deps.queryPool };
 
   const admin = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
     let release = (): void => {};
@@ -144,7 +91,7 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     }
     const principal = judgement.principal;
 
-    const atPath = ROUTES.filter((r) => r.path === path);
+    const atPath = routes.filter((r) => r.path === path);
     const route = atPath.find((r) => r.method === req.method);
     if (route === undefined) {
       req.resume();
@@ -160,19 +107,38 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     }
 
     let body: unknown;
-    if (route.bodyLimit !== undefined) {
-      const read = await readJsonBody(req, route.bodyLimit);
+    if (route.method === 'POST') {
+      const limit = route.bodyLimit ?? WRITE_BODY_BYTES_DEFAULT;
+      const read = await readJsonBody(req, limit);
       if (deadline.timedOut()) return;
-      if (read.kind === 'too-large') return answerTooLarge(res, route.bodyLimit);
+      if (read.kind === 'too-large') return answerTooLarge(res, limit);
       if (read.kind === 'not-json') return answerInvalid(res, 'Send the body as application/json.');
       if (read.kind === 'malformed') return answerInvalid(res, 'Send a body that is well-formed JSON.');
       body = read.value;
+      if (route.body !== undefined) {
+        const parsed = route.body.safeParse(body);
+        if (!parsed.success) return answerInvalid(res, sentenceOf(parsed.error, 'body'));
+        body = parsed.data;
+      }
     } else {
       req.resume();
     }
+    const params = queryOf(req.url);
+    if (params === null) return answerInvalid(res, 'Name each query parameter once.');
+    let query: unknown;
+    if (route.query !== undefined) {
+      const parsed = route.query.safeParse(params);
+      if (!parsed.success) return answerInvalid(res, sentenceOf(parsed.error, 'query'));
+      query = parsed.data;
+    } else if (Object.keys(params).length > 0) {
+      return answerInvalid(res, 'Leave out the query string; this route takes none.');
+    }
 
     try {
-      await route.handle({ req, res, principal, deadlineMs, useCases }, body);
+      const answer = await route.handle({ principal, deadlineMs, query, body }, routeDeps);
+      if (deadline.timedOut()) return;
+      if (answer.status === 204) answerEmpty(res, 204);
+      else answerJson(res, 200, answer.json);
     } catch (err) {
       if (deadline.timedOut()) return;
       if (err instanceof InvalidRequest) return answerInvalid(res, err.message);
@@ -204,12 +170,28 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     }
     admin(req, res, path).catch((err: unknown) => {
       // Only a known route's template reaches the log; any other path is the caller's text.
-      const template = ROUTES.find((r) => r.path === path)?.path ?? ADMIN_PREFIX;
+      const template = routes.find((r) => r.path === path)?.path ?? ADMIN_PREFIX;
       log.error({ err: describe(err), event: 'http.failed', route: template }, 'http.failed');
       if (!res.headersSent) answerEmpty(res, 500);
       else res.destroy();
     });
   });
+}
+
+/** Writes without a limit of their own take the 4 KB of the spec's write group. */
+const WRITE_BODY_BYTES_DEFAULT = 4 * 1024;
+
+/** The query string as one value per name; null when a name repeats (ambiguous, so refused). */
+function queryOf(url: string | undefined): Record<string, string> | null {
+  const at = url?.indexOf('?') ?? -1;
+  if (url === undefined || at < 0) return {};
+  const params = new URLSearchParams(url.slice(at + 1));
+  const out: Record<string, string> = {};
+  for (const [name, value] of params) {
+    if (Object.hasOwn(out, name)) return null;
+    out[name] = value;
+  }
+  return out;
 }
 
 /** A failure for the log: an AppError by code and constant message; anything else by its name (a message might quote input). */

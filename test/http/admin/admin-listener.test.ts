@@ -210,9 +210,9 @@ t.test('credentials, permissions and the three routes', async (t) => {
   };
   await invalid({ json: { account: 'nobody', refreshToken: TOKEN_FIRST } }, /configures no mail account named 'nobody'/, 'an unconfigured account');
   await invalid({ json: { account: 'pat' } }, /refreshToken/, 'no refreshToken');
-  await invalid({ json: { refreshToken: TOKEN_FIRST } }, /member account/, 'no account');
+  await invalid({ json: { refreshToken: TOKEN_FIRST } }, /Name the account in account/, 'no account');
   await invalid({ json: { account: 'pat', refreshToken: '' } }, /refreshToken/, 'an empty refreshToken');
-  await invalid({ json: { account: 'pat', refreshToken: TOKEN_FIRST, scope: 'x' } }, /only the members/, 'a member the route does not take');
+  await invalid({ json: { account: 'pat', refreshToken: TOKEN_FIRST, scope: 'x' } }, /Leave out the member scope/, 'a member the route does not take');
   await invalid({ json: [TOKEN_FIRST] }, /JSON object/, 'not an object');
   await invalid({ body: JSON.stringify({ account: 'pat', refreshToken: TOKEN_FIRST }), contentType: 'text/plain' }, /application\/json/, 'not application/json');
   await invalid({ body: `{"account":"pat","refreshToken":"${TOKEN_FIRST}"` }, /well-formed JSON/, 'malformed JSON');

@@ -9,7 +9,9 @@
 import t from 'tap';
 import { loadConfig } from '../../../config/load.ts';
 import { writeConfig, tempDir } from '../../helpers/daemon.ts';
-import { adminUseCases } from '../../../http/admin/use-cases.ts';
+import { storeRefreshToken } from '../../../http/admin/use-cases/refresh-token.ts';
+import { sessionReport } from '../../../http/admin/use-cases/session.ts';
+import { synchronizationStatus } from '../../../http/admin/use-cases/synchronization.ts';
 import type { Principal } from '../../../http/auth/principal.ts';
 
 t.test('use cases ask again', async (t) => {
@@ -22,22 +24,18 @@ t.test('use cases ask again', async (t) => {
     env: {},
   });
   const asked: unknown[] = [];
-  const useCases = adminUseCases({
-    config,
-    version: '1.2.3',
-    actor: (id) => ({ id, ask: async (msg: unknown) => (asked.push(msg), { stored: true }) as never }),
-  });
+  const deps = { config, actor: (id: string) => ({ id, ask: async (msg: unknown) => (asked.push(msg), { stored: true }) as never }) };
   const reader: Principal = { kind: 'caller', identity: 'reader', permissions: new Set(['service.admin.read']) };
   const writer: Principal = { kind: 'caller', identity: 'writer', permissions: new Set(['service.admin.credentials.write']) };
 
   const refusal = (permission?: string) => ({ code: 'E_APP_REFUSED', publicCode: 14001, details: permission === undefined ? undefined : { permission } });
-  await t.rejects(useCases.storeRefreshToken(reader, { account: 'pat', refreshToken: 'r' }, 1_000), refusal('service.admin.credentials.write'));
-  await t.rejects(useCases.synchronization(writer, 1_000), refusal('service.admin.read'));
-  await t.rejects(useCases.synchronization(null, 1_000), refusal(undefined), 'no principal at all');
-  t.throws(() => useCases.session(null), refusal(undefined));
-  t.same(useCases.session(reader), { service: 'mailcairn', version: '1.2.3', credential: 'reader', permissions: ['service.admin.read'] });
+  await t.rejects(storeRefreshToken(deps, reader, { account: 'pat', refreshToken: 'r' }, 1_000), refusal('service.admin.credentials.write'));
+  await t.rejects(synchronizationStatus(deps, writer, 1_000), refusal('service.admin.read'));
+  await t.rejects(synchronizationStatus(deps, null, 1_000), refusal(undefined), 'no principal at all');
+  t.throws(() => sessionReport('1.2.3', null), refusal(undefined));
+  t.same(sessionReport('1.2.3', reader), { service: 'mailcairn', version: '1.2.3', credential: 'reader', permissions: ['service.admin.read'] });
 
-  await t.rejects(useCases.storeRefreshToken(writer, { account: 'nobody', refreshToken: 'r' }, 1_000), { name: 'InvalidRequest', message: /configures no mail account named 'nobody'/ });
-  await t.rejects(useCases.storeRefreshToken(writer, { account: 'pat', refreshToken: 'r' }, 1_000), { code: 'E_KEYRING_MISSING' }, 'no key ring: nothing asked');
+  await t.rejects(storeRefreshToken(deps, writer, { account: 'nobody', refreshToken: 'r' }, 1_000), { name: 'InvalidRequest', message: /configures no mail account named 'nobody'/ });
+  await t.rejects(storeRefreshToken(deps, writer, { account: 'pat', refreshToken: 'r' }, 1_000), { code: 'E_KEYRING_MISSING' }, 'no key ring: nothing asked');
   t.same(asked, [], 'no refusal reached an actor');
 });

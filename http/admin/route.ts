@@ -1,0 +1,70 @@
+/**
+ * What an administrative route is: the method and path (also the template
+ * logged and counted), the permission it publishes, its body limit, the zod
+ * schemas of its query, body and answer (validated here and written into
+ * docs/admin-api.md by `npm run docs:admin`), and the handler, which is told
+ * the parsed input and answers a value: the listener writes it.
+ *
+ * Each route group lives in `routes/<group>.ts` and is listed once in
+ * `routes/index.ts`. A route of the spec's table that is not listed answers
+ * 404: never a stub.
+ */
+import type { z } from 'zod';
+import type { Config } from '../../config/schema.ts';
+import type { Askable } from '../../runtime/ref.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { AdminPermissions } from '../../config/permissions.ts';
+
+export type AdminPermission = (typeof AdminPermissions)[number];
+
+/** What every route's use case may reach. */
+export type AdminDeps = {
+  config: Config;
+  version: string;
+  /** An actor by id: the scheduler, an account's sync actor. */
+  actor(id: string): Askable;
+  /** The read-only query pool (actors/mail-query): the main thread never runs SQL. */
+  queryPool: Askable;
+};
+
+export type RouteInput<Q, B> = {
+  principal: Principal;
+  /** What is left of the request timeout, for asks. */
+  deadlineMs: number;
+  query: Q;
+  body: B;
+};
+
+/** 200 with a JSON document, or 204 with none. */
+export type RouteAnswer = { status: 200; json: unknown } | { status: 204 };
+
+export type Route = {
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  /** The permission the route publishes; null: none (the session). */
+  readonly permission: AdminPermission | null;
+  /** One line for the reference. */
+  readonly summary: string;
+  /** GET: the query string's parameters (all strings as sent). */
+  readonly query?: z.ZodType;
+  /** POST: the JSON body, and the largest taken. */
+  readonly body?: z.ZodType;
+  readonly bodyLimit?: number;
+  /** The 200 answer's document; absent for a 204. */
+  readonly answer?: z.ZodType;
+  handle(input: RouteInput<unknown, unknown>, deps: AdminDeps): Promise<RouteAnswer>;
+};
+
+/** A route with its handler typed by its own schemas. */
+export function defineRoute<Q extends z.ZodType | undefined, B extends z.ZodType | undefined>(
+  route: Omit<Route, 'handle' | 'query' | 'body'> & {
+    query?: Q;
+    body?: B;
+    handle(
+      input: RouteInput<Q extends z.ZodType ? z.infer<Q> : undefined, B extends z.ZodType ? z.infer<B> : undefined>,
+      deps: AdminDeps,
+    ): Promise<RouteAnswer>;
+  },
+): Route {
+  return route as Route;
+}

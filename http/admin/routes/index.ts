@@ -1,0 +1,9 @@
+/**
+ * The routes this build serves, one line per group. A route of the spec's
+ * table that is not here answers 404 to an authenticated caller: never a stub.
+ */
+import type { Route } from '../route.ts';
+import { mailboxRoutes } from './mailbox.ts';
+import { sessionRoutes } from './session.ts';
+
+export const ROUTES: readonly Route[] = [...sessionRoutes, ...mailboxRoutes];
