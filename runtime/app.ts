@@ -35,6 +35,7 @@ import { MAIL_QUERY_POOL, MIME_PARSE_POOL, storeSlice, systemChildren } from './
 import { moduleUrl } from './module-url.ts';
 import { createPool } from './pool/pool.ts';
 import { reconcileAccounts } from './store/accounts.ts';
+import { deploymentSecret } from './store/deployment-secrets.ts';
 import type { ChildSpecInput } from './supervisor/child-spec.ts';
 import { Supervisor } from './supervisor/supervisor.ts';
 import { version } from './version.ts';
@@ -78,6 +79,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
 
   const lock: WriterLock = acquireWriterLock(config.Storage.Database);
   let migrated = false;
+  let cursorKey: Buffer;
   try {
     const db = openSlice(storeSlice(config));
     try {
@@ -85,6 +87,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       log.info({ event: 'store.migrated', version: result.version, applied: result.applied }, 'store.migrated');
       const accounts = reconcileAccounts(db, config.Accounts.map((a) => a.Id));
       if (accounts.withdrawn.length > 0) log.info({ event: 'store.accounts-withdrawn', count: accounts.withdrawn.length }, 'store.accounts-withdrawn');
+      cursorKey = deploymentSecret(db, 'cursor-signing');
     } finally {
       db.close();
     }
@@ -183,6 +186,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         version,
         actor: (id) => supervisor.ref(id),
         queryPool,
+        cursorKey,
         authenticate: authenticatorFor('admin', admin.Authentication),
       });
       adminAddress = await openListener(adminServer, 'AdminEndpoint', admin.BindAddress, admin.Port);

@@ -34,6 +34,7 @@ import { answerTooMany, createRateLimiter, describeLimits, partitionFor } from '
 import { withRequestTimeout } from '../limits/request-timeout.ts';
 import { answerEmpty, answerUnauthenticated, pathOf } from '../pipeline.ts';
 import { effectiveOrigin } from '../proxy.ts';
+import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
 import { answerForbidden, answerInvalid, answerJson, answerTooLarge } from './problem.ts';
 import type { AdminDeps, Route } from './route.ts';
@@ -51,6 +52,8 @@ export type AdminListenerDeps = {
   actor(id: string): Askable;
   /** The read-only query pool. */
   queryPool: Askable;
+  /** The deployment's cursor-signing secret (runtime/store/deployment-secrets.ts). */
+  cursorKey: Buffer;
   /** The authentication stage of this surface: `createAuthenticator('admin', …)`. */
   authenticate: Authenticate;
   /** The routes served; the build's table unless a test narrows it. */
@@ -64,7 +67,7 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
   log.info({ event: 'limits.in-force', section: 'AdminEndpoint', ...describeLimits(endpoint.RateLimiting, 'admin') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
   const routes = deps.routes ?? ROUTES;
-  const routeDeps: AdminDeps = { config, version: deps.version, actor: deps.actor, queryPool: deps.queryPool };
+  const routeDeps: AdminDeps = { config, version: deps.version, actor: deps.actor, queryPool: deps.queryPool, cursors: createCursors(deps.cursorKey) };
 
   const admin = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
     let release = (): void => {};

@@ -14,6 +14,7 @@ import type { Config } from '../../config/schema.ts';
 import type { Askable } from '../../runtime/ref.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AdminPermissions } from '../../config/permissions.ts';
+import type { Cursors } from './cursor.ts';
 
 export type AdminPermission = (typeof AdminPermissions)[number];
 
@@ -25,6 +26,8 @@ export type AdminDeps = {
   actor(id: string): Askable;
   /** The read-only query pool (actors/mail-query): the main thread never runs SQL. */
   queryPool: Askable;
+  /** Page cursors signed with this deployment's own secret. */
+  cursors: Cursors;
 };
 
 export type RouteInput<Q, B> = {

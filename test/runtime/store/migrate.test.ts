@@ -36,7 +36,7 @@ t.test('a fresh database gets every migration, once', async (t) => {
   for (const name of [
     'accounts', 'folder_bindings', 'checkpoints', 'messages', 'message_raw', 'search_documents', 'search_index', 'passages',
     'repair_requests', 'jobs', 'assertion_replays', 'mailbox_refresh_tokens', 'mutation_audit', 'answering_runs',
-    'answering_reads', 'sync_runs', 'sync_folder_runs', 'schema_version',
+    'answering_reads', 'sync_runs', 'sync_folder_runs', 'schema_version', 'rederivation_runs', 'deployment_secrets',
   ]) {
     t.ok(tables(db).includes(name), `${name} exists`);
   }
