@@ -30,14 +30,20 @@ export function surfaceSection(surface: Surface): PermissionSurface {
   return surface === 'mcp' ? 'McpEndpoint' : 'AdminEndpoint';
 }
 
-/** Each entry's grant, resolved once at startup, and one log line per entry (naming entries that grant nothing). */
+/**
+ * Each entry's grant, resolved once at startup, and one log line per entry:
+ * an entry that wrote no `Permissions` list is named as such (it holds the
+ * whole surface, the most sensitive posture), one that grants nothing warns.
+ */
 export function resolveGrants(surface: Surface, entries: readonly CredentialEntry[], log: Logger): ReadonlySet<string>[] {
   const section = surfaceSection(surface);
   return entries.map((entry, index) => {
     const granted = resolvePermissions(section, entry.Permissions);
     const name = entryName(entry);
-    const fields = { event: 'auth.grant', setting: `${section}:Authentication:${index}`, entry: name, permissions: granted };
+    const wroteGrant = entry.Permissions !== undefined;
+    const fields = { event: 'auth.grant', setting: `${section}:Authentication:${index}`, entry: name, wroteGrant, permissions: granted };
     if (granted.length === 0) log.warn(fields, 'auth.grant: this entry grants nothing');
+    else if (!wroteGrant) log.info(fields, 'auth.grant: this entry wrote no grant, so it holds every permission of the surface');
     else log.info(fields, 'auth.grant');
     return new Set(granted);
   });

@@ -107,6 +107,16 @@ t.test('credentials, permissions and the three routes', async (t) => {
   const status = `${admin}/api/admin/mailbox/synchronization`;
   const refresh = `${admin}/api/admin/mailbox/refresh-token`;
 
+  // Startup: one line per credential entry with what it resolved to; the warnings of the posture.
+  const grants = sync.logs.events('auth.grant').filter((line) => String(line.setting).startsWith('AdminEndpoint:'));
+  t.match(grants, [
+    { setting: 'AdminEndpoint:Authentication:0', entry: 'operator', wroteGrant: false, permissions: ALL, msg: /wrote no grant/ },
+    { setting: 'AdminEndpoint:Authentication:1', entry: 'reader', wroteGrant: true, permissions: ['service.admin.read'] },
+    { setting: 'AdminEndpoint:Authentication:2', entry: 'nothing', wroteGrant: true, permissions: [], level: 40 },
+  ]);
+  t.equal(grants.length, 3, 'one line per entry of this surface');
+  t.match(sync.logs.events('config.warning').map((line) => line.code), ['admin-clear-text'], 'served in clear text: warned');
+
   // The session, by either presentation of an API key.
   const byBearer = await call(session, { bearer: KEY_OPERATOR });
   t.equal(byBearer.status, 200);
