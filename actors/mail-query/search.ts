@@ -52,7 +52,7 @@ export function searchEmails(db: Database, scope: QueryScope, input: SearchEmail
   });
   if (bindings.size === 0) return answer([]);
 
-  const query = rankingQuery(expression, [...bindings.keys()], filterClauses(input), input.resultLimit);
+  const query = rankingQuery(narrowedByAddress(expression, input), [...bindings.keys()], filterClauses(input), input.resultLimit);
   const rows = many<SummaryRow>(prepared(db, query.sql), query.params);
   const excerpts = snippetsOf(db, expression, rows.map((row) => row.id));
   return answer(
@@ -61,6 +61,24 @@ export function searchEmails(db: Database, scope: QueryScope, input: SearchEmail
       return { ...summaryOf(row, bindings.get(row.binding_id)!.alias), rank: i + 1, ...(snippets.length > 0 ? { snippets } : {}) };
     }),
   );
+}
+
+/**
+ * The expression, narrowed inside the full-text index by the sender and
+ * recipient filters: their addresses are in `from_text` / `recipients_text`,
+ * so a phrase of the address's tokens there lets FTS5 intersect posting
+ * lists instead of ranking every match of a common word and then dropping
+ * those of other senders row by row. The phrase only narrows (a display name
+ * or a longer domain holding the same tokens still passes); the exact
+ * address clause of `filterClauses` decides. An address without a letter or
+ * digit has no tokens to narrow by and is left to that clause alone.
+ */
+export function narrowedByAddress(expression: string, f: Pick<SearchEmailsInput, 'senderAddress' | 'recipientAddress'>): string {
+  const narrowing = [
+    ['from_text', f.senderAddress],
+    ['recipients_text', f.recipientAddress],
+  ].flatMap(([column, address]) => (address !== undefined && /[\p{L}\p{N}]/u.test(address) ? [`${column} : "${address.replaceAll('"', '""')}"`] : []));
+  return narrowing.length === 0 ? expression : `(${expression}) AND ${narrowing.join(' AND ')}`;
 }
 
 /** The ranking SQL (exported for the query-plan test). */

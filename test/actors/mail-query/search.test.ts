@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { compileQuery } from '../../../actors/mail-query/query-syntax.ts';
-import { rankingQuery, snippetQuery } from '../../../actors/mail-query/search.ts';
+import { narrowedByAddress, rankingQuery, snippetQuery } from '../../../actors/mail-query/search.ts';
 import { filterClauses } from '../../../actors/mail-query/filters.ts';
 import { SearchEmailsInput, type SearchEmailsResult } from '../../../actors/mail-query/protocol.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
@@ -115,6 +115,23 @@ t.test('filters and scope apply to search', async (t) => {
   t.same(scoped.matches.map((m) => m.accountId), ['alice', 'alice'], "another owner's mail never matches");
   tombstone(w.db, w.bindings.aliceInbox, 7, [6], 'expunged', 1);
   t.same(found(w, 'hotel'), ['Weekend'], 'tombstoned mail is not found');
+});
+
+t.test('address filters narrow inside the index and keep their exact meaning', async (t) => {
+  const w = world(t);
+  deliver(w.db, 'alice', w.bindings.aliceInbox, [
+    { uid: 1, subject: 'Hotel one', from: 'Travel Agency <trips@travel.example>', body: 'hotel' },
+    { uid: 2, subject: 'Hotel two', from: 'TRIPS <TRIPS@Travel.Example>', body: 'hotel' },
+    { uid: 3, subject: 'Hotel three', from: 'trips travel example <other@elsewhere.example>', body: 'hotel' },
+    { uid: 4, subject: 'Hotel four', from: 'Agency <trips@sub.travel.example>', body: 'hotel' },
+    { uid: 5, subject: 'Hotel five', from: 'Agency <desk@travel.example>', to: ['Trips <trips@travel.example>'], body: 'hotel' },
+  ]);
+  t.same(found(w, 'hotel', { senderAddress: 'trips@travel.example' }).sort(), ['Hotel one', 'Hotel two'], 'exact address, any case; a display name holding its words is not it');
+  t.same(found(w, 'hotel', { senderAddress: '@travel.example' }).sort(), ['Hotel five', 'Hotel one', 'Hotel two'], 'a domain, not its subdomains');
+  t.same(found(w, 'hotel', { recipientAddress: 'trips@travel.example' }), ['Hotel five']);
+  t.same(found(w, 'hotel', { senderAddress: '@.' }), [], 'an address with no letters narrows nothing and matches nothing');
+  t.equal(narrowedByAddress('"hotel"', { senderAddress: 'a"b@x.example' }), '("hotel") AND from_text : "a""b@x.example"', 'quotes doubled');
+  t.equal(narrowedByAddress('"hotel"', {}), '"hotel"');
 });
 
 t.test('snippets are short, mark the matched terms, and are left out when nothing in them matched', async (t) => {
