@@ -38,7 +38,7 @@ import { reconcileAccounts } from './store/accounts.ts';
 import { deploymentSecret } from './store/deployment-secrets.ts';
 import type { ChildSpecInput } from './supervisor/child-spec.ts';
 import { Supervisor } from './supervisor/supervisor.ts';
-import { version } from './version.ts';
+import { version as buildVersion } from './version.ts';
 
 export const SHUTDOWN_DEADLINE_MS = 8_000;
 
@@ -63,9 +63,12 @@ export type StartOptions = {
   hostLogSink?: (line: string) => void;
   /** Children started after the system's own (embedding Mailcairn, and tests of the stop sequence). */
   extraChildren?: readonly ChildSpecInput[];
+  /** The version reported everywhere (session route, log lines) instead of the build's: lets a test run a service of another release line in-process. */
+  version?: string;
 };
 
 export async function startService(options: StartOptions = {}): Promise<Service> {
+  const version = options.version ?? buildVersion;
   const config = loadConfig({ ...(options.configFile ? { file: options.configFile } : {}), env: options.env ?? process.env });
   const log = options.log ?? createLogger({ level: config.Logging.Level, format: config.Logging.Format });
   log.info({ event: 'service.starting', version, node: process.version }, 'service.starting');

@@ -25,14 +25,17 @@ import { recordRepairRequest } from '../../runtime/store/mailbox/repair-requests
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
 import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
 import { openSession } from './connection.ts';
-import { handleMaintenance, isMaintenance, rederivationStep, resumeRederivations } from './maintenance.ts';
+import { handleMaintenance, isMaintenance } from './maintenance.ts';
 import { AccessTokens, storeRefreshToken } from './oauth-token.ts';
 import { ImapSyncConfig, RunSummary, SyncMessage } from './protocol.ts';
+import { carryStep, newCarriage, recordDeferred, resumeRuns, type Carriage } from './rederivation-carriage.ts';
 import { SyncRun } from './sync-run.ts';
 
 const Step = z.strictObject({ type: z.literal('imap-sync.step') });
+// Re-derivation jobs: the next segment of the run under way; a dead letter's write retried until it lands.
 const RederiveStep = z.strictObject({ type: z.literal('imap-sync.rederive-step') });
-const Msg = z.union([SyncMessage, Step, RederiveStep]);
+const JobRecord = z.strictObject({ type: z.literal('imap-sync.job-record') });
+const Msg = z.union([SyncMessage, Step, RederiveStep, JobRecord]);
 
 type Active = { run: SyncRun; resolve(summary: RunSummary): void; reject(err: unknown): void };
 
@@ -44,7 +47,7 @@ type State = {
   watching: boolean;
   active: Active | null;
   consecutiveFailures: number;
-  rederivations: number[];
+  carriage: Carriage;
 };
 
 async function session(state: State, ctx: ActorContext, fresh = false): Promise<ImapFlow> {
@@ -152,12 +155,12 @@ export default defineActor({
     const db = openSlice(config.store, { checkpoints: 'background' });
     closeInterruptedRuns(db, config.account, Date.now());
     withdrawUnconfigured(db, config.account, config.folders.map((f) => f.alias));
-    const state: State = { db, config, tokens: new AccessTokens(db, config), client: null, watching: false, active: null, consecutiveFailures: 0, rederivations: [] };
+    const state: State = { db, config, tokens: new AccessTokens(db, config), client: null, watching: false, active: null, consecutiveFailures: 0, carriage: newCarriage() };
     ctx.defer(() => {
       state.client?.close();
       db.close();
     });
-    resumeRederivations(state, ctx);
+    resumeRuns(state, ctx);
     return state;
   },
   async handle(state, msg, ctx) {
@@ -199,7 +202,9 @@ export default defineActor({
         return { stored: true as const };
       }
       case 'imap-sync.rederive-step':
-        return rederivationStep(state, ctx, parseWith(ctx, state));
+        return carryStep(state, ctx, parseWith(ctx, state));
+      case 'imap-sync.job-record':
+        return recordDeferred(state, ctx);
       default:
         if (isMaintenance(msg)) return handleMaintenance(state, ctx, msg);
         throw new AppError('E_PROTOCOL_INVALID');

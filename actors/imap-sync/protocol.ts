@@ -56,10 +56,43 @@ export const SyncMessage = z.discriminatedUnion('type', [
     type: z.literal('imap-sync.record-repairs'),
     repairs: z.array(z.strictObject({ messageId: z.number().int().positive(), reason: z.enum(['missing', 'damaged']) })).min(1).max(100),
   }),
+  /**
+   * From the dead-letter routes: return a dead-lettered job of this account to the queue (its run
+   * goes on from its position) or drop it (its run ends); answered once durable (`JobDecisionReply`).
+   */
+  z.strictObject({ type: z.literal('imap-sync.job-decision'), job: z.number().int().positive(), decision: z.enum(['retry', 'drop']) }),
 ]);
 
 export const StoreRefreshTokenReply = z.strictObject({ stored: z.literal(true) });
 export const RecordRepairsReply = z.strictObject({ recorded: z.number().int().nonnegative() });
+/** `JobUnknown`: no job of this account by that id; `JobNotDeadLettered`: the job is not dead (nothing changed). */
+export const JobDecisionReply = z.strictObject({ outcome: z.enum(['Accepted', 'JobUnknown', 'JobNotDeadLettered']) });
+export type JobDecisionReply = z.infer<typeof JobDecisionReply>;
+
+// Replies of the maintenance messages (maintenance.ts); `folder` null is the whole account.
+const EmailCount = z.number().int().nonnegative();
+const ReplyScope = { account: z.string(), folder: z.string().nullable() };
+export const RewindAssessmentReply = z.strictObject({ ...ReplyScope, storedEmailCount: EmailCount });
+export const RewindReply = z.strictObject({ ...ReplyScope, folders: z.array(z.string()) });
+export const ErasePassReply = z.strictObject({ erasedEmailCount: EmailCount, emailsRemain: z.boolean() });
+export const RederivationCarriage = z.enum(['carried', 'queue-at-capacity', 'stopped']);
+export const RederivationRun = z.strictObject({
+  ...ReplyScope,
+  requestedAt: z.iso.datetime(),
+  isOutstanding: z.boolean(),
+  rederivedEmailCount: EmailCount,
+  unreadableEmailCount: EmailCount,
+  missingContentEmailCount: EmailCount,
+  endedAt: z.iso.datetime().nullable(),
+});
+export const RederiveReply = z.strictObject({ started: z.boolean(), carriage: RederivationCarriage, run: RederivationRun });
+/** `carriage` is absent with `run: null` (a scope never asked about). */
+export const RederivationReply = z.strictObject({ carriage: RederivationCarriage.optional(), run: RederivationRun.nullable() });
+export type RewindAssessmentReply = z.infer<typeof RewindAssessmentReply>;
+export type RewindReply = z.infer<typeof RewindReply>;
+export type ErasePassReply = z.infer<typeof ErasePassReply>;
+export type RederiveReply = z.infer<typeof RederiveReply>;
+export type RederivationReply = z.infer<typeof RederivationReply>;
 export type SyncMessage = z.infer<typeof SyncMessage>;
 
 export const RunSummary = z.strictObject({

@@ -18,10 +18,14 @@
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { AttachmentRequest } from './attachment.ts';
+import { DeadLettersRequest, JobLookupRequest } from './dead-letters.ts';
+import { MutationAuditRequest } from './mutation-audit.ts';
 import { StoredEmailId } from './stored-email-id.ts';
 
 export { StoredEmailId, decodeStoredEmailId, encodeStoredEmailId } from './stored-email-id.ts';
 export { AttachmentReply } from './attachment.ts';
+export { MUTATION_KINDS, MutationAuditEntry, MutationAuditReply, MutationAuditRequest, MutationKind } from './mutation-audit.ts';
+export { DeadLetter, DeadLettersReply, DeadLettersRequest, JOB_TYPES, JobLookupReply, JobLookupRequest, JobType, jobIdOf, jobRowOf, JOB_ID_PATTERN } from './dead-letters.ts';
 
 /** Ranked results `search_emails` may be asked for (spec: at most 50; more is 51003, not a smaller window). */
 export const MAX_SEARCH_RESULTS = 50;
@@ -122,7 +126,18 @@ export type GetContentRequest = z.infer<typeof GetContentRequest>;
 export const AttachmentPoolRequest = AttachmentRequest.extend({ store: StoreSlice });
 export type AttachmentPoolRequest = z.infer<typeof AttachmentPoolRequest>;
 
-export const MailQueryMessage = z.discriminatedUnion('type', [ListAccountsRequest, ListEmailsRequest, SearchRequest, GetContentRequest, AttachmentPoolRequest]);
+/** Every message the pool takes; the mailbox-change audit page (`mutation-audit.ts`) serves the admin audit route. */
+// The dead-letter page and the job lookup (`dead-letters.ts`) serve the admin dead-letter routes.
+export const MailQueryMessage = z.discriminatedUnion('type', [
+  ListAccountsRequest,
+  ListEmailsRequest,
+  SearchRequest,
+  GetContentRequest,
+  AttachmentPoolRequest,
+  MutationAuditRequest,
+  DeadLettersRequest,
+  JobLookupRequest,
+]);
 export type MailQueryMessage = z.infer<typeof MailQueryMessage>;
 
 // -------------------------------------------------------------------- answers

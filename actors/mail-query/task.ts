@@ -1,9 +1,10 @@
 /**
  * The read-only query pool task (`mail-query`): the four read tools of the
- * MCP surface, and the attachment route's redemption (`attachment.ts`),
- * answered from the local copy. Created as a piscina pool by
- * runtime/app.ts through runtime/pool/pool.ts; the main thread never runs
- * SQL, the pool threads do.
+ * MCP surface, the attachment route's redemption (`attachment.ts`), and
+ * the admin surface's audit page (`mutation-audit.ts`) and dead letters
+ * (`dead-letters.ts`), answered from the local copy. Created as a piscina
+ * pool by runtime/app.ts through runtime/pool/pool.ts; the main thread
+ * never runs SQL, the pool threads do.
  *
  * Each pool thread opens ONE connection, on its first message, from the
  * store slice the message carries (the same slice every time, in practice),
@@ -19,9 +20,11 @@ import { definePoolTask } from '../../runtime/pool/task.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { openSlice, type StoreSlice } from '../../runtime/store/store-slice.ts';
 import { answerAttachment } from './attachment.ts';
+import { deadLetterPage, lookUpJob } from './dead-letters.ts';
 import { getContent } from './get-content.ts';
 import { listAccounts } from './list-accounts.ts';
 import { listEmails } from './list-emails.ts';
+import { mutationAuditPage } from './mutation-audit.ts';
 import { MailQueryMessage } from './protocol.ts';
 import { searchEmails } from './search.ts';
 
@@ -44,7 +47,7 @@ export function openReadConnection(slice: StoreSlice): Database {
   return db;
 }
 
-/** The four read tools' messages, answered in one read transaction. */
+/** The four read tools' messages and the admin pages, answered in one read transaction. */
 export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mail-query.attachment' }>): unknown {
   const read = db.transaction(() => {
     switch (msg.type) {
@@ -56,6 +59,12 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
         return searchEmails(db, msg.scope, msg.input);
       case 'mail-query.get-content':
         return getContent(db, msg);
+      case 'mail-query.mutation-audit':
+        return mutationAuditPage(db, msg);
+      case 'mail-query.dead-letters':
+        return deadLetterPage(db, msg);
+      case 'mail-query.job':
+        return lookUpJob(db, msg);
     }
   });
   return read.deferred();

@@ -67,7 +67,7 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
   log.info({ event: 'limits.in-force', section: 'AdminEndpoint', ...describeLimits(endpoint.RateLimiting, 'admin') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
   const routes = deps.routes ?? ROUTES;
-  const routeDeps: AdminDeps = { config, version: deps.version, actor: deps.actor, queryPool: deps.queryPool, cursors: createCursors(deps.cursorKey) };
+  const routeDeps: AdminDeps = { config, version: deps.version, actor: deps.actor, queryPool: deps.queryPool, cursors: createCursors(deps.cursorKey), log };
 
   const admin = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
     let release = (): void => {};

@@ -11,6 +11,7 @@
  */
 import type { z } from 'zod';
 import type { Config } from '../../config/schema.ts';
+import type { Logger } from '../../runtime/log.ts';
 import type { Askable } from '../../runtime/ref.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AdminPermissions } from '../../config/permissions.ts';
@@ -28,6 +29,8 @@ export type AdminDeps = {
   queryPool: Askable;
   /** Page cursors signed with this deployment's own secret. */
   cursors: Cursors;
+  /** For what the operator must learn beside the answer (constant messages, no mail content). */
+  log: Logger;
 };
 
 export type RouteInput<Q, B> = {

@@ -3,7 +3,16 @@
  * table that is not here answers 404 to an authenticated caller: never a stub.
  */
 import type { Route } from '../route.ts';
+import { auditRoutes } from './audit.ts';
+import { folderRoutes } from './folders.ts';
+import { jobRoutes } from './jobs.ts';
 import { mailboxRoutes } from './mailbox.ts';
 import { sessionRoutes } from './session.ts';
 
-export const ROUTES: readonly Route[] = [...sessionRoutes, ...mailboxRoutes];
+export const ROUTES: readonly Route[] = [
+  ...sessionRoutes,
+  ...mailboxRoutes,
+  ...auditRoutes,
+  ...folderRoutes,
+  ...jobRoutes,
+];

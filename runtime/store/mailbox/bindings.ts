@@ -12,7 +12,7 @@
  * null); coming back on the same folder resumes it. An alias no longer in
  * the configuration stays, marked not mirrored, which makes it erasable.
  *
- * Importable by the sync actor, the jobs actor and the status query.
+ * Importable by the sync actor and the status query.
  */
 import type { Database } from '../open.ts';
 import { many, one, run } from '../rows.ts';

@@ -10,7 +10,7 @@
  * under and passes it with each batch; a batch under an older epoch is
  * refused, so a rewind during a run is never overwritten by it.
  *
- * Importable by the sync actor, the jobs actor and the status query.
+ * Importable by the sync actor and the status query.
  */
 import type { Database } from '../open.ts';
 import { one } from '../rows.ts';

@@ -5,7 +5,7 @@
  * the folder's checkpoint in the pass that empties it. The bindings stay.
  * Tombstones of the folder go too (they count toward the pass's limit, not
  * toward `erasedEmailCount`). Sole writer of the rows touched: the account's
- * sync actor, which the jobs actor (or the admin route) asks for each pass.
+ * sync actor, which the admin route asks for each pass.
  *
  * Answering reads of the erased mail go by the schema's cascade: that table
  * belongs to the answering actor.

@@ -3,10 +3,11 @@
  * admin-surface: "Re-derivation and rewind", "Folder erasure"), gathered as
  * one import surface. Each lives in its own module, which names its sole
  * writer: rewind, folder erasure and re-derivation segments are written by
- * the account's sync actor (asked by the admin route or the jobs actor);
- * re-derivation run state by the jobs actor.
+ * the account's sync actor (asked by the admin route; re-derivation
+ * segments one step of the run's job at a time), which also writes the
+ * re-derivation run state and its job (runtime/store/jobs.ts).
  *
- * Importable by the sync actor, the jobs actor and the admin routes.
+ * Importable by the sync actor.
  */
 export { rewind, rewindAssessment, type RewindAssessment, type RewindResult } from './rewind.ts';
 export { erasePass, type ErasePass } from './erasure.ts';

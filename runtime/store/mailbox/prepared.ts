@@ -4,7 +4,7 @@
  * finds them again through a WeakMap, so a closed connection's statements go
  * with it. Writes nothing.
  *
- * Importable by modules under `runtime/store/mailbox/` only.
+ * Importable by store modules under `runtime/store/` only.
  */
 import type { Database } from '../open.ts';
 

@@ -1,9 +1,9 @@
 /**
  * Durable state of re-derivation runs, per scope (an account, optionally a
- * folder alias). Sole writer of `rederivation_runs`: the jobs actor — the
- * admin route asks it to start a run, it carries the run across bounded
- * segments (each applied by the account's sync actor, `rederivation.ts`) and
- * records each segment's progress here.
+ * folder alias). Sole writer of `rederivation_runs`: the account's sync
+ * actor — the admin route asks it to start a run; one job (runtime/store/
+ * jobs.ts) carries the run across bounded segments (`rederivation.ts`), and
+ * each segment's progress is recorded here.
  *
  * Asking while a run of the scope is outstanding returns that run; two
  * scopes are two runs. A run reaching the end of its scope forgets its
@@ -31,7 +31,7 @@ export type RederivationRun = {
   endedAt: string | null;
 };
 
-/** What the jobs actor needs besides the answer: the run id (its idempotency key), carriage and position. */
+/** What the sync actor needs besides the answer: the run id (in its job's idempotency key), carriage and position. */
 export type RederivationRecord = { runId: number; carriage: RederivationCarriage; lastMessageId: number | null; run: RederivationRun };
 
 export type RederivationAdvance = {
@@ -76,17 +76,31 @@ const statements = perConnection((db: Database) => ({
      WHERE id = ? AND ended_at IS NULL AND (last_message_id < ? OR (? AND last_message_id <= ?))`,
   ),
   carriage: db.prepare('UPDATE rederivation_runs SET carriage = ?, updated_at = ? WHERE id = ?'),
+  // Ending forgets the position (the table's CHECK pairs ended_at with last_message_id NULL).
+  end: db.prepare("UPDATE rederivation_runs SET carriage = 'stopped', last_message_id = NULL, ended_at = ?, updated_at = ? WHERE id = ? AND ended_at IS NULL"),
 }));
 
-/** Starts a run for the scope, or returns the one outstanding (`started: false`). */
-export function requestRederivation(db: Database, accountId: string, alias: string | null, now: number): { started: boolean } & RederivationRecord {
+/**
+ * Starts a run for the scope, or returns the one outstanding (`started:
+ * false`). `onStart` runs inside the same transaction with the new run, so
+ * the job carrying it is enqueued with it or not at all.
+ */
+export function requestRederivation(
+  db: Database,
+  accountId: string,
+  alias: string | null,
+  now: number,
+  onStart?: (record: RederivationRecord) => void,
+): { started: boolean } & RederivationRecord {
   const folder = folderOf(alias);
   const s = statements(db);
   const apply = db.transaction(() => {
     const latest = one<Row>(s.latest, [accountId, folder]);
     if (latest !== undefined && latest.ended_at === null) return { started: false, ...toRecord(latest) };
     const id = Number(run(s.insert, [accountId, folder, now, now]).lastInsertRowid);
-    return { started: true, ...toRecord(one<Row>(s.byId, [id])!) };
+    const record = toRecord(one<Row>(s.byId, [id])!);
+    onStart?.(record);
+    return { started: true, ...record };
   });
   return apply.immediate();
 }
@@ -116,9 +130,14 @@ export function advanceRederivation(db: Database, runId: number, a: Rederivation
   return run(statements(db).advance, params).changes === 1;
 }
 
-/** How the run is carried: by a queued job, refused by a full queue, or stopped (its job dead-lettered). */
+/** How the run is carried: by its job, refused by a full queue (never in this build), or stopped (its job dead-lettered or dropped). */
 export function setRederivationCarriage(db: Database, runId: number, carriage: RederivationCarriage, now: number): void {
   run(statements(db).carriage, [carriage, now, runId]);
+}
+
+/** The run ends where it stood (its job was dropped): a new request of the scope starts a new run. */
+export function endRederivation(db: Database, runId: number, now: number): boolean {
+  return run(statements(db).end, [now, now, runId]).changes === 1;
 }
 
 function toRecord(row: Row): RederivationRecord {

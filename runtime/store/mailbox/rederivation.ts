@@ -3,7 +3,7 @@
  * rewrites only what is derived from it (the message's derived columns, its
  * search document and passages) — never the raw MIME, never server
  * properties. Sole writer of the rows touched: the account's sync actor,
- * which the jobs actor asks for each bounded segment (read a segment, have
+ * one bounded segment per step of the run's job (read a segment, have
  * the parse pool parse it, apply each result).
  *
  * Both states that hold raw MIME are re-read: `stored`, and `unreadable`

@@ -57,8 +57,8 @@ CREATE TABLE checkpoints (
 ) STRICT;
 
 -- Writer: the account's sync actor (storing, flag changes, derived
--- properties after parsing, tombstoning, re-derivation segments and folder
--- erasure passes asked of it by the jobs actor). Identity is (binding,
+-- properties after parsing, tombstoning, re-derivation segments carried by
+-- its jobs, folder erasure passes asked by the admin route). Identity is (binding,
 -- uidvalidity, uid); id is the local key storedEmailId is built over, never
 -- reused (AUTOINCREMENT). state: stored (raw MIME held), oversized and
 -- unreadable (identity and server properties only), tombstoned (gone from the
@@ -179,12 +179,13 @@ CREATE UNIQUE INDEX repair_requests_open ON repair_requests (message_id) WHERE r
 CREATE INDEX repair_requests_message ON repair_requests (message_id);
 CREATE INDEX repair_requests_due ON repair_requests (account_id, requested_at) WHERE resolved_at IS NULL;
 
--- Writer: the jobs actor (others enqueue by asking it). Durable background
--- work: re-derivation, rule and spam runs, folder erasure, contacts,
--- embedding backfill. A dead letter is a job in state 'dead'; retry puts the
+-- Writer: per account, the account's sync actor (runtime/store/jobs.ts); it
+-- carries re-derivation runs, the only job type so far. Durable background
+-- work. A dead letter is a job in state 'dead'; retry puts the
 -- same row (same id and idempotency key) back to 'queued'; drop moves it to
 -- 'dropped' and keeps it. One live job per idempotency key, so asking while
--- one is under way returns it. progress is the run's position and counts;
+-- one is under way returns it. progress: a type's position where it has no
+-- table of its own (a re-derivation run's is in rederivation_runs);
 -- failure_* hold an internal code and a constant sentence, never content.
 CREATE TABLE jobs (
   id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -18,9 +18,9 @@ export const sql = `
 ALTER TABLE folder_bindings ADD COLUMN progress_epoch INTEGER NOT NULL DEFAULT 0 CHECK (progress_epoch >= 0);
 ALTER TABLE folder_bindings ADD COLUMN unresolved_since INTEGER;
 
--- Writer: the jobs actor (the admin route asks it to start a run; it carries
--- the run across bounded segments, each applied by the account's sync actor,
--- and records the progress here). One row per run; folder_alias NULL is the
+-- Writer: the account's sync actor (the admin route asks it to start a run;
+-- one job carries the run across bounded segments, and each segment's
+-- progress is recorded here). One row per run; folder_alias NULL is the
 -- scope "every folder the account holds mail in". At most one outstanding run
 -- (ended_at NULL) per scope, so asking again returns it. last_message_id is
 -- the position (messages.id already covered); NULL once the run ended, which

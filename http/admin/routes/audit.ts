@@ -1,0 +1,41 @@
+/** Audit routes: one account's record of changes made to its mailbox, newest first, a keyset page at a time. */
+import { z } from 'zod';
+import { MUTATION_KINDS, MutationAuditEntry } from '../../../actors/mail-query/protocol.ts';
+import { CursorField, instantField, pageSizeField } from '../query-fields.ts';
+import { defineRoute } from '../route.ts';
+import { MUTATION_AUDIT_PATH, mutationAudit } from '../use-cases/mutation-audit.ts';
+import { AccountField } from './mailbox.ts';
+
+/** admin-surface "Audit routes": 1 to 200, default 50. */
+export const MUTATION_AUDIT_PAGE_MAX = 200;
+export const MUTATION_AUDIT_PAGE_DEFAULT = 50;
+
+const MUTATION_SENTENCE = `Send mutation as one of ${MUTATION_KINDS.join(', ')}, or leave it out.`;
+
+export const MutationAuditQuery = z.strictObject({
+  account: AccountField,
+  mutation: z.enum(MUTATION_KINDS, { error: MUTATION_SENTENCE }).optional().describe('Only this kind of change'),
+  from: instantField('from').describe('ISO 8601 instant: entries that ended at or after it'),
+  before: instantField('before').describe('ISO 8601 instant: entries that ended before it; must be later than from'),
+  pageSize: pageSizeField(MUTATION_AUDIT_PAGE_MAX, MUTATION_AUDIT_PAGE_DEFAULT),
+  cursor: CursorField,
+});
+
+export const MutationAuditAnswer = z.strictObject({
+  entries: z.array(MutationAuditEntry).describe('Newest first by endedAt, then id; entries naming a change this build does not permit are left out, so a page may hold fewer than pageSize'),
+  nextCursor: z.string().optional().describe('Present while more remain: send it as cursor, with the same filters, for the next page'),
+});
+
+export const auditRoutes = [
+  defineRoute({
+    method: 'GET',
+    path: MUTATION_AUDIT_PATH,
+    permission: 'service.admin.audit.read',
+    summary: "One account's record of changes made to its mailbox, newest first",
+    query: MutationAuditQuery,
+    answer: MutationAuditAnswer,
+    async handle({ principal, deadlineMs, query }, deps) {
+      return { status: 200, json: await mutationAudit(deps, principal, query, deadlineMs) };
+    },
+  }),
+];
