@@ -29,7 +29,8 @@ export async function startSyncService(
   const config = {
     ...sections,
     HealthEndpoints: { Port: await freePort() },
-    Storage: { Database: database },
+    // Other Storage keys (BusyTimeout, …) may come with `extra`; the database is always this one.
+    Storage: { ...((extra.Storage as object) ?? {}), Database: database },
     MailSynchronization: { Interval: '00:10:00', BatchSize: 50, ...((extra.MailSynchronization as object) ?? {}) },
     Accounts: accounts.map((a) => {
       const passwordFile = join(dir, `${a.id}.password`);
