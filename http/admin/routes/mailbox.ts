@@ -76,7 +76,7 @@ export const RederivationAnswer = z.strictObject({
   carriage: z
     .enum(['carried', 'queue-at-capacity', 'stopped'])
     .nullable()
-    .describe('How the run is carried: `carried` by a background job; `queue-at-capacity`: the job queue had no room for it; `stopped`: its job was dead-lettered. Null with no run'),
+    .describe('How the run is carried: `carried` by a background job; `queue-at-capacity`: the job queue had no room for it; `stopped`: its job was dead-lettered (outstanding) or dropped (ended). Null with no run'),
   run: RederivationRunAnswer.nullable().describe("The scope's latest run; null for a scope never asked about"),
 });
 
