@@ -23,14 +23,12 @@
  * - no subject or address of the mail in any log line.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import Libsql from 'libsql';
 import t, { type Test } from 'tap';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { generateMailbox } from '../../harness/generator.ts';
 import { writeMaildir } from '../../harness/place-mail.ts';
-import { adminCall, query, type AdminAnswer } from '../../helpers/admin-client.ts';
+import { adminCall, adminEndpointSection, query, type AdminAnswer } from '../../helpers/admin-client.ts';
 import { freePort, tempDir } from '../../helpers/daemon.ts';
 import { until } from '../../helpers/log-capture.ts';
 import { readMirror } from '../../helpers/mirror.ts';
@@ -93,10 +91,6 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
   await writeMaildir(dovecot, 'quinn', 'INBOX', mail.quinn);
 
   const dir = tempDir(t);
-  const key = (name: string, secret: string): string => {
-    writeFileSync(join(dir, name), secret, { mode: 0o600 });
-    return `file:${join(dir, name)}`;
-  };
   const port = await freePort();
   const sync = await startSyncService(
     dir,
@@ -107,17 +101,7 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
     ],
     {
       Storage: { BusyTimeout: '00:00:01' },
-      AdminEndpoint: {
-        Enabled: true,
-        BindAddress: '127.0.0.1',
-        Port: port,
-        Authentication: [
-          { ApiKey: { Name: 'operator', SecretReference: key('operator.key', KEY_OPERATOR), Lifetime: 'NoLimit' } },
-          { ApiKey: { Name: 'reader', SecretReference: key('reader.key', KEY_READER), Lifetime: 'NoLimit' }, Permissions: ['service.admin.read'] },
-          { ApiKey: { Name: 'nothing', SecretReference: key('nothing.key', KEY_NOTHING), Lifetime: 'NoLimit' }, Permissions: [] },
-        ],
-        RateLimiting: { TokenCapacity: 5_000, TokensPerReplenishmentPeriod: 5_000, ReplenishmentPeriod: '00:01:00' },
-      },
+      AdminEndpoint: adminEndpointSection(dir, port, { operator: KEY_OPERATOR, reader: KEY_READER, nothing: KEY_NOTHING }, 5_000),
     },
   );
   t.teardown(() => sync.service.stop());

@@ -17,15 +17,13 @@
  * - no subject or address of the mail reaches a log line.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import Libsql from 'libsql';
 import t, { type Test } from 'tap';
 import { startDovecot, type Dovecot } from '../../harness/dovecot.ts';
 import { mailAdmin } from '../../harness/doveadm.ts';
 import { generateMailbox, type GeneratedMessage } from '../../harness/generator.ts';
 import { writeMaildir } from '../../harness/place-mail.ts';
-import { adminCall, query, type AdminAnswer } from '../../helpers/admin-client.ts';
+import { adminCall, adminEndpointSection, query, type AdminAnswer } from '../../helpers/admin-client.ts';
 import { freePort, tempDir } from '../../helpers/daemon.ts';
 import { until } from '../../helpers/log-capture.ts';
 import { mirrorStates, readMirror } from '../../helpers/mirror.ts';
@@ -42,23 +40,9 @@ type Folder = { Alias: string; Path?: string };
 type Started = { sync: SyncService; api: string };
 
 async function start(t: Test, dir: string, dovecot: Dovecot, folders: Folder[]): Promise<Started> {
-  const key = (name: string, secret: string): string => {
-    writeFileSync(join(dir, name), secret, { mode: 0o600 });
-    return `file:${join(dir, name)}`;
-  };
   const port = await freePort();
   const sync = await startSyncService(dir, dovecot, [{ id: 'olga', user: 'olga', folders }], {
-    AdminEndpoint: {
-      Enabled: true,
-      BindAddress: '127.0.0.1',
-      Port: port,
-      Authentication: [
-        { ApiKey: { Name: 'operator', SecretReference: key('operator.key', KEY_OPERATOR), Lifetime: 'NoLimit' } },
-        { ApiKey: { Name: 'reader', SecretReference: key('reader.key', KEY_READER), Lifetime: 'NoLimit' }, Permissions: ['service.admin.read'] },
-        { ApiKey: { Name: 'nothing', SecretReference: key('nothing.key', KEY_NOTHING), Lifetime: 'NoLimit' }, Permissions: [] },
-      ],
-      RateLimiting: { TokenCapacity: 1_000, TokensPerReplenishmentPeriod: 1_000, ReplenishmentPeriod: '00:01:00' },
-    },
+    AdminEndpoint: adminEndpointSection(dir, port, { operator: KEY_OPERATOR, reader: KEY_READER, nothing: KEY_NOTHING }, 1_000),
   });
   t.teardown(() => sync.service.stop());
   return { sync, api: `http://127.0.0.1:${port}/api/admin` };
