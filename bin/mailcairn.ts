@@ -1,12 +1,9 @@
 #!/usr/bin/env node
 /**
  * `mailcairn`: the operator client of the administrative endpoint
- * (admin-surface.md, `<cli>`). It never reads the service's configuration
- * or database: every command is an HTTP request to the endpoint. Commands
- * arrive with the administrative endpoint; until then only the version and
- * help are served, and no command is pretended.
+ * (admin-surface.md, `<cli>`; docs/cli.md). A thin entry: the program is
+ * cli/main.ts.
  */
-import sade from 'sade';
-import { version } from '../runtime/version.ts';
+import { main } from '../cli/main.ts';
 
-sade('mailcairn').version(version).describe('Operator client of a Mailcairn deployment').parse(process.argv);
+process.exitCode = await main({ argv: process.argv, env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });

@@ -1,0 +1,84 @@
+/**
+ * The answers the client reads, checked loosely (DECISIONS.md
+ * "Administrative surface" for the shapes): the members a command prints
+ * must be there with their types; members a later build adds pass through.
+ * An answer that does not fit is a deployment this client cannot read, said
+ * so rather than printed half.
+ */
+import { z } from 'zod';
+import { CliFailure } from './failure.ts';
+
+const Count = z.number().int().nonnegative();
+const Instant = z.string();
+
+export const SynchronizationAnswer = z.looseObject({
+  synchronizationEnabled: z.boolean(),
+  accounts: z.array(
+    z.looseObject({
+      account: z.string(),
+      phase: z.string(),
+      nextRunDueAt: Instant.nullable(),
+      consecutiveFailureCount: Count,
+      lastRun: z.looseObject({ outcome: z.string(), endedAt: Instant, foldersFailed: Count }).nullable(),
+      folders: z.array(
+        z.looseObject({
+          alias: z.string(),
+          mirrored: z.boolean(),
+          uidValidity: Count.nullable(),
+          lastSeenUid: Count.nullable(),
+          progressAdvancedAt: Instant.nullable(),
+          lastRun: z
+            .looseObject({ outcome: z.string(), endedAt: Instant, storedEmailCount: Count, oversizedEmailCount: Count, unreadableEmailCount: Count, hasMoreEmails: z.boolean() })
+            .nullable(),
+        }),
+      ),
+    }),
+  ),
+});
+
+const Scope = { account: z.string(), folder: z.string().nullable() };
+
+export const RewindAssessmentAnswer = z.looseObject({ ...Scope, storedEmailCount: Count });
+export const RewindAnswer = z.looseObject({ ...Scope, folders: z.array(z.string()) });
+
+export const RederivationAnswer = z.looseObject({
+  started: z.boolean(),
+  carriage: z.string().nullable(),
+  run: z
+    .looseObject({
+      ...Scope,
+      requestedAt: Instant,
+      isOutstanding: z.boolean(),
+      rederivedEmailCount: Count,
+      unreadableEmailCount: Count,
+      missingContentEmailCount: Count,
+      endedAt: Instant.nullable(),
+    })
+    .nullable(),
+});
+
+export const ErasureAnswer = z.looseObject({ account: z.string(), folder: z.string(), erasedEmailCount: Count, emailsRemain: z.boolean() });
+
+export const DeadLettersAnswer = z.looseObject({
+  jobs: z.array(
+    z.looseObject({
+      job: z.string(),
+      type: z.string(),
+      account: z.string().nullable(),
+      attemptCount: Count,
+      failureClassification: z.string().nullable(),
+      failureReason: z.string().nullable(),
+      enqueuedAt: Instant.nullable(),
+      deadLetteredAt: Instant.nullable(),
+    }),
+  ),
+  nextCursor: z.string().nullable().optional(),
+});
+
+export const RetryAnswer = z.looseObject({ job: z.string(), outcome: z.string() });
+
+export function read<T extends z.ZodType>(schema: T, value: unknown, endpoint: string, route: string): z.infer<T> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new CliFailure(`${endpoint} answered ${route} with a document this client cannot read (another build?).`);
+  return parsed.data;
+}
