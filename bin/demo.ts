@@ -266,7 +266,7 @@ async function placeMailbox(dovecot: Dovecot): Promise<DemoMailbox> {
   return mailbox;
 }
 
-function demoConfig(o: { dir: string; port: number; dovecot: Dovecot; passwordFile: string; keyRingFile: string; apiKeyFile: string }): unknown {
+function demoConfig(o: { dir: string; port: number; adminPort: number; dovecot: Dovecot; passwordFile: string; keyRingFile: string; apiKeyFile: string; adminKeyFile: string }): unknown {
   return {
     McpEndpoint: {
       Enabled: true,
@@ -278,7 +278,13 @@ function demoConfig(o: { dir: string; port: number; dovecot: Dovecot; passwordFi
       // Browsers only from the Inspector's page: no other web page can reach the endpoint by DNS rebinding.
       Cors: { AllowedOrigins: INSPECTOR_ORIGINS },
     },
-    AdminEndpoint: { Enabled: false },
+    // The operator's side, for the `mailcairn` client: loopback only, one key holding every permission.
+    AdminEndpoint: {
+      Enabled: true,
+      BindAddress: '127.0.0.1',
+      Port: o.adminPort,
+      Authentication: [{ ApiKey: { Name: 'demo-operator', SecretReference: `file:${o.adminKeyFile}`, Lifetime: 'NoLimit' } }],
+    },
     // Nothing stands in front of the demo: believe forwarded headers from no one but this machine.
     ReverseProxy: { TrustedProxies: ['127.0.0.1/32', '::1/128'] },
     HealthEndpoints: { Enabled: false },
@@ -360,6 +366,8 @@ function printSummary(o: {
   probe: Awaited<ReturnType<typeof probeMcp>>;
   warnings: string[];
   apiKey: string;
+  adminUrl: string;
+  adminKeyFile: string;
 }): void {
   const account = o.status.accounts.find((a) => a.account === ACCOUNT);
   const folders = (account?.folders ?? []).map((f) => `${f.alias} ${f.lastRun?.storedEmailCount ?? 0}`).join(', ');
@@ -414,6 +422,11 @@ function printSummary(o: {
   out(`      -H 'accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`);
   out();
   out('Claude Desktop and more: docs/connecting-agents.md');
+  out();
+  out(`Operator API  ${o.adminUrl}/api/admin (docs/admin-api.md), for the mailcairn client (docs/cli.md):`);
+  out(`    node --import tsx bin/mailcairn.ts login --endpoint ${o.adminUrl} --name demo < ${o.adminKeyFile}`);
+  out('    node --import tsx bin/mailcairn.ts mailbox status');
+  out('    node --import tsx bin/mailcairn.ts logout demo        # when done: forgets the profile');
   out('Press Ctrl-C to stop (the service, then Dovecot; the temporary directory is removed).');
 }
 
@@ -442,9 +455,12 @@ async function main(): Promise<void> {
   const apiKey = `mc_${randomBytes(24).toString('base64url')}`;
   const apiKeyFile = join(dir, 'mcp-api-key');
   writeFileSync(apiKeyFile, apiKey, { mode: 0o600 });
+  const adminKeyFile = join(dir, 'admin-api-key');
+  writeFileSync(adminKeyFile, `mc_${randomBytes(24).toString('base64url')}`, { mode: 0o600 });
   const port = options.port ?? (await freePort());
+  const adminPort = await freePort();
   const configFile = join(dir, 'mailcairn.json');
-  writeFileSync(configFile, `${JSON.stringify(demoConfig({ dir, port, dovecot, passwordFile, keyRingFile, apiKeyFile }), null, 2)}\n`, { mode: 0o600 });
+  writeFileSync(configFile, `${JSON.stringify(demoConfig({ dir, port, adminPort, dovecot, passwordFile, keyRingFile, apiKeyFile, adminKeyFile }), null, 2)}\n`, { mode: 0o600 });
 
   note('Starting Mailcairn and mirroring the mailbox…');
   const started = Date.now();
@@ -467,7 +483,7 @@ async function main(): Promise<void> {
   const warnings = describePosture(held.service.config).warnings.map((w) => `${w.setting}: ${w.message}`);
   const url = `http://127.0.0.1:${port}/mcp`;
   const probe = await probeMcp(url, apiKey);
-  printSummary({ url, port, dir, dovecot, mailbox, status, syncMs, probe, warnings, apiKey });
+  printSummary({ url, port, dir, dovecot, mailbox, status, syncMs, probe, warnings, apiKey, adminUrl: `http://127.0.0.1:${adminPort}`, adminKeyFile });
 }
 
 main().catch(async (err: unknown) => {
