@@ -37,7 +37,7 @@ import { effectiveOrigin } from '../proxy.ts';
 import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
 import { answerForbidden, answerInvalid, answerJson, answerTooLarge } from './problem.ts';
-import type { AdminDeps, Route } from './route.ts';
+import { WRITE_BODY_BYTES, type AdminDeps, type Route } from './route.ts';
 import { ROUTES } from './routes/index.ts';
 import { ADMIN_PREFIX } from './routes/prefix.ts';
 import { InvalidRequest } from './use-cases/guard.ts';
@@ -111,7 +111,7 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
 
     let body: unknown;
     if (route.method === 'POST') {
-      const limit = route.bodyLimit ?? WRITE_BODY_BYTES_DEFAULT;
+      const limit = route.bodyLimit ?? WRITE_BODY_BYTES;
       const read = await readJsonBody(req, limit);
       if (deadline.timedOut()) return;
       if (read.kind === 'too-large') return answerTooLarge(res, limit);
@@ -180,9 +180,6 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     });
   });
 }
-
-/** Writes without a limit of their own take the 4 KB of the spec's write group. */
-const WRITE_BODY_BYTES_DEFAULT = 4 * 1024;
 
 /** The query string as one value per name; null when a name repeats (ambiguous, so refused). */
 function queryOf(url: string | undefined): Record<string, string> | null {

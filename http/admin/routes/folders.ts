@@ -1,9 +1,9 @@
 /** Folder routes: erasure of a folder the account no longer mirrors, one bounded pass per request. */
 import { z } from 'zod';
-import { defineRoute } from '../route.ts';
+import { defineRoute, WRITE_BODY_BYTES } from '../route.ts';
 import { ERASURE_PASS_MESSAGES, eraseFolderPass } from '../use-cases/folder-erasure.ts';
 import { ALIAS_PATTERN, FOLDER_REQUIRED, FOLDER_SHAPE } from '../use-cases/scope.ts';
-import { AccountField, WRITE_BODY_BYTES } from './mailbox.ts';
+import { AccountField } from './mailbox.ts';
 import { ADMIN_PREFIX } from './prefix.ts';
 
 export const ErasureBody = z.strictObject({

@@ -7,9 +7,9 @@
 import { z } from 'zod';
 import { DeadLetter, JOB_ID_PATTERN, JOB_TYPES } from '../../../actors/mail-query/protocol.ts';
 import { CursorField, pageSizeField } from '../query-fields.ts';
-import { defineRoute } from '../route.ts';
+import { defineRoute, WRITE_BODY_BYTES } from '../route.ts';
 import { DEAD_LETTERS_PATH, JOB_SHAPE, decideDeadLetter, listDeadLetters } from '../use-cases/dead-letters.ts';
-import { AccountField, WRITE_BODY_BYTES } from './mailbox.ts';
+import { AccountField } from './mailbox.ts';
 
 export const DEAD_LETTERS_PAGE_MAX = 200;
 export const DEAD_LETTERS_PAGE_DEFAULT = 50;

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { SynchronizationStatus } from '../../../runtime/store/mailbox/status.ts';
-import { defineRoute } from '../route.ts';
+import { defineRoute, REFRESH_TOKEN_BODY_BYTES, WRITE_BODY_BYTES } from '../route.ts';
 import { rederivationStatus, requestRederivation } from '../use-cases/rederivation.ts';
 import { storeRefreshToken } from '../use-cases/refresh-token.ts';
 import { rewind, rewindAssessment } from '../use-cases/rewind.ts';
@@ -13,9 +13,6 @@ import { FOLDER_SHAPE_OR_OMIT, OPTIONAL_FOLDER_PATTERN } from '../use-cases/scop
 import { synchronizationStatus } from '../use-cases/synchronization.ts';
 import { ADMIN_PREFIX } from './prefix.ts';
 
-/** Body limits (admin-surface "Body limits"): the refresh-token route, and every other write. */
-export const REFRESH_TOKEN_BODY_BYTES = 16 * 1024;
-export const WRITE_BODY_BYTES = 4 * 1024;
 
 /** A configured account identifier, as a member or query parameter. */
 export const AccountField = z

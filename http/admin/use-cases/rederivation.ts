@@ -5,26 +5,19 @@
  * scope's latest run; a scope never asked about answers `run: null` (and
  * `carriage: null`), not 404.
  */
-import { RederivationReply, RederiveReply, syncActorId } from '../../../actors/imap-sync/protocol.ts';
+import { RederivationReply, RederiveReply } from '../../../actors/imap-sync/protocol.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { AdminDeps } from '../route.ts';
-import { requirePrincipal } from './guard.ts';
-import { configuredAccount, optionalFolder, type FolderScope } from './scope.ts';
+import { askScoped, type FolderScope } from './scope.ts';
 
 export type RederivationAnswer = { started: boolean; carriage: RederiveReply['carriage'] | null; run: RederiveReply['run'] | null };
 
-export async function requestRederivation(deps: Pick<AdminDeps, 'config' | 'actor'>, principal: Principal | null, scope: FolderScope, deadlineMs: number): Promise<RederivationAnswer> {
-  requirePrincipal(principal, 'service.admin.operate');
-  const account = configuredAccount(deps.config, scope.account);
-  const folder = optionalFolder(scope.folder);
-  return deps.actor(syncActorId(account)).ask({ type: 'imap-sync.rederive', folder }, { reply: RederiveReply, deadlineMs });
+export function requestRederivation(deps: Pick<AdminDeps, 'config' | 'actor'>, principal: Principal | null, scope: FolderScope, deadlineMs: number): Promise<RederivationAnswer> {
+  return askScoped(deps, principal, 'service.admin.operate', scope, { type: 'imap-sync.rederive', reply: RederiveReply, deadlineMs });
 }
 
 export async function rederivationStatus(deps: Pick<AdminDeps, 'config' | 'actor'>, principal: Principal | null, scope: FolderScope, deadlineMs: number): Promise<RederivationAnswer> {
-  requirePrincipal(principal, 'service.admin.read');
-  const account = configuredAccount(deps.config, scope.account);
-  const folder = optionalFolder(scope.folder);
-  const reply = await deps.actor(syncActorId(account)).ask({ type: 'imap-sync.rederivation', folder }, { reply: RederivationReply, deadlineMs });
+  const reply = await askScoped(deps, principal, 'service.admin.read', scope, { type: 'imap-sync.rederivation', reply: RederivationReply, deadlineMs });
   // A reading starts nothing.
   return { started: false, carriage: reply.carriage ?? null, run: reply.run };
 }

@@ -6,8 +6,12 @@
  * (config/schema/fields.ts `slug`), so text of any other shape is refused
  * before an actor is asked, and a sentence may name a well-formed alias.
  */
+import type { z } from 'zod';
+import { syncActorId, type SyncMessage } from '../../../actors/imap-sync/protocol.ts';
 import type { Config } from '../../../config/schema.ts';
-import { InvalidRequest, requireAccount } from './guard.ts';
+import type { Principal } from '../../auth/principal.ts';
+import type { AdminDeps, AdminPermission } from '../route.ts';
+import { InvalidRequest, requireAccount, requirePrincipal } from './guard.ts';
 
 /** What an alias looks like (the `slug` of config/schema/fields.ts). */
 export const ALIAS_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -40,4 +44,24 @@ export function requiredFolder(folder: string | null | undefined): string {
   if (folder === undefined || folder === null || folder.trim() === '') throw new InvalidRequest(FOLDER_REQUIRED);
   if (!ALIAS_PATTERN.test(folder)) throw new InvalidRequest(FOLDER_SHAPE);
   return folder;
+}
+
+type ScopedMessage = Extract<SyncMessage, { type: 'imap-sync.rewind-assessment' | 'imap-sync.rewind' | 'imap-sync.rederive' | 'imap-sync.rederivation' }>['type'];
+
+/**
+ * The shape every scoped maintenance use case shares: ask again for the
+ * permission, check the account and the optional folder, then ask the
+ * account's sync actor (the writer of what the scope covers).
+ */
+export async function askScoped<T>(
+  deps: Pick<AdminDeps, 'config' | 'actor'>,
+  principal: Principal | null,
+  permission: AdminPermission,
+  scope: FolderScope,
+  request: { type: ScopedMessage; reply: z.ZodType<T>; deadlineMs: number },
+): Promise<T> {
+  requirePrincipal(principal, permission);
+  const account = configuredAccount(deps.config, scope.account);
+  const folder = optionalFolder(scope.folder);
+  return deps.actor(syncActorId(account)).ask<T>({ type: request.type, folder }, { reply: request.reply, deadlineMs: request.deadlineMs });
 }
