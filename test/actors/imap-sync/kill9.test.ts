@@ -43,7 +43,8 @@ t.test(`SIGKILL at ${KILLS} random moments of an initial mirror: the final mirro
     // Wait until this incarnation has stored something, then kill it a random moment later.
     const deadline = Date.now() + 30_000;
     while (storedCount(database) <= before && Date.now() < deadline && daemon.child.exitCode === null) await new Promise((r) => setTimeout(r, 25));
-    await new Promise((r) => setTimeout(r, Math.floor(random.next() * 400)));
+    // Short enough that an incarnation rarely mirrors more than a few batches on a quiet machine: every kill must land mid-mirror.
+    await new Promise((r) => setTimeout(r, Math.floor(random.next() * 120)));
     daemon.child.kill('SIGKILL');
     await daemon.exited;
     progress.push(storedCount(database));
@@ -56,6 +57,8 @@ t.test(`SIGKILL at ${KILLS} random moments of an initial mirror: the final mirro
   t.teardown(() => void final.child.kill('SIGKILL'));
   const deadline = Date.now() + 120_000;
   while (storedCount(database) < TOTAL && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  // SIGTERM is the daemon's to handle once it is up; before that it would simply end the process.
+  while (!final.lines().some((line) => line.event === 'service.ready') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   final.child.kill('SIGTERM');
   t.equal((await final.exited).code, 0);
 
