@@ -35,7 +35,7 @@ import type { SynchronizationStatus } from '../runtime/store/mailbox/status.ts';
 // installed, since they resolve its binaries when they load.
 import type { Dovecot } from '../test/harness/dovecot.ts';
 import { generateMailbox, type GeneratedMessage } from '../test/harness/generator.ts';
-import { freePort } from '../test/helpers/daemon.ts';
+import { reservePort } from '../test/helpers/ports.ts';
 
 /** Same seed, same mailbox: every demo shows the same mail. */
 const SEED = 20_240_917;
@@ -457,8 +457,8 @@ async function main(): Promise<void> {
   writeFileSync(apiKeyFile, apiKey, { mode: 0o600 });
   const adminKeyFile = join(dir, 'admin-api-key');
   writeFileSync(adminKeyFile, `mc_${randomBytes(24).toString('base64url')}`, { mode: 0o600 });
-  const port = options.port ?? (await freePort());
-  const adminPort = await freePort();
+  const port = options.port ?? (await reservePort());
+  const adminPort = await reservePort();
   const configFile = join(dir, 'mailcairn.json');
   writeFileSync(configFile, `${JSON.stringify(demoConfig({ dir, port, adminPort, dovecot, passwordFile, keyRingFile, apiKeyFile, adminKeyFile }), null, 2)}\n`, { mode: 0o600 });
 

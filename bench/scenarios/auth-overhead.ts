@@ -43,7 +43,7 @@ import { SignJWT } from 'jose';
 import { Client } from 'undici';
 import { startOAuthProvider } from '../../test/harness/oauth-provider.ts';
 import { trackDir, trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
-import { freePort } from '../../test/helpers/daemon.ts';
+import { reservePort } from '../../test/helpers/ports.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
 
@@ -62,7 +62,7 @@ type Daemon = { port: number; stop(): Promise<void> };
 async function startDaemon(dir: string, method: Method, authentication: unknown[]): Promise<Daemon> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'pw'), 'nobody-reads-this');
-  const port = await freePort();
+  const port = await reservePort();
   const config = join(dir, 'mailcairn.json');
   writeFileSync(
     config,
@@ -79,7 +79,7 @@ async function startDaemon(dir: string, method: Method, authentication: unknown[
       Storage: { Database: join(dir, 'mailcairn.db') },
       MailSynchronization: { Enabled: false },
       // No mail server: the account points at a closed port and is never synchronized.
-      Accounts: [{ Id: 'bench', Imap: { Host: '127.0.0.1', Port: await freePort(), Security: 'None', Username: 'nobody', Password: `file:${join(dir, 'pw')}` }, Folders: [{ Alias: 'inbox' }] }],
+      Accounts: [{ Id: 'bench', Imap: { Host: '127.0.0.1', Port: await reservePort(), Security: 'None', Username: 'nobody', Password: `file:${join(dir, 'pw')}` }, Folders: [{ Alias: 'inbox' }] }],
     }),
   );
   const profileDir = process.env.BENCH_CPU_PROF;

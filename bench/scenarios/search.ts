@@ -55,7 +55,7 @@ import { generateMailbox } from '../../test/harness/generator.ts';
 import { SUBJECT_TOPICS } from '../../test/harness/generator-words.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
 import { trackDir, trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
-import { freePort } from '../../test/helpers/daemon.ts';
+import { reservePort } from '../../test/helpers/ports.ts';
 import { filterClauses } from '../../actors/mail-query/filters.ts';
 import { SearchEmailsInput, type QueryScope } from '../../actors/mail-query/protocol.ts';
 import { compileQuery } from '../../actors/mail-query/query-syntax.ts';
@@ -114,7 +114,7 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
   const database = join(dir, 'mailcairn.db');
   writeFileSync(join(dir, 'pw'), PASSWORD);
   const config = join(dir, 'mailcairn.json');
-  const port = await freePort();
+  const port = await reservePort();
   writeFileSync(
     config,
     JSON.stringify({

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { stamped, version } from '../../runtime/version.ts';
 import { makeCertificate } from '../harness/processes.ts';
-import { cli, cliHome, forwardingProxy, freePort, leaks, loginWithKey, startCliService, tcpPeer, tempDir, type CliResult } from './harness.ts';
+import { cli, cliHome, forwardingProxy, leaks, loginWithKey, reservePort, startCliService, tcpPeer, tempDir, type CliResult } from './harness.ts';
 
 t.setTimeout(300_000);
 
@@ -34,7 +34,7 @@ t.test('what answers at the address', async (t) => {
     return result;
   };
 
-  const nothing = await login(`http://127.0.0.1:${await freePort()}`);
+  const nothing = await login(`http://127.0.0.1:${await reservePort()}`);
   t.equal(nothing.code, 1);
   t.match(nothing.stderr, /could not be reached \(ECONNREFUSED\)/);
   t.match(nothing.stderr, /loopback address .* is unreachable from other machines/);

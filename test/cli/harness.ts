@@ -17,7 +17,8 @@ import { request as undiciRequest } from 'undici';
 import { startService, type Service } from '../../runtime/app.ts';
 import { newKeyRing } from '../../runtime/keyring/keyring.ts';
 import type { ImapPeer } from '../harness/imap-client.ts';
-import { freePort, tempDir, writeConfig } from '../helpers/daemon.ts';
+import { tempDir, writeConfig } from '../helpers/daemon.ts';
+import { reservePort } from '../helpers/ports.ts';
 import { captureLog } from '../helpers/log-capture.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -73,17 +74,16 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
   writeFileSync(privateKeyPath, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
   const keyRingFile = join(dir, 'keyring.json');
   writeFileSync(keyRingFile, newKeyRing(), { mode: 0o600 });
-  const adminPort = await freePort();
-  const mcpPort = await freePort();
   const dovecot = options.dovecot;
-  // Without a Dovecot an account points at a closed port: enough for routes that never reach the mail server.
+  // Without a Dovecot an account points at a closed port (reserved, so nothing of this run listens there): enough for routes that never reach the mail server.
+  const closedPort = dovecot ? 0 : await reservePort();
   const accounts = (options.accounts ?? []).map((a) => {
     const passwordFile = join(dir, `${a.id}.password`);
     writeFileSync(passwordFile, dovecot?.users.find((u) => u.user === a.user)!.password ?? 'unused');
-    return { Id: a.id, Imap: { Host: '127.0.0.1', Port: dovecot?.port ?? 9, Security: 'None', Username: a.user, Password: `file:${passwordFile}` }, Folders: a.folders };
+    return { Id: a.id, Imap: { Host: '127.0.0.1', Port: dovecot?.port ?? closedPort, Security: 'None', Username: a.user, Password: `file:${passwordFile}` }, Folders: a.folders };
   });
   const config = {
-    HealthEndpoints: { Port: await freePort() },
+    HealthEndpoints: { Port: 0 },
     Storage: { Database: join(dir, 'mailcairn.db') },
     MailSynchronization: { Interval: '00:10:00', BatchSize: 200, Enabled: options.synchronization ?? false },
     DataEncryption: { KeyRing: `file:${keyRingFile}` },
@@ -91,7 +91,7 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
     AdminEndpoint: {
       Enabled: true,
       BindAddress: '127.0.0.1',
-      Port: adminPort,
+      Port: 0,
       Authentication: [
         { ApiKey: { Name: 'operator', SecretReference: file('operator.key', keys.operator), Lifetime: 'NoLimit' } },
         { ApiKey: { Name: 'reader', SecretReference: file('reader.key', keys.reader), Lifetime: 'NoLimit' }, Permissions: ['service.admin.read'] },
@@ -103,14 +103,14 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
     McpEndpoint: {
       Enabled: true,
       BindAddress: '127.0.0.1',
-      Port: mcpPort,
+      Port: 0,
       Authentication: [{ ApiKey: { Name: 'agent', SecretReference: file('agent.key', `mc_${randomUUID()}`), Lifetime: 'NoLimit' } }],
     },
   };
   const logs = captureLog();
   const service = await startService({ configFile: writeConfig(dir, config), env: {}, log: logs.log, hostLogSink: logs.write, ...(options.version ? { version: options.version } : {}) });
   t.teardown(() => service.stop());
-  return { service, dir, admin: `http://127.0.0.1:${adminPort}`, mcp: `http://127.0.0.1:${mcpPort}`, logs, keys, privateKeyPath, secrets: [...Object.values(keys)] };
+  return { service, dir, admin: `http://127.0.0.1:${service.admin!.port}`, mcp: `http://127.0.0.1:${service.mcp!.port}`, logs, keys, privateKeyPath, secrets: [...Object.values(keys)] };
 }
 
 export type CliResult = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
@@ -201,7 +201,7 @@ export function leaks(secrets: readonly string[], ...texts: string[]): string[] 
   return secrets.filter((s) => texts.some((text) => text.includes(s)));
 }
 
-export { freePort, tempDir };
+export { reservePort, tempDir };
 
 export type Proxy = {
   url: string;

@@ -13,7 +13,7 @@ import { readFileSync, statSync, existsSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { ALL_PERMISSIONS, cli, cliHome, freePort, leaks, loginWithKey, startCliService, type CliResult } from './harness.ts';
+import { ALL_PERMISSIONS, cli, cliHome, leaks, reservePort, loginWithKey, startCliService, type CliResult } from './harness.ts';
 
 t.setTimeout(300_000);
 
@@ -125,7 +125,7 @@ t.test('key, key pair, profiles and the endpoint order', async (t) => {
   const unknownName = await run(home, ['status'], { env: { SERVICE_ENDPOINT: 'nosuch' } });
   t.equal(unknownName.code, 1);
   t.match(unknownName.stderr, /There is no profile named 'nosuch' \(named by SERVICE_ENDPOINT\)/);
-  const unknownAddress = await run(home, ['status', '--endpoint', `http://127.0.0.1:${await freePort()}`]);
+  const unknownAddress = await run(home, ['status', '--endpoint', `http://127.0.0.1:${await reservePort()}`]);
   t.equal(unknownAddress.code, 1);
   t.match(unknownAddress.stderr, /Not signed in to http:\/\/127\.0\.0\.1:\d+ \(named by --endpoint\)/);
 
@@ -165,7 +165,7 @@ t.test('modes not in this release, clear text, usage errors', async (t) => {
   const external = Object.values(networkInterfaces())
     .flat()
     .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
-  const remote = `http://${external ?? '192.0.2.10'}:${await freePort()}`;
+  const remote = `http://${external ?? '192.0.2.10'}:${await reservePort()}`;
   const refused = await cli(home, ['login', '--endpoint', remote], { input: `${svc.keys.operator}\n` });
   t.equal(refused.code, 1);
   t.match(refused.stderr, /Refused to sign in to .* over clear text/);

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../helpers/daemon.ts';
+import { reservePort } from '../helpers/ports.ts';
 import type { ImapPeer } from './imap-client.ts';
 import {
   makeCertificate, passwdEntry, removeDir, run, sleep, terminate, trackDir, trackPid, untrackPid, waitForGreeting, waitListening, watchdog,
@@ -170,8 +170,8 @@ export async function startCyrus(options: CyrusOptions = {}): Promise<Cyrus> {
   const startRetrying = async (samePorts: boolean) => {
     for (let attempt = 1; ; attempt++) {
       if (!samePorts) {
-        port = await freePort();
-        tlsPort = options.tls ? await freePort() : undefined;
+        port = await reservePort();
+        tlsPort = options.tls ? await reservePort() : undefined;
       }
       try {
         return await launch();

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../helpers/daemon.ts';
+import { reservePort } from '../helpers/ports.ts';
 import type { ImapPeer } from './imap-client.ts';
 import {
   makeCertificate, passwdEntry, removeDir, run, sleep, terminate, trackDir, trackPid, untrackPid, waitForGreeting, waitListening, watchdog,
@@ -278,8 +278,8 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
   const startRetrying = async (samePorts: boolean): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
       if (!samePorts) {
-        port = await freePort();
-        tlsPort = options.tls ? await freePort() : undefined;
+        port = await reservePort();
+        tlsPort = options.tls ? await reservePort() : undefined;
       }
       try {
         await launch();

@@ -1,7 +1,6 @@
 /** Start a real mailcairnd process (from sources) on a temporary directory, and read what it logs. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,17 +14,6 @@ export type Daemon = {
   lines(): Array<Record<string, unknown>>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 };
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export function tempDir(t: { teardown(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'mailcairn-test-'));
@@ -57,6 +45,7 @@ export function spawnDaemon(args: string[], options: { script?: string; env?: No
     lines: () =>
       out
         .split('\n')
+        .slice(0, -1) // the last piece is an unfinished line (or empty)
         .filter((l) => l.startsWith('{'))
         .map((l) => JSON.parse(l) as Record<string, unknown>),
   };
@@ -66,4 +55,21 @@ export function writeConfig(dir: string, config: unknown): string {
   const file = join(dir, 'mailcairn.json');
   writeFileSync(file, JSON.stringify(config, null, 2));
   return file;
+}
+
+/**
+ * The port a spawned daemon's listener bound (configure it with `Port: 0`),
+ * read from its `listener.open` line; rejects if the daemon exits first.
+ */
+export async function listenerPort(daemon: Pick<Daemon, 'lines' | 'exited'>, section: string, timeoutMs = 30_000): Promise<number> {
+  let exited = false;
+  void daemon.exited.then(() => (exited = true));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const open = daemon.lines().find((l) => l.event === 'listener.open' && l.section === section);
+    if (open) return open.port as number;
+    if (exited) throw new Error(`the daemon exited before ${section} opened`);
+    if (Date.now() > deadline) throw new Error(`${section} did not open within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

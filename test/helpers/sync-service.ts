@@ -5,7 +5,7 @@ import { startService, type Service } from '../../runtime/app.ts';
 import type { SynchronizationStatus } from '../../runtime/store/mailbox/status.ts';
 import type { ImapPeer } from '../harness/imap-client.ts';
 import { captureLog, until } from './log-capture.ts';
-import { freePort, writeConfig } from './daemon.ts';
+import { writeConfig } from './daemon.ts';
 
 export type SyncService = {
   service: Service;
@@ -28,7 +28,7 @@ export async function startSyncService(
   const { MailSynchronization: _sync, ...sections } = extra;
   const config = {
     ...sections,
-    HealthEndpoints: { Port: await freePort() },
+    HealthEndpoints: { Port: 0 },
     // Other Storage keys (BusyTimeout, …) may come with `extra`; the database is always this one.
     Storage: { ...((extra.Storage as object) ?? {}), Database: database },
     MailSynchronization: { Interval: '00:10:00', BatchSize: 50, ...((extra.MailSynchronization as object) ?? {}) },

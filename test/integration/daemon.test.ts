@@ -6,19 +6,21 @@
 import { join } from 'node:path';
 import t from 'tap';
 import { until } from '../helpers/log-capture.ts';
-import { freePort, spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
+import { listenerPort, spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
 
 async function get(port: number, path: string, method = 'GET'): Promise<{ status: number; body: string; headers: Headers }> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { method });
   return { status: res.status, body: await res.text(), headers: res.headers };
 }
 
-async function waitReady(port: number, exited: Promise<unknown>): Promise<void> {
+/** Wait until the daemon's health listener (configured with port 0) answers ready; returns its port. */
+async function waitReady(daemon: Parameters<typeof listenerPort>[0]): Promise<number> {
+  const port = await listenerPort(daemon, 'HealthEndpoints');
   let gone = false;
-  void exited.then(() => (gone = true));
+  void daemon.exited.then(() => (gone = true));
   for (const end = Date.now() + 30_000; Date.now() < end && !gone; ) {
     try {
-      if ((await get(port, '/readyz')).status === 200) return;
+      if ((await get(port, '/readyz')).status === 200) return port;
     } catch {
       // not listening yet
     }
@@ -29,11 +31,10 @@ async function waitReady(port: number, exited: Promise<unknown>): Promise<void> 
 
 t.test('starts, answers health, and stops cleanly on SIGTERM', async (t) => {
   const dir = tempDir(t);
-  const port = await freePort();
-  const config = writeConfig(dir, { HealthEndpoints: { Port: port }, Storage: { Database: join(dir, 'data', 'mailcairn.db') } });
+  const config = writeConfig(dir, { HealthEndpoints: { Port: 0 }, Storage: { Database: join(dir, 'data', 'mailcairn.db') } });
   const daemon = spawnDaemon(['--config', config]);
   t.teardown(() => void daemon.child.kill('SIGKILL'));
-  await waitReady(port, daemon.exited);
+  const port = await waitReady(daemon);
 
   const ready = await get(port, '/readyz');
   t.same(JSON.parse(ready.body), { status: 'ready', checks: { database: 'migrated', supervisor: 'healthy', givenUpActors: 0 } });
@@ -58,11 +59,10 @@ t.test('starts, answers health, and stops cleanly on SIGTERM', async (t) => {
 
 t.test('a second signal exits at once, without waiting for the drain', async (t) => {
   const dir = tempDir(t);
-  const port = await freePort();
-  const config = writeConfig(dir, { HealthEndpoints: { Port: port }, Storage: { Database: join(dir, 'm.db') } });
+  const config = writeConfig(dir, { HealthEndpoints: { Port: 0 }, Storage: { Database: join(dir, 'm.db') } });
   const daemon = spawnDaemon([config], { script: 'test/fixtures/daemon/slow-stop-daemon.ts', env: { SLOW_STOP_MS: '6000' } });
   t.teardown(() => void daemon.child.kill('SIGKILL'));
-  await waitReady(port, daemon.exited);
+  const port = await waitReady(daemon);
   daemon.child.kill('SIGTERM');
   await until(() => daemon.lines().some((l) => l.event === 'service.stopping'), 5_000, 'stop to begin');
   t.equal((await get(port, '/readyz').catch(() => ({ status: 0 }))).status === 200, false, 'not ready once stopping');
@@ -76,11 +76,10 @@ t.test('a second signal exits at once, without waiting for the drain', async (t)
 
 t.test('a slow child is drained within the deadline on SIGTERM', async (t) => {
   const dir = tempDir(t);
-  const port = await freePort();
-  const config = writeConfig(dir, { HealthEndpoints: { Port: port }, Storage: { Database: join(dir, 'm.db') } });
+  const config = writeConfig(dir, { HealthEndpoints: { Port: 0 }, Storage: { Database: join(dir, 'm.db') } });
   const daemon = spawnDaemon([config], { script: 'test/fixtures/daemon/slow-stop-daemon.ts', env: { SLOW_STOP_MS: '1500' } });
   t.teardown(() => void daemon.child.kill('SIGKILL'));
-  await waitReady(port, daemon.exited);
+  const port = await waitReady(daemon);
   const began = Date.now();
   daemon.child.kill('SIGINT');
   t.equal((await daemon.exited).code, 0);
@@ -104,12 +103,11 @@ t.test('a refused configuration exits 78 naming the setting; nothing starts', as
 t.test('a second mailcairnd on the same database refuses to start with a clear message', async (t) => {
   const dir = tempDir(t);
   const database = join(dir, 'data', 'mailcairn.db');
-  const [a, b] = [await freePort(), await freePort()];
-  const first = spawnDaemon(['--config', writeConfig(dir, { HealthEndpoints: { Port: a }, Storage: { Database: database } })]);
+  const first = spawnDaemon(['--config', writeConfig(dir, { HealthEndpoints: { Port: 0 }, Storage: { Database: database } })]);
   t.teardown(() => void first.child.kill('SIGKILL'));
-  await waitReady(a, first.exited);
+  const a = await waitReady(first);
   const otherDir = tempDir(t);
-  const second = spawnDaemon(['--config', writeConfig(otherDir, { HealthEndpoints: { Port: b }, Storage: { Database: database } })]);
+  const second = spawnDaemon(['--config', writeConfig(otherDir, { HealthEndpoints: { Port: 0 }, Storage: { Database: database } })]);
   const { code } = await second.exited;
   t.equal(code, 1);
   t.match(second.stderr(), /E_STORE_LOCKED/);

@@ -3,14 +3,13 @@ import { join } from 'node:path';
 import t from 'tap';
 import { startService } from '../../runtime/app.ts';
 import { captureLog, until } from '../helpers/log-capture.ts';
-import { freePort, tempDir, writeConfig } from '../helpers/daemon.ts';
+import { tempDir, writeConfig } from '../helpers/daemon.ts';
 
 t.test('a child given up turns /readyz to 503 while /livez stays 200', async (t) => {
   const dir = tempDir(t);
-  const port = await freePort();
   const { log, events } = captureLog();
   const service = await startService({
-    configFile: writeConfig(dir, { HealthEndpoints: { Port: port }, Storage: { Database: join(dir, 'm.db') } }),
+    configFile: writeConfig(dir, { HealthEndpoints: { Port: 0 }, Storage: { Database: join(dir, 'm.db') } }),
     env: {},
     log,
     extraChildren: [
@@ -25,6 +24,7 @@ t.test('a child given up turns /readyz to 503 while /livez stays 200', async (t)
     ],
   });
   t.teardown(() => service.stop());
+  const port = service.health!.port;
   await until(() => events('actor.give-up', 'doomed').length === 1, 15_000, 'give-up');
   const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
   t.equal(ready.status, 503);
@@ -43,8 +43,7 @@ t.test('a port held by another process fails startup naming the section, and rel
   const file = writeConfig(dir, { HealthEndpoints: { Port: port }, Storage: { Database: join(dir, 'm.db') } });
   const { log } = captureLog();
   await t.rejects(startService({ configFile: file, env: {}, log }), { code: 'E_CONFIG_INVALID', message: /HealthEndpoints: 127\.0\.0\.1:\d+ is already in use/ });
-  const other = await freePort();
-  const again = await startService({ configFile: writeConfig(dir, { HealthEndpoints: { Port: other }, Storage: { Database: join(dir, 'm.db') } }), env: {}, log });
+  const again = await startService({ configFile: writeConfig(dir, { HealthEndpoints: { Port: 0 }, Storage: { Database: join(dir, 'm.db') } }), env: {}, log });
   t.ok(again.health, 'the lock was released: a second start on the same database works');
   await again.stop();
 });

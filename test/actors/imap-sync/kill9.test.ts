@@ -13,7 +13,7 @@ import { startDovecot } from '../../harness/dovecot.ts';
 import { mailAdmin } from '../../harness/doveadm.ts';
 import { generateMailbox } from '../../harness/generator.ts';
 import { writeMaildir } from '../../harness/place-mail.ts';
-import { freePort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
+import { spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
 import { readMirror, storedCount } from '../../helpers/mirror.ts';
 
 // Spawning and killing real processes takes minutes on a small machine.
@@ -30,7 +30,7 @@ t.test(`SIGKILL at ${KILLS} random moments of an initial mirror: the final mirro
   const database = join(dir, 'mailcairn.db');
   writeFileSync(join(dir, 'pw'), 'pw-kim');
   const config = writeConfig(dir, {
-    HealthEndpoints: { Port: await freePort() },
+    HealthEndpoints: { Port: 0 },
     Storage: { Database: database },
     MailSynchronization: { BatchSize: 25, Interval: '00:00:10' },
     Accounts: [{ Id: 'kim', Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: 'kim', Password: `file:${join(dir, 'pw')}` }, Folders: [{ Alias: 'inbox' }] }],

@@ -31,7 +31,7 @@ import { mailAdmin } from '../../harness/doveadm.ts';
 import { startDovecot, type Dovecot } from '../../harness/dovecot.ts';
 import { startOAuthProvider, type OAuthProvider } from '../../harness/oauth-provider.ts';
 import { appendMessages } from '../../harness/place-mail.ts';
-import { freePort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
+import { spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
 import { until } from '../../helpers/log-capture.ts';
 import { readMirror } from '../../helpers/mirror.ts';
 
@@ -83,7 +83,7 @@ async function startOAuthService(t: Test, dovecot: Dovecot, provider: OAuthProvi
   const secretFile = join(dir, 'client-secret');
   writeFileSync(secretFile, provider.client.secret, { mode: 0o600 });
   const configFile = writeConfig(dir, {
-    HealthEndpoints: { Port: await freePort() },
+    HealthEndpoints: { Port: 0 },
     Storage: { Database: database },
     DataEncryption: { KeyRing: `file:${keyRingFile}` },
     Logging: { Level: 'debug', Format: 'Json' },

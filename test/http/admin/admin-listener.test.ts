@@ -18,7 +18,7 @@ import { newKeyRing, unseal } from '../../../runtime/keyring/keyring.ts';
 import { loadKeyRing } from '../../../runtime/keyring/load.ts';
 import { version } from '../../../runtime/version.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
-import { freePort, tempDir } from '../../helpers/daemon.ts';
+import { tempDir } from '../../helpers/daemon.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
 
 t.setTimeout(300_000);
@@ -44,8 +44,6 @@ async function setup(t: Test, options: { tokenCapacity: number; keyRing: boolean
   };
   const keyRingFile = options.keyRing ? join(dir, 'keyring.json') : null;
   if (keyRingFile) writeFileSync(keyRingFile, newKeyRing(), { mode: 0o600 });
-  const adminPort = await freePort();
-  const mcpPort = await freePort();
   const limits = { TokenCapacity: options.tokenCapacity, TokensPerReplenishmentPeriod: options.tokenCapacity, ReplenishmentPeriod: '00:01:00' };
   const sync = await startSyncService(dir, dovecot, [{ id: 'pat', user: 'pat', folders: [{ Alias: 'inbox' }] }], {
     MailSynchronization: { Enabled: false },
@@ -53,7 +51,7 @@ async function setup(t: Test, options: { tokenCapacity: number; keyRing: boolean
     AdminEndpoint: {
       Enabled: true,
       BindAddress: '127.0.0.1',
-      Port: adminPort,
+      Port: 0,
       Authentication: [
         { ApiKey: { Name: 'operator', SecretReference: file('operator.key', KEY_OPERATOR), Lifetime: 'NoLimit' } },
         { ApiKey: { Name: 'reader', SecretReference: file('reader.key', KEY_READER), Lifetime: 'NoLimit' }, Permissions: ['service.admin.read'] },
@@ -64,12 +62,12 @@ async function setup(t: Test, options: { tokenCapacity: number; keyRing: boolean
     McpEndpoint: {
       Enabled: true,
       BindAddress: '127.0.0.1',
-      Port: mcpPort,
+      Port: 0,
       Authentication: [{ ApiKey: { Name: 'agent', SecretReference: file('agent.key', KEY_AGENT), Lifetime: 'NoLimit' } }],
     },
   });
   t.teardown(() => sync.service.stop());
-  return { sync, admin: `http://127.0.0.1:${adminPort}`, mcp: `http://127.0.0.1:${mcpPort}`, keyRingFile };
+  return { sync, admin: `http://127.0.0.1:${sync.service.admin!.port}`, mcp: `http://127.0.0.1:${sync.service.mcp!.port}`, keyRingFile };
 }
 
 type Answer = { status: number; body: string; type: string | undefined; challenge: string | undefined; cache: string | undefined; allow: string | undefined; retryAfter: string | undefined };

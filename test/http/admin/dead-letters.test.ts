@@ -29,7 +29,7 @@ import { startDovecot } from '../../harness/dovecot.ts';
 import { generateMailbox } from '../../harness/generator.ts';
 import { writeMaildir } from '../../harness/place-mail.ts';
 import { adminCall, adminEndpointSection, query, type AdminAnswer } from '../../helpers/admin-client.ts';
-import { freePort, tempDir } from '../../helpers/daemon.ts';
+import { tempDir } from '../../helpers/daemon.ts';
 import { until } from '../../helpers/log-capture.ts';
 import { readMirror } from '../../helpers/mirror.ts';
 import { sensitiveStrings } from '../../helpers/privacy.ts';
@@ -91,7 +91,6 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
   await writeMaildir(dovecot, 'quinn', 'INBOX', mail.quinn);
 
   const dir = tempDir(t);
-  const port = await freePort();
   const sync = await startSyncService(
     dir,
     dovecot,
@@ -101,11 +100,11 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
     ],
     {
       Storage: { BusyTimeout: '00:00:01' },
-      AdminEndpoint: adminEndpointSection(dir, port, { operator: KEY_OPERATOR, reader: KEY_READER, nothing: KEY_NOTHING }, 5_000),
+      AdminEndpoint: adminEndpointSection(dir, 0, { operator: KEY_OPERATOR, reader: KEY_READER, nothing: KEY_NOTHING }, 5_000),
     },
   );
   t.teardown(() => sync.service.stop());
-  const api = `http://127.0.0.1:${port}/api/admin`;
+  const api = `http://127.0.0.1:${sync.service.admin!.port}/api/admin`;
   const operator = (path: string, options: { method?: 'GET' | 'POST'; json?: unknown; body?: string } = {}) => adminCall(`${api}${path}`, { apiKey: KEY_OPERATOR, ...options });
   const deadLetters = async (params: Record<string, string | number | undefined> = {}): Promise<{ jobs: DeadLetter[]; nextCursor?: string }> => {
     const answer = await operator(`/jobs/dead-letters${query(params)}`);

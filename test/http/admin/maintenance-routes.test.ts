@@ -24,7 +24,7 @@ import { mailAdmin } from '../../harness/doveadm.ts';
 import { generateMailbox, type GeneratedMessage } from '../../harness/generator.ts';
 import { writeMaildir } from '../../harness/place-mail.ts';
 import { adminCall, adminEndpointSection, query, type AdminAnswer } from '../../helpers/admin-client.ts';
-import { freePort, tempDir } from '../../helpers/daemon.ts';
+import { tempDir } from '../../helpers/daemon.ts';
 import { until } from '../../helpers/log-capture.ts';
 import { mirrorStates, readMirror } from '../../helpers/mirror.ts';
 import { sensitiveStrings } from '../../helpers/privacy.ts';
@@ -40,12 +40,11 @@ type Folder = { Alias: string; Path?: string };
 type Started = { sync: SyncService; api: string };
 
 async function start(t: Test, dir: string, dovecot: Dovecot, folders: Folder[]): Promise<Started> {
-  const port = await freePort();
   const sync = await startSyncService(dir, dovecot, [{ id: 'olga', user: 'olga', folders }], {
-    AdminEndpoint: adminEndpointSection(dir, port, { operator: KEY_OPERATOR, reader: KEY_READER, nothing: KEY_NOTHING }, 1_000),
+    AdminEndpoint: adminEndpointSection(dir, 0, { operator: KEY_OPERATOR, reader: KEY_READER, nothing: KEY_NOTHING }, 1_000),
   });
   t.teardown(() => sync.service.stop());
-  return { sync, api: `http://127.0.0.1:${port}/api/admin` };
+  return { sync, api: `http://127.0.0.1:${sync.service.admin!.port}/api/admin` };
 }
 
 /** Messages of the account by state, across every folder (tombstones included). */

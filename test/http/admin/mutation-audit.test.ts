@@ -25,7 +25,7 @@ import { createCursors, NOT_ISSUED_HERE, OTHER_FILTERS } from '../../../http/adm
 import { EMPTY_RANGE, MUTATION_AUDIT_PATH } from '../../../http/admin/use-cases/mutation-audit.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { adminCall, query } from '../../helpers/admin-client.ts';
-import { freePort, tempDir } from '../../helpers/daemon.ts';
+import { tempDir } from '../../helpers/daemon.ts';
 import { startSyncService } from '../../helpers/sync-service.ts';
 
 t.setTimeout(300_000);
@@ -111,7 +111,6 @@ t.test('the mailbox-change audit, page by page', async (t) => {
     writeFileSync(join(dir, name), secret, { mode: 0o600 });
     return `file:${join(dir, name)}`;
   };
-  const port = await freePort();
   const sync = await startSyncService(
     dir,
     dovecot,
@@ -124,7 +123,7 @@ t.test('the mailbox-change audit, page by page', async (t) => {
       AdminEndpoint: {
         Enabled: true,
         BindAddress: '127.0.0.1',
-        Port: port,
+        Port: 0,
         Authentication: [
           { ApiKey: { Name: 'auditor', SecretReference: key('auditor.key', KEY_AUDITOR), Lifetime: 'NoLimit' }, Permissions: ['service.admin.audit.read'] },
           { ApiKey: { Name: 'reader', SecretReference: key('reader.key', KEY_READER), Lifetime: 'NoLimit' }, Permissions: ['service.admin.read'] },
@@ -135,7 +134,7 @@ t.test('the mailbox-change audit, page by page', async (t) => {
     },
   );
   t.teardown(() => sync.service.stop());
-  const url = `http://127.0.0.1:${port}${MUTATION_AUDIT_PATH}`;
+  const url = `http://127.0.0.1:${sync.service.admin!.port}${MUTATION_AUDIT_PATH}`;
   const audit = (params: Record<string, string | number | undefined>, apiKey = KEY_AUDITOR) => adminCall(`${url}${query(params)}`, { apiKey });
 
   t.same((await audit({ account: 'pat' })).json(), { entries: [] }, 'empty until agents change mail; no nextCursor');

@@ -13,7 +13,7 @@ import t from 'tap';
 import { request } from 'undici';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { startOAuthProvider } from '../../harness/oauth-provider.ts';
-import { freePort, tempDir } from '../../helpers/daemon.ts';
+import { tempDir } from '../../helpers/daemon.ts';
 import { startSyncService } from '../../helpers/sync-service.ts';
 
 const RESOURCE = 'https://mail.example.test/mcp';
@@ -46,13 +46,12 @@ t.test('OAuth access tokens through the MCP listener', async (t) => {
   t.teardown(() => provider.stop());
   const dovecot = await startDovecot({ users: [{ user: 'pat', password: 'pw-pat' }] });
   t.teardown(() => dovecot.stop());
-  const port = await freePort();
   const sync = await startSyncService(dir, dovecot, [{ id: 'pat', user: 'pat', folders: [{ Alias: 'inbox' }] }], {
     MailSynchronization: { Enabled: false },
     McpEndpoint: {
       Enabled: true,
       BindAddress: '127.0.0.1',
-      Port: port,
+      Port: 0,
       Authentication: [
         {
           OAuth: {
@@ -66,6 +65,7 @@ t.test('OAuth access tokens through the MCP listener', async (t) => {
     },
   });
   t.teardown(() => sync.service.stop());
+  const port = sync.service.mcp!.port;
   const mcp = `http://127.0.0.1:${port}/mcp`;
 
   const good = await provider.mintAccessToken('alice');

@@ -14,7 +14,7 @@ import { SignJWT, importPKCS8 } from 'jose';
 import t, { type Test } from 'tap';
 import { request } from 'undici';
 import { startDovecot } from '../../harness/dovecot.ts';
-import { freePort, tempDir } from '../../helpers/daemon.ts';
+import { tempDir } from '../../helpers/daemon.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
 
 const KEY_A = `mc_${randomUUID().replaceAll('-', '')}`;
@@ -35,13 +35,12 @@ async function setup(t: Test, tokenCapacity: number): Promise<Setup> {
     writeFileSync(join(dir, name), content);
     return `file:${join(dir, name)}`;
   };
-  const port = await freePort();
   const sync = await startSyncService(dir, dovecot, [{ id: 'pat', user: 'pat', folders: [{ Alias: 'inbox' }] }], {
     MailSynchronization: { Enabled: false },
     McpEndpoint: {
       Enabled: true,
       BindAddress: '127.0.0.1',
-      Port: port,
+      Port: 0,
       Authentication: [
         { ApiKey: { Name: 'agent-a', SecretReference: file('a.key', KEY_A), Lifetime: 'NoLimit' } },
         { ApiKey: { Name: 'agent-b', SecretReference: file('b.key', KEY_B), Lifetime: 'NoLimit' } },
@@ -53,6 +52,7 @@ async function setup(t: Test, tokenCapacity: number): Promise<Setup> {
     },
   });
   t.teardown(() => sync.service.stop());
+  const port = sync.service.mcp!.port;
   return { sync, port, dir, url: `http://127.0.0.1:${port}/mcp` };
 }
 

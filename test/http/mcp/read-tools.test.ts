@@ -18,7 +18,8 @@ import { startDovecot, type Dovecot } from '../../harness/dovecot.ts';
 import { mailAdmin } from '../../harness/doveadm.ts';
 import { withImap } from '../../harness/imap-client.ts';
 import { writeMaildir } from '../../harness/place-mail.ts';
-import { freePort, tempDir } from '../../helpers/daemon.ts';
+import { tempDir } from '../../helpers/daemon.ts';
+import { reservePort } from '../../helpers/ports.ts';
 import { sensitiveStrings } from '../../helpers/privacy.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
 
@@ -52,7 +53,8 @@ async function setup(t: Test, options: { messages: Buffer[]; syncEnabled?: boole
   const dovecot = await startDovecot({ users: [{ user: 'rita', password: 'pw-rita' }] });
   t.teardown(() => dovecot.stop());
   if (options.messages.length > 0) await writeMaildir(dovecot, 'rita', 'INBOX', options.messages.map((raw) => ({ raw })));
-  const port = await freePort();
+  // Chosen in advance: Deployment:PublicBaseAddress names it.
+  const port = await reservePort();
   writeFileSync(join(dir, 'keyring.json'), newKeyRing());
   const sync = await startSyncService(dir, dovecot, [{ id: 'rita', user: 'rita', folders: [{ Alias: 'inbox' }] }], {
     // Limits are tested on their own (test/http/mcp/pipeline.test.ts); this walks far more than a minute's default budget.
