@@ -9,7 +9,7 @@
  */
 import sade from 'sade';
 import { runCheckConfig } from '../config/check-config.ts';
-import { runDaemon } from '../runtime/app.ts';
+import { runDaemon } from '../service/app.ts';
 import { AppError } from '../runtime/errors.ts';
 import { keyringNew, keyringRotate } from '../runtime/keyring/cli.ts';
 import { version } from '../runtime/version.ts';

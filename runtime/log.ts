@@ -10,7 +10,7 @@
  * Importable from anywhere; actors log through `ctx.log`, a child of this.
  */
 import { pino, type DestinationStream, type Logger, type LevelWithSilent } from 'pino';
-import { redactedKeys } from '../config/redact.ts';
+import { redactedKeys } from './redact.ts';
 
 export type { Logger };
 export type LogLevel = LevelWithSilent;

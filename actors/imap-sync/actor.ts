@@ -15,11 +15,11 @@
  */
 import type { ImapFlow } from 'imapflow';
 import { z } from 'zod';
-import { readSecret } from '../../config/secret-ref.ts';
+import { readSecret } from '../../runtime/secret-ref.ts';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import { openSlice } from '../../runtime/store/store-slice.ts';
+import { openSlice } from '../../runtime/store/open-slice.ts';
 import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
 import { recordRepairRequest } from '../../runtime/store/mailbox/repair-requests.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';

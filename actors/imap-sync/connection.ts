@@ -10,7 +10,7 @@
  * subjects and addresses.
  */
 import { ImapFlow, type ImapFlowOptions } from 'imapflow';
-import { readSecret } from '../../config/secret-ref.ts';
+import { readSecret } from '../../runtime/secret-ref.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { ImapSyncConfig } from './protocol.ts';
 

@@ -8,7 +8,7 @@
  * (this actor is that table's writer). Nothing here logs a token.
  */
 import { request } from 'undici';
-import { readSecret } from '../../config/secret-ref.ts';
+import { readSecret } from '../../runtime/secret-ref.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { loadKeyRing } from '../../runtime/keyring/load.ts';
 import { seal, unseal } from '../../runtime/keyring/keyring.ts';

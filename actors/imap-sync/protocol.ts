@@ -5,6 +5,10 @@
  */
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
+import { moduleUrl } from '../../runtime/module-url.ts';
+
+/** The module a sync actor runs from (one per account, hosted by the supervisor). Named here, as a URL, so that the composition root starts it without importing it. */
+export const IMAP_SYNC_ENTRY = moduleUrl('./actor.ts', import.meta.url);
 
 export const syncActorId = (account: string): string => `imap-sync:${account}`;
 

@@ -18,50 +18,19 @@
  *   never serves another attachment than the one the link named; until the
  *   message is re-derived such a link answers 404.
  *
- * Pool message `mail-query.attachment` (`AttachmentRequest` in,
- * `AttachmentReply` out; to be joined to protocol.ts's `MailQueryMessage`);
- * `answerAttachment` is the handler, returning the reply with its bytes
+ * Pool message `mail-query.attachment` (schemas in attachment-messages.ts,
+ * carried by protocol.ts); `answerAttachment` is the handler, returning the reply with its bytes
  * marked for transfer rather than copy. The listener builds `accounts` from
  * the same configuration as every query's scope.
  *
- * Importable by the query pool task, protocol.ts (to re-export the
- * schemas) and tests.
+ * Importable by the query pool task and tests.
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import { extractAttachment } from '../mime-parse/attachment-content.ts';
 import { transfer, type WithTransfer } from '../../runtime/actor.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { one, type Statement } from '../../runtime/store/rows.ts';
-import { StoreSlice } from '../../runtime/store/store-slice.ts';
-
-/** Attachment positions: the parser reads at most 500 parts per message, so 65 535 bounds any index. */
-export const MAX_ATTACHMENT_INDEX = 65_535;
-
-export const AttachmentRequest = z.strictObject({
-  type: z.literal('mail-query.attachment'),
-  /** As on every mail-query message: the pool thread opens its one connection from it on first use. */
-  store: StoreSlice,
-  /** `messages.id`, the local key a storedEmailId is built over. */
-  messageId: z.number().int().positive(),
-  /** Position in the message's attachment list, from 0. */
-  index: z.number().int().nonnegative().max(MAX_ATTACHMENT_INDEX),
-  /** Accounts the caller may read; a message of any other account is not found. */
-  accounts: z.array(z.string()),
-});
-export type AttachmentRequest = z.infer<typeof AttachmentRequest>;
-
-export const AttachmentFound = z.strictObject({
-  filename: z.string().nullable(),
-  contentType: z.string(),
-  /** Decoded bytes. A Buffer here; a plain Uint8Array after crossing a thread. */
-  content: z.custom<Uint8Array>((value) => value instanceof Uint8Array, { error: 'must be bytes' }),
-});
-export type AttachmentFound = z.infer<typeof AttachmentFound>;
-
-/** null: nothing to serve (see the header for every reason). */
-export const AttachmentReply = AttachmentFound.nullable();
-export type AttachmentReply = z.infer<typeof AttachmentReply>;
+import { AttachmentReply, AttachmentRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
 
 export type AttachmentQuery = { messageId: number; index: number; accounts: readonly string[] };
 

@@ -17,15 +17,19 @@
  */
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
-import { AttachmentRequest } from './attachment.ts';
-import { DeadLettersRequest, JobLookupRequest } from './dead-letters.ts';
-import { MutationAuditRequest } from './mutation-audit.ts';
+import { moduleUrl } from '../../runtime/module-url.ts';
+import { AttachmentRequest } from './attachment-messages.ts';
+import { DeadLettersRequest, JobLookupRequest } from './dead-letter-messages.ts';
+import { MutationAuditRequest } from './mutation-audit-messages.ts';
 import { StoredEmailId } from './stored-email-id.ts';
 
+/** The task module of the read-only query pool. Named here, as a URL, so that the composition root starts it without importing it. */
+export const MAIL_QUERY_TASK = moduleUrl('./task.ts', import.meta.url);
+
 export { StoredEmailId, decodeStoredEmailId, encodeStoredEmailId } from './stored-email-id.ts';
-export { AttachmentReply } from './attachment.ts';
-export { MUTATION_KINDS, MutationAuditEntry, MutationAuditReply, MutationAuditRequest, MutationKind } from './mutation-audit.ts';
-export { DeadLetter, DeadLettersReply, DeadLettersRequest, JOB_TYPES, JobLookupReply, JobLookupRequest, JobType, jobIdOf, jobRowOf, JOB_ID_PATTERN } from './dead-letters.ts';
+export { AttachmentReply, AttachmentRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
+export { MUTATION_KINDS, MutationAuditEntry, MutationAuditReply, MutationAuditRequest, MutationKind } from './mutation-audit-messages.ts';
+export { DeadLetter, DeadLettersReply, DeadLettersRequest, JOB_TYPES, JobLookupReply, JobLookupRequest, JobType, jobIdOf, jobRowOf, JOB_ID_PATTERN } from './dead-letter-messages.ts';
 
 /** Ranked results `search_emails` may be asked for (spec: at most 50; more is 51003, not a smaller window). */
 export const MAX_SEARCH_RESULTS = 50;

@@ -3,7 +3,7 @@
  * MCP surface, the attachment route's redemption (`attachment.ts`), and
  * the admin surface's audit page (`mutation-audit.ts`) and dead letters
  * (`dead-letters.ts`), answered from the local copy. Created as a piscina
- * pool by runtime/app.ts through runtime/pool/pool.ts; the main thread
+ * pool by service/app.ts through runtime/pool/pool.ts; the main thread
  * never runs SQL, the pool threads do.
  *
  * Each pool thread opens ONE connection, on its first message, from the
@@ -18,7 +18,8 @@
  */
 import { definePoolTask } from '../../runtime/pool/task.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import { openSlice, type StoreSlice } from '../../runtime/store/store-slice.ts';
+import { type StoreSlice } from '../../runtime/store/store-slice.ts';
+import { openSlice } from '../../runtime/store/open-slice.ts';
 import { answerAttachment } from './attachment.ts';
 import { deadLetterPage, lookUpJob } from './dead-letters.ts';
 import { getContent } from './get-content.ts';

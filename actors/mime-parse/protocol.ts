@@ -8,6 +8,11 @@
  * change to derivation asks for re-derivation of stored mail.
  */
 import { z } from 'zod';
+import { DerivedMessage, StoredAddress, StoredAttachment } from '../../runtime/store/mailbox/derived-message.ts';
+import { moduleUrl } from '../../runtime/module-url.ts';
+
+/** The task module of the MIME parse pool. Named here, as a URL, so that the composition root starts it without importing it. */
+export const MIME_PARSE_TASK = moduleUrl('./task.ts', import.meta.url);
 
 export const PARSE_VERSION = 1;
 
@@ -32,42 +37,16 @@ export type ParseBatchRequest = z.infer<typeof ParseBatchRequest>;
 
 export const ParseMessage = z.discriminatedUnion('type', [ParseRequest, ParseBatchRequest]);
 
-export const Address = z.strictObject({ name: z.string(), address: z.string() });
-export type Address = z.infer<typeof Address>;
-
-export const Attachment = z.strictObject({
-  filename: z.string().nullable(),
-  contentType: z.string(),
-  /** Decoded size estimated from the encoded length (payloads are never decoded). */
-  size: z.number().int().nonnegative(),
-  /** SHA-256 (hex) of the part's encoded body: identifies it without decoding it. */
-  sha256: z.string(),
-  inline: z.boolean(),
-});
-export type Attachment = z.infer<typeof Attachment>;
-
-export const ParsedMessage = z.strictObject({
-  parseVersion: z.number().int(),
-  messageId: z.string().nullable(),
-  inReplyTo: z.string().nullable(),
-  references: z.array(z.string()),
-  /** Opaque, stable: derived from the conversation's root Message-ID (or the message's own identity). */
-  threadId: z.string(),
-  subject: z.string().nullable(),
-  from: z.array(Address),
-  sender: z.array(Address),
-  replyTo: z.array(Address),
-  to: z.array(Address),
-  cc: z.array(Address),
-  /** Date header, epoch ms, or null when absent or unreadable. */
-  sentAt: z.number().nullable(),
-  attachments: z.array(Attachment),
-  /** Readable body: text/plain, or HTML reduced to text. */
-  bodyText: z.string(),
-  /** Passages of the body for later embedding, in order. */
-  passages: z.array(z.string()),
-});
-export type ParsedMessage = z.infer<typeof ParsedMessage>;
+/**
+ * What a parse produces is what the store writes: the shapes are the store's
+ * (runtime/store/mailbox/derived-message.ts), named here as the pool answers them.
+ */
+export const Address = StoredAddress;
+export type Address = StoredAddress;
+export const Attachment = StoredAttachment;
+export type Attachment = StoredAttachment;
+export const ParsedMessage = DerivedMessage;
+export type ParsedMessage = DerivedMessage;
 
 /** `unreadable`: the message could not be parsed at all; it is kept raw and counted. */
 export const ParseReply = z.discriminatedUnion('ok', [

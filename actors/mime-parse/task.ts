@@ -1,7 +1,7 @@
 /**
  * The MIME parse pool task (`mime-parse`): a raw message (or a chunk of
  * them) in, `ParseReply` (or one per message) out. Stateless and synchronous; created as a piscina
- * pool by runtime/app.ts through runtime/pool/pool.ts.
+ * pool by service/app.ts through runtime/pool/pool.ts.
  *
  * Privacy: nothing here logs, and parseMessage never throws, so no content
  * can reach the pool's own failure log either.

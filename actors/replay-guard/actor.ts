@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { defineActor } from '../../runtime/actor.ts';
-import { openSlice } from '../../runtime/store/store-slice.ts';
+import { openSlice } from '../../runtime/store/open-slice.ts';
 import { ReplayClaim, type ReplayClaimReply, ReplayGuardConfig } from './protocol.ts';
 import { replayStatements, type ReplayStatements } from './replays.ts';
 

@@ -41,7 +41,7 @@ export const ReplayClaimReply = z.strictObject({ fresh: z.boolean() });
 export type ReplayClaimReply = z.infer<typeof ReplayClaimReply>;
 
 /**
- * The child spec of the replay guard, for runtime/system-children.ts.
+ * The child spec of the replay guard, for service/system-children.ts.
  * Permanent: while it is down every assertion is refused (the judge fails
  * closed), so it is always restarted.
  */

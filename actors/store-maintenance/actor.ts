@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { defineActor } from '../../runtime/actor.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import { openSlice } from '../../runtime/store/store-slice.ts';
+import { openSlice } from '../../runtime/store/open-slice.ts';
 import { MaintenanceReport, RunNow, StoreMaintenanceConfig } from './protocol.ts';
 
 const Tick = z.strictObject({ type: z.literal('store-maintenance.tick') });

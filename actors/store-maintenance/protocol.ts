@@ -5,6 +5,10 @@
  */
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
+import { moduleUrl } from '../../runtime/module-url.ts';
+
+/** The module the store maintenance actor runs from. Named here, as a URL, so that the composition root starts it without importing it. */
+export const STORE_MAINTENANCE_ENTRY = moduleUrl('./actor.ts', import.meta.url);
 
 export const StoreMaintenanceConfig = StoreSlice.extend({
   intervalMs: z.number().int().positive(),

@@ -11,7 +11,7 @@ import { mathRandom } from '../../runtime/clock.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { synchronizationStatus } from '../../runtime/store/mailbox/status.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import { openSlice } from '../../runtime/store/store-slice.ts';
+import { openSlice } from '../../runtime/store/open-slice.ts';
 import { RunSummary, syncActorId } from '../imap-sync/protocol.ts';
 import { SchedulerConfig, SchedulerMessage } from './protocol.ts';
 import { Schedule, type RunEnd } from './schedule.ts';

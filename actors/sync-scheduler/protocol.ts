@@ -1,6 +1,10 @@
 /** Public messages of the synchronization scheduler (`sync-scheduler`) and its configuration slice. */
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
+import { moduleUrl } from '../../runtime/module-url.ts';
+
+/** The module the synchronization scheduler runs from. Named here, as a URL, so that the composition root starts it without importing it. */
+export const SCHEDULER_ENTRY = moduleUrl('./actor.ts', import.meta.url);
 
 export const SCHEDULER_ID = 'sync-scheduler';
 

@@ -30,7 +30,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../config/schema.ts';
-import { readSecret } from '../../config/secret-ref.ts';
+import { readSecret } from '../../runtime/secret-ref.ts';
 import { purposeKey, type KeyRing } from '../../runtime/keyring/keyring.ts';
 import { loadKeyRing } from '../../runtime/keyring/load.ts';
 

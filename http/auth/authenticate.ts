@@ -12,7 +12,7 @@
  * (error), key-pair issues (warning), the cause of a refused token (info).
  */
 import type { IncomingMessage } from 'node:http';
-import { readSecret } from '../../config/secret-ref.ts';
+import { readSecret } from '../../runtime/secret-ref.ts';
 import type { CredentialEntry } from '../../config/schema/credential-entry.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { EffectiveOrigin } from '../proxy.ts';

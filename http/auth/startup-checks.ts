@@ -5,7 +5,7 @@
  * position (`McpEndpoint:Authentication:0:PublicKey:SecretReference`). An
  * expired entry is not read and does not fail startup.
  */
-import { readSecret } from '../../config/secret-ref.ts';
+import { readSecret } from '../../runtime/secret-ref.ts';
 import type { Config } from '../../config/schema.ts';
 import type { Problem } from '../../config/problem.ts';
 import { apiKeyStartupProblems } from './api-key.ts';

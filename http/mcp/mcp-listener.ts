@@ -18,7 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Config } from '../../config/schema.ts';
 import type { QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
 import { RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
-import { AttachmentReply } from '../../actors/mail-query/attachment.ts';
+import { AttachmentReply } from '../../actors/mail-query/protocol.ts';
 import type { Askable } from '../../runtime/ref.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';

@@ -1,12 +1,11 @@
 /**
- * The storage part of an actor's configuration slice, and opening it: every
- * actor that holds a connection receives the same four values and opens one
- * connection in its `init`. The server token is a secret reference, read
- * when the connection opens, never carried in the slice as material.
+ * The storage part of an actor's configuration slice: every actor that holds
+ * a connection receives the same four values and opens one connection in its
+ * `init` (open-slice.ts). The server token is a secret reference, read when
+ * the connection opens, never carried in the slice as material. A schema
+ * only, so that protocols can carry it without loading the database driver.
  */
 import { z } from 'zod';
-import { readSecret } from '../../config/secret-ref.ts';
-import { openStore, type Database, type StoreOptions } from './open.ts';
 
 export const StoreSlice = z.strictObject({
   database: z.string(),
@@ -15,13 +14,3 @@ export const StoreSlice = z.strictObject({
   synchronous: z.enum(['Full', 'Normal']),
 });
 export type StoreSlice = z.infer<typeof StoreSlice>;
-
-export function openSlice(slice: StoreSlice, options: Pick<StoreOptions, 'checkpoints'> = {}): Database {
-  return openStore({
-    database: slice.database,
-    busyTimeoutMs: slice.busyTimeoutMs,
-    synchronous: slice.synchronous,
-    ...options,
-    ...(slice.authTokenRef ? { authToken: readSecret(slice.authTokenRef, process.env, 'Storage:AuthToken') } : {}),
-  });
-}

@@ -14,7 +14,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request as undiciRequest } from 'undici';
-import { startService, type Service } from '../../runtime/app.ts';
+import { startService, type Service } from '../../service/app.ts';
 import { newKeyRing } from '../../runtime/keyring/keyring.ts';
 import type { ImapPeer } from '../harness/imap-client.ts';
 import { tempDir, writeConfig } from '../helpers/daemon.ts';

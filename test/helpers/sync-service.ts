@@ -1,7 +1,7 @@
 /** A Mailcairn service in-process, mirroring accounts of a private Dovecot, with helpers to drive and read synchronization. */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startService, type Service } from '../../runtime/app.ts';
+import { startService, type Service } from '../../service/app.ts';
 import type { SynchronizationStatus } from '../../runtime/store/mailbox/status.ts';
 import type { ImapPeer } from '../harness/imap-client.ts';
 import { captureLog, until } from './log-capture.ts';

@@ -10,7 +10,7 @@
  */
 import { JobDecisionReply, syncActorId } from '../../../actors/imap-sync/protocol.ts';
 import { DeadLettersReply, JobLookupReply, jobRowOf, type DeadLetter, type DeadLettersRequest, type JobType } from '../../../actors/mail-query/protocol.ts';
-import { storeSlice } from '../../../runtime/system-children.ts';
+import { storeSlice } from '../../../config/store-slice.ts';
 import type { Principal } from '../../auth/principal.ts';
 import { NOT_ISSUED_HERE } from '../cursor.ts';
 import type { AdminDeps } from '../route.ts';

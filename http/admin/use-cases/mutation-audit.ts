@@ -10,7 +10,7 @@
  * warning names the account and how many (never what they hold).
  */
 import { MutationAuditReply, type MutationAuditEntry, type MutationAuditRequest, type MutationKind } from '../../../actors/mail-query/protocol.ts';
-import { storeSlice } from '../../../runtime/system-children.ts';
+import { storeSlice } from '../../../config/store-slice.ts';
 import type { Principal } from '../../auth/principal.ts';
 import { NOT_ISSUED_HERE } from '../cursor.ts';
 import type { AdminDeps } from '../route.ts';

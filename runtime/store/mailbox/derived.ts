@@ -8,7 +8,7 @@
  *
  * Importable by modules under `runtime/store/mailbox/` only.
  */
-import type { Address, ParsedMessage } from '../../../actors/mime-parse/protocol.ts';
+import type { DerivedMessage, StoredAddress } from './derived-message.ts';
 import type { Database } from '../open.ts';
 import { run, type SqlValue } from '../rows.ts';
 import { perConnection } from './prepared.ts';
@@ -19,7 +19,7 @@ export const derivedColumnList = [
   'subject', 'sent_at', 'has_attachments', 'attachments_json', 'parse_version',
 ] as const;
 
-export function derivedValues(parsed: ParsedMessage | null): SqlValue[] {
+export function derivedValues(parsed: DerivedMessage | null): SqlValue[] {
   if (parsed === null) return derivedColumnList.map(() => null);
   return [
     parsed.messageId,
@@ -40,11 +40,11 @@ export function derivedValues(parsed: ParsedMessage | null): SqlValue[] {
   ];
 }
 
-function addresses(list: readonly Address[]): string {
+function addresses(list: readonly StoredAddress[]): string {
   return JSON.stringify(list.map((a) => ({ name: a.name === '' ? null : a.name, address: a.address })));
 }
 
-function addressText(list: readonly Address[]): string {
+function addressText(list: readonly StoredAddress[]): string {
   return list.map((a) => (a.name === '' ? a.address : `${a.name} ${a.address}`)).join(', ');
 }
 
@@ -63,7 +63,7 @@ const statements = perConnection((db: Database) => ({
  * Writes the search document and passages of a message (replacing what it
  * had), or removes them when `parsed` is null. Caller holds the transaction.
  */
-export function writeDerivedChildren(db: Database, messageId: number, parsed: ParsedMessage | null, replacing: boolean): void {
+export function writeDerivedChildren(db: Database, messageId: number, parsed: DerivedMessage | null, replacing: boolean): void {
   const s = statements(db);
   if (replacing) run(s.deletePassages, [messageId]);
   if (parsed === null) {

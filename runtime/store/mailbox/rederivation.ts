@@ -13,7 +13,7 @@
  * Importable through `maintenance.ts`.
  */
 import { createHash } from 'node:crypto';
-import type { ParsedMessage } from '../../../actors/mime-parse/protocol.ts';
+import type { DerivedMessage } from './derived-message.ts';
 import type { Database } from '../open.ts';
 import { many, run } from '../rows.ts';
 import { derivedColumnList, derivedValues, writeDerivedChildren } from './derived.ts';
@@ -62,12 +62,12 @@ export function rederivationSegment(db: Database, accountId: string, alias: stri
  * rows). Returns false, writing nothing, when the message is no longer held
  * with raw MIME (erased, tombstoned or oversized since the segment was read).
  */
-export function applyDerivation(db: Database, id: number, parsed: ParsedMessage | null, now: number): boolean {
+export function applyDerivation(db: Database, id: number, parsed: DerivedMessage | null, now: number): boolean {
   return applyDerivations(db, [{ id, parsed }], now) === 1;
 }
 
 /** A whole segment's results in one transaction (one commit, one fsync); returns how many were applied. */
-export function applyDerivations(db: Database, results: ReadonlyArray<{ id: number; parsed: ParsedMessage | null }>, now: number): number {
+export function applyDerivations(db: Database, results: ReadonlyArray<{ id: number; parsed: DerivedMessage | null }>, now: number): number {
   const s = statements(db);
   const apply = db.transaction((): number => {
     let applied = 0;

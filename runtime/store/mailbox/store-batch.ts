@@ -15,7 +15,7 @@
  * Importable by the sync actor only.
  */
 import { createHash } from 'node:crypto';
-import type { ParsedMessage } from '../../../actors/mime-parse/protocol.ts';
+import type { DerivedMessage } from './derived-message.ts';
 import type { Database } from '../open.ts';
 import { one, run } from '../rows.ts';
 import { derivedColumnList, derivedValues, writeDerivedChildren } from './derived.ts';
@@ -33,7 +33,7 @@ export type FetchedMessage = {
   /** Raw MIME: required for stored and unreadable, null for oversized. */
   raw: Uint8Array | null;
   /** Only for stored; null there means "not derived yet" (parse_version NULL). */
-  parsed: ParsedMessage | null;
+  parsed: DerivedMessage | null;
 };
 
 export type StoreBatchInput = {

@@ -5,7 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { AttachmentReply, AttachmentRequest, answerAttachment, readAttachment } from '../../../actors/mail-query/attachment.ts';
+import { AttachmentReply, AttachmentRequest } from '../../../actors/mail-query/protocol.ts';
+import { answerAttachment, readAttachment } from '../../../actors/mail-query/attachment.ts';
 import { parseMessage } from '../../../actors/mime-parse/parse-message.ts';
 import { isWithTransfer, TRANSFER } from '../../../runtime/actor.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';

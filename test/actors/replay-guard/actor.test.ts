@@ -2,7 +2,7 @@
  * The replay guard: one-statement claims on `assertion_replays`, pruning of
  * expired identifiers (at start and on its timer), and the actor on a real
  * host thread under the supervisor, started from the child spec that
- * runtime/system-children.ts uses; a served identifier stays refused across
+ * service/system-children.ts uses; a served identifier stays refused across
  * a restart of the whole tree on the same database file.
  */
 import { join } from 'node:path';

@@ -7,7 +7,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { readSecret } from '../../../config/secret-ref.ts';
+import { readSecret } from '../../../runtime/secret-ref.ts';
 import { type ApiKeyEntry, apiKeyHeaderOf, apiKeyStartupProblems, bearerOf, judgeApiKey } from '../../../http/auth/api-key.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 

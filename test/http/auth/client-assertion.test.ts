@@ -9,7 +9,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT, type JWTHeaderParameters } from 'jose';
 import t, { type Test } from 'tap';
-import { readSecret } from '../../../config/secret-ref.ts';
+import { readSecret } from '../../../runtime/secret-ref.ts';
 import { type AssertionAudience, ASSERTION_AUDIENCES, type ClaimJti, judgeAssertion } from '../../../http/auth/client-assertion.ts';
 import type { PublicKeyEntry } from '../../../http/auth/public-keys.ts';
 import replayGuard from '../../../actors/replay-guard/actor.ts';

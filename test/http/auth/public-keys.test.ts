@@ -8,7 +8,7 @@ import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { readSecret } from '../../../config/secret-ref.ts';
+import { readSecret } from '../../../runtime/secret-ref.ts';
 import { type PublicKeyEntry, inspectPublicKey, loadPublicKey, publicKeyStartupProblems } from '../../../http/auth/public-keys.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import { tempDir } from '../../helpers/daemon.ts';

@@ -6,11 +6,11 @@
  */
 import type { Config } from '../config/schema.ts';
 import { defaultMailPort } from '../config/schema/accounts.ts';
-import { syncActorId } from '../actors/imap-sync/protocol.ts';
-import { SCHEDULER_ID } from '../actors/sync-scheduler/protocol.ts';
-import { moduleUrl } from './module-url.ts';
-import type { ChildSpecInput } from './supervisor/child-spec.ts';
-import type { StoreSlice } from './store/store-slice.ts';
+import { IMAP_SYNC_ENTRY, syncActorId } from '../actors/imap-sync/protocol.ts';
+import { SCHEDULER_ENTRY, SCHEDULER_ID } from '../actors/sync-scheduler/protocol.ts';
+import { STORE_MAINTENANCE_ENTRY } from '../actors/store-maintenance/protocol.ts';
+import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
+import { storeSlice } from '../config/store-slice.ts';
 import { replayGuardChild } from '../actors/replay-guard/protocol.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
@@ -20,21 +20,11 @@ export const ACCOUNTS_PER_THREAD = 25;
 /** The longest a single run may take before the scheduler stops waiting (a first mirror of a very large mailbox is split into runs well below this). */
 const RUN_DEADLINE_MS = 6 * 60 * 60_000;
 
-/** The storage slice every actor with a connection receives (and the boot opens for migrations). */
-export function storeSlice(config: Config): StoreSlice {
-  return {
-    database: config.Storage.Database,
-    ...(config.Storage.AuthToken ? { authTokenRef: config.Storage.AuthToken } : {}),
-    busyTimeoutMs: config.Storage.BusyTimeout,
-    synchronous: config.Storage.Synchronous,
-  };
-}
-
 export function systemChildren(config: Config): ChildSpecInput[] {
   const sync = config.MailSynchronization;
   const accounts: ChildSpecInput[] = config.Accounts.map((account) => ({
     id: syncActorId(account.Id),
-    entry: moduleUrl('../actors/imap-sync/actor.ts', import.meta.url),
+    entry: IMAP_SYNC_ENTRY,
     restart: 'transient',
     shutdownMs: 5_000,
     placement: { kind: 'shared', group: 'accounts', actorsPerThread: ACCOUNTS_PER_THREAD },
@@ -75,7 +65,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
   return [
     {
       id: 'store-maintenance',
-      entry: moduleUrl('../actors/store-maintenance/actor.ts', import.meta.url),
+      entry: STORE_MAINTENANCE_ENTRY,
       restart: 'permanent',
       shutdownMs: 5_000,
       placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
@@ -85,7 +75,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
     ...accounts,
     {
       id: SCHEDULER_ID,
-      entry: moduleUrl('../actors/sync-scheduler/actor.ts', import.meta.url),
+      entry: SCHEDULER_ENTRY,
       restart: 'permanent',
       shutdownMs: 2_000,
       placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },

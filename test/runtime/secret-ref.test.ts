@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../config/load.ts';
-import { readSecret } from '../../config/secret-ref.ts';
+import { readSecret } from '../../runtime/secret-ref.ts';
 import { AppError } from '../../runtime/errors.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailcairn-secret-'));

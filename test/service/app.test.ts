@@ -1,7 +1,7 @@
 /** The service in-process: readiness follows the database and the supervision tree. */
 import { join } from 'node:path';
 import t from 'tap';
-import { startService } from '../../runtime/app.ts';
+import { startService } from '../../service/app.ts';
 import { captureLog, until } from '../helpers/log-capture.ts';
 import { tempDir, writeConfig } from '../helpers/daemon.ts';
 

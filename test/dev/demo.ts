@@ -16,7 +16,8 @@
  * system-wide server); otherwise it prints the command and exits 1.
  *
  * A development script, run from the sources with tsx (`node --import tsx
- * bin/demo.ts`); it uses the test harness and is not part of the service.
+ * test/dev/demo.ts`); it uses the test harness and is not part of the service,
+ * which is why it lives beside the tests rather than in bin/.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,18 +25,18 @@ import { accessSync, closeSync, constants, existsSync, mkdtempSync, openSync, rm
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { SCHEDULER_ID } from '../actors/sync-scheduler/protocol.ts';
-import { describePosture } from '../config/posture.ts';
-import { startService, type Service } from '../runtime/app.ts';
-import { AppError } from '../runtime/errors.ts';
-import { keyringNew } from '../runtime/keyring/cli.ts';
-import { createLogger } from '../runtime/log.ts';
-import type { SynchronizationStatus } from '../runtime/store/mailbox/status.ts';
+import { SCHEDULER_ID } from '../../actors/sync-scheduler/protocol.ts';
+import { describePosture } from '../../config/posture.ts';
+import { startService, type Service } from '../../service/app.ts';
+import { AppError } from '../../runtime/errors.ts';
+import { keyringNew } from '../../runtime/keyring/cli.ts';
+import { createLogger } from '../../runtime/log.ts';
+import type { SynchronizationStatus } from '../../runtime/store/mailbox/status.ts';
 // Type-only: the harness modules that run Dovecot are imported once Dovecot is known to be
 // installed, since they resolve its binaries when they load.
-import type { Dovecot } from '../test/harness/dovecot.ts';
-import { generateMailbox, type GeneratedMessage } from '../test/harness/generator.ts';
-import { reservePort } from '../test/helpers/ports.ts';
+import type { Dovecot } from '../harness/dovecot.ts';
+import { generateMailbox, type GeneratedMessage } from '../harness/generator.ts';
+import { reservePort } from '../helpers/ports.ts';
 
 /** Same seed, same mailbox: every demo shows the same mail. */
 const SEED = 20_240_917;
@@ -253,7 +254,7 @@ function demoLogSink(file: string): (chunk: string) => void {
 type DemoMailbox = { inbox: GeneratedMessage[]; archive: GeneratedMessage[]; attachments: number; replies: number };
 
 async function placeMailbox(dovecot: Dovecot): Promise<DemoMailbox> {
-  const { writeMaildir } = await import('../test/harness/place-mail.ts');
+  const { writeMaildir } = await import('../harness/place-mail.ts');
   const mailbox: DemoMailbox = { inbox: [], archive: [], attachments: 0, replies: 0 };
   // In date order: the older part is archived, the newer part waits in INBOX; threads span both.
   for (const m of generateMailbox({ seed: SEED, count: ARCHIVED + IN_INBOX, owner: OWNER, start: new Date('2023-01-01T00:00:00Z'), end: new Date('2025-06-30T00:00:00Z') })) {
@@ -440,7 +441,7 @@ async function main(): Promise<void> {
   const log = demoLogSink(join(dir, 'mailcairn.log'));
 
   note('Starting a private Dovecot…');
-  const { startDovecot } = await import('../test/harness/dovecot.ts');
+  const { startDovecot } = await import('../harness/dovecot.ts');
   const password = randomBytes(18).toString('base64url');
   const dovecot = await startDovecot({ users: [{ user: DOVECOT_USER, password }] });
   held.dovecot = dovecot;

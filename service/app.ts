@@ -25,20 +25,22 @@ import { serversOf } from '../http/auth/oauth/entries.ts';
 import { credentialProblems } from '../http/auth/startup-checks.ts';
 import { formatProblem } from '../config/problem.ts';
 import { REPLAY_GUARD_ID, replayClaimer } from '../actors/replay-guard/protocol.ts';
+import { MIME_PARSE_TASK } from '../actors/mime-parse/protocol.ts';
+import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
 import { close, listen } from '../http/listen.ts';
-import { AppError } from './errors.ts';
-import { createLogger, type Logger } from './log.ts';
-import { migrate } from './store/migrate.ts';
-import { openSlice } from './store/store-slice.ts';
-import { acquireWriterLock, type WriterLock } from './store/writer-lock.ts';
-import { MAIL_QUERY_POOL, MIME_PARSE_POOL, storeSlice, systemChildren } from './system-children.ts';
-import { moduleUrl } from './module-url.ts';
-import { createPool } from './pool/pool.ts';
-import { reconcileAccounts } from './store/accounts.ts';
-import { deploymentSecret } from './store/deployment-secrets.ts';
-import type { ChildSpecInput } from './supervisor/child-spec.ts';
-import { Supervisor } from './supervisor/supervisor.ts';
-import { version as buildVersion } from './version.ts';
+import { AppError } from '../runtime/errors.ts';
+import { createLogger, type Logger } from '../runtime/log.ts';
+import { migrate } from '../runtime/store/migrate.ts';
+import { openSlice } from '../runtime/store/open-slice.ts';
+import { acquireWriterLock, type WriterLock } from '../runtime/store/writer-lock.ts';
+import { storeSlice } from '../config/store-slice.ts';
+import { MAIL_QUERY_POOL, MIME_PARSE_POOL, systemChildren } from './system-children.ts';
+import { createPool } from '../runtime/pool/pool.ts';
+import { reconcileAccounts } from '../runtime/store/accounts.ts';
+import { deploymentSecret } from '../runtime/store/deployment-secrets.ts';
+import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
+import { Supervisor } from '../runtime/supervisor/supervisor.ts';
+import { version as buildVersion } from '../runtime/version.ts';
 
 export const SHUTDOWN_DEADLINE_MS = 8_000;
 
@@ -103,7 +105,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   const supervisor = new Supervisor({ log, hostLogLevel: config.Logging.Level, ...(options.hostLogSink ? { hostLogSink: options.hostLogSink } : {}) });
   const parsePool = createPool({
     id: MIME_PARSE_POOL,
-    entry: moduleUrl('../actors/mime-parse/task.ts', import.meta.url),
+    entry: MIME_PARSE_TASK,
     minThreads: config.Accounts.length > 0 ? 1 : 0,
     // Every core: parsing overlaps the sync threads' waits on the network and the disk.
     maxThreads: availableParallelism(),
@@ -113,7 +115,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   // Read-only queries of the agent surface: the main thread never runs SQL.
   const queryPool = createPool({
     id: MAIL_QUERY_POOL,
-    entry: moduleUrl('../actors/mail-query/task.ts', import.meta.url),
+    entry: MAIL_QUERY_TASK,
     minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
     maxThreads: availableParallelism(),
     maxQueue: 1_024,

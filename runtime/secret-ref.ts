@@ -18,11 +18,29 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppError } from '../runtime/errors.ts';
-import { parseSecretRef, type SecretScheme } from './schema/secret-ref.ts';
+import { AppError } from './errors.ts';
 
-export { SecretRef, parseSecretRef } from './schema/secret-ref.ts';
-export type { ParsedSecretRef, SecretScheme } from './schema/secret-ref.ts';
+export type SecretScheme = 'file' | 'env' | 'systemd';
+export type ParsedSecretRef = { readonly scheme: SecretScheme; readonly target: string };
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+// systemd credential names: no path separator, not '.' or '..'.
+const CREDENTIAL_NAME = /^(?!\.{1,2}$)[A-Za-z0-9_.@:-]{1,255}$/;
+
+export function parseSecretRef(ref: string): ParsedSecretRef | null {
+  const colon = ref.indexOf(':');
+  if (colon < 0) return null;
+  const scheme = ref.slice(0, colon);
+  const target = ref.slice(colon + 1);
+  if (scheme === 'file') {
+    if (!target.startsWith('/') || target.includes('\0') || target.length < 2) return null;
+    return { scheme, target };
+  }
+  if (scheme === 'env') return ENV_NAME.test(target) ? { scheme, target } : null;
+  if (scheme === 'systemd') return CREDENTIAL_NAME.test(target) ? { scheme, target } : null;
+  return null;
+}
+
 
 function unreadable(scheme: SecretScheme | 'unknown', setting: string | undefined, why: string): AppError {
   const where = setting === undefined ? 'a secret reference' : `the secret reference of ${setting}`;

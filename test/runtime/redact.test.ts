@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import type { z } from 'zod';
-import { redactedKeys } from '../../config/redact.ts';
+import { redactedKeys } from '../../runtime/redact.ts';
 import { ConfigSchema } from '../../config/schema.ts';
 import { elementOf, shapeOf, unwrap } from '../../config/schema-walk.ts';
 

@@ -1,0 +1,57 @@
+/**
+ * The pool message `mail-query.mutation-audit` (`MutationAuditRequest` in,
+ * `MutationAuditReply` out): schemas only, carried by protocol.ts; the
+ * handler is in mutation-audit.ts.
+ */
+import { z } from 'zod';
+import { StoreSlice } from '../../runtime/store/store-slice.ts';
+
+/** The changes this build permits (admin-surface "Mailbox-change audit entry"). */
+export const MUTATION_KINDS = ['relocate', 'delete', 'set-seen', 'copy', 'set-flagged', 'add-keywords', 'remove-keywords', 'set-keywords'] as const;
+export const MutationKind = z.enum(MUTATION_KINDS);
+export type MutationKind = z.infer<typeof MutationKind>;
+
+/** Keyset position: `ended_at` (epoch ms) and `id` of the last row already shown. */
+export const AuditPosition = z.tuple([z.number().int(), z.number().int().positive()]);
+
+export const MutationAuditRequest = z.strictObject({
+  type: z.literal('mail-query.mutation-audit'),
+  store: StoreSlice,
+  account: z.string().min(1),
+  mutation: MutationKind.optional(),
+  /** Epoch ms: entries that ended at or after. */
+  endedFrom: z.number().int().optional(),
+  /** Epoch ms: entries that ended before. */
+  endedBefore: z.number().int().optional(),
+  after: AuditPosition.optional(),
+  pageSize: z.number().int().min(1).max(200),
+});
+export type MutationAuditRequest = z.infer<typeof MutationAuditRequest>;
+
+const Instant = z.iso.datetime();
+const Uid = z.number().int().nonnegative().nullable();
+
+export const MutationAuditEntry = z.strictObject({
+  id: z.number().int().positive().describe('The entry, stable and never reused'),
+  mutation: MutationKind.describe('The change'),
+  storedEmailId: z.string().nullable().describe('The local email the change was made to (its `storedEmailId`, kept after the email is erased); null when none was stored'),
+  sourceFolderPath: z.string().nullable().describe('The remote folder path the message was in'),
+  targetFolderPath: z.string().nullable().describe('The remote folder path it went to (`relocate`, `copy`); null otherwise'),
+  uidValidity: Uid.describe('UIDVALIDITY of the source folder'),
+  sourceUid: Uid.describe('UID in the source folder'),
+  targetUid: Uid.describe('UID in the target folder, where the server reported one'),
+  requester: z.string().describe('Who asked for the change'),
+  requestedAt: Instant.describe('When the change was asked for'),
+  endedAt: Instant.describe('When it ended; the range filters apply to this'),
+  outcome: z.string().describe('How it ended'),
+});
+export type MutationAuditEntry = z.infer<typeof MutationAuditEntry>;
+
+export const MutationAuditReply = z.strictObject({
+  entries: z.array(MutationAuditEntry),
+  /** Rows of the window naming a change this build does not know. */
+  omittedCount: z.number().int().nonnegative(),
+  /** Where the next page starts; null: nothing follows. */
+  next: AuditPosition.nullable(),
+});
+export type MutationAuditReply = z.infer<typeof MutationAuditReply>;

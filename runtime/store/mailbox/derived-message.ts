@@ -1,0 +1,45 @@
+/**
+ * The derived properties of a stored message, as the store writes them
+ * (derived.ts, store-batch.ts, rederivation.ts): the store owns this shape.
+ * The MIME parse pool produces it (actors/mime-parse/protocol.ts names it
+ * `ParsedMessage`); a change here is a change of what is stored, and of
+ * PARSE_VERSION when stored mail must be derived again.
+ */
+import { z } from 'zod';
+
+export const StoredAddress = z.strictObject({ name: z.string(), address: z.string() });
+export type StoredAddress = z.infer<typeof StoredAddress>;
+
+export const StoredAttachment = z.strictObject({
+  filename: z.string().nullable(),
+  contentType: z.string(),
+  /** Decoded size estimated from the encoded length (payloads are never decoded). */
+  size: z.number().int().nonnegative(),
+  /** SHA-256 (hex) of the part's encoded body: identifies it without decoding it. */
+  sha256: z.string(),
+  inline: z.boolean(),
+});
+export type StoredAttachment = z.infer<typeof StoredAttachment>;
+
+export const DerivedMessage = z.strictObject({
+  parseVersion: z.number().int(),
+  messageId: z.string().nullable(),
+  inReplyTo: z.string().nullable(),
+  references: z.array(z.string()),
+  /** Opaque, stable: derived from the conversation's root Message-ID (or the message's own identity). */
+  threadId: z.string(),
+  subject: z.string().nullable(),
+  from: z.array(StoredAddress),
+  sender: z.array(StoredAddress),
+  replyTo: z.array(StoredAddress),
+  to: z.array(StoredAddress),
+  cc: z.array(StoredAddress),
+  /** Date header, epoch ms, or null when absent or unreadable. */
+  sentAt: z.number().nullable(),
+  attachments: z.array(StoredAttachment),
+  /** Readable body: text/plain, or HTML reduced to text. */
+  bodyText: z.string(),
+  /** Passages of the body for later embedding, in order. */
+  passages: z.array(z.string()),
+});
+export type DerivedMessage = z.infer<typeof DerivedMessage>;
