@@ -10,6 +10,7 @@
  */
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { request } from 'undici';
@@ -85,7 +86,7 @@ t.test('a body within the limit is read whole, declared or chunked', async (t) =
   const declared = await request(s.url, { method: 'POST', body: Buffer.alloc(LIMIT, 0x61) });
   t.equal(declared.statusCode, 200);
   t.equal(await declared.body.text(), String(LIMIT), 'exactly the limit is taken');
-  const chunked = await request(s.url, { method: 'POST', body: chunks(LIMIT - 1) });
+  const chunked = await request(s.url, { method: 'POST', body: Readable.from(chunks(LIMIT - 1)) });
   t.equal(chunked.statusCode, 200);
   t.equal(await chunked.body.text(), String(LIMIT - 1));
   t.same(s.seen.reads, ['ok', 'ok']);
@@ -114,7 +115,7 @@ t.test('a declared Content-Length past the limit: 413 before a byte of the body 
 t.test('a chunked body growing past the limit: 413 while the client still sends, received rather than reset', async (t) => {
   const s = await setup(t);
   for (const total of [LIMIT + 1, 2 * LIMIT, 8 * 1024 * 1024]) {
-    const res = await request(s.url, { method: 'POST', body: chunks(total) });
+    const res = await request(s.url, { method: 'POST', body: Readable.from(chunks(total)) });
     t.equal(res.statusCode, 413, `undici streaming ${total} bytes reads the 413`);
     t.equal(res.headers.connection, 'close');
     t.equal(await res.body.text(), '');
