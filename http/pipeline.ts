@@ -1,11 +1,117 @@
 /**
- * Answers shared by the stages of an HTTP surface's pipeline (origin →
- * client certificate → authenticate → limit → authorize → route; the
- * stages themselves are in http/auth/, http/limits/, http/proxy.ts and each
- * listener). Refusals carry no body and name nothing.
+ * The request pipeline every HTTP listener is built from (MCP listener,
+ * administrative listener; the attachment route runs inside the MCP one).
+ * Each listener puts the stages in its own order (the MCP listener judges
+ * the credential before the limiter so a key picks its bucket; the
+ * administrative one limits first, one bucket for all) and answers
+ * refusals in its own shape (empty bodies and Bearer challenges on MCP,
+ * RFC 9457 problem documents on the administrative surface); what is here
+ * is written once:
+ *
+ * - `createListener`: the node:http server, its `ExchangeResponse`, the
+ *   route lookup (an unknown path is an empty 404 before any credential is
+ *   looked at) and the one answer to a handler's failure (an empty 500, or
+ *   the connection cut when an answer was begun);
+ * - `admit`: request timeout (504, written once, the exchange abandoned
+ *   after it) → the surface's limiter, token bucket then concurrency (429)
+ *   → the permit released when the response closes or times out;
+ * - `admitCredential`: the credential judgement answered (401 empty with
+ *   the challenge, 403 for a token refused by scope or subject);
+ * - `readBody`/`readJson` (pipeline/request-body.ts): the one body reader,
+ *   with a 413 that reaches the client;
+ * - the answers shared by the stages. Refusals carry no body and name
+ *   nothing.
+ *
+ * Imported by the listeners and the routes they run.
  */
-import type { ServerResponse } from 'node:http';
-import { unauthorizedChallenge } from './auth/oauth/challenge.ts';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Judgement } from './auth/authenticate.ts';
+import { answerTokenRefusal, unauthorizedChallenge } from './auth/oauth/challenge.ts';
+import type { Principal } from './auth/principal.ts';
+import { answerTooMany, type PartitionKey, type RateLimiter } from './limits/rate-limiter.ts';
+import { withRequestTimeout, type RequestTimeoutSettings } from './limits/request-timeout.ts';
+import { ExchangeResponse } from './pipeline/exchange-response.ts';
+
+export { ExchangeResponse } from './pipeline/exchange-response.ts';
+export { readBody, readJson, type BodyRead, type JsonRead } from './pipeline/request-body.ts';
+
+/** A route's handler, run once the listener matched the path. */
+export type Handler = (req: IncomingMessage, res: ExchangeResponse) => Promise<void>;
+
+/** A handler for what was answered while routing (e.g. the metadata document). */
+export const ANSWERED: Handler = async () => {};
+
+export type ListenerOptions = {
+  /** The handler of a path, or null: an empty 404 (no credential looked at, nothing spent). */
+  route(req: IncomingMessage, res: ExchangeResponse, path: string): Handler | null;
+  /** Logs a handler's failure, naming the path only by a template (a path may carry a capability). */
+  failed(err: unknown, path: string): void;
+};
+
+export function createListener(options: ListenerOptions): Server {
+  const server = createServer({ ServerResponse: ExchangeResponse }, (req, res) => {
+    const path = pathOf(req.url);
+    const handler = options.route(req, res, path);
+    if (handler === null) {
+      req.resume();
+      return answerEmpty(res, 404);
+    }
+    handler(req, res).catch((err: unknown) => {
+      options.failed(err, path);
+      if (!res.headersSent) answerEmpty(res, 500);
+      else res.destroy();
+    });
+  });
+  // Outside, a listener is only opened and closed (http/listen.ts): the response class is this module's business.
+  return server as unknown as Server;
+}
+
+export type Limits = {
+  readonly limiter: RateLimiter;
+  readonly timeout: RequestTimeoutSettings;
+};
+
+export type Admission = {
+  /** What is left of the request timeout for an actor `ask`, ending a moment before it (STYLE §3). */
+  readonly deadlineMs: number;
+  /** Whether the request timeout answered 504 (or cut the answer off): write nothing more. */
+  timedOut(): boolean;
+};
+
+/**
+ * The request timeout and the limiter: a permit of the partition, or 429
+ * (and null). Past the request timeout the exchange is answered 504 once,
+ * abandoned (`ExchangeResponse.abandoned`: whatever the handler still
+ * writes is dropped) and its permit released. The queue wait counts toward
+ * the timeout.
+ */
+export async function admit(req: IncomingMessage, res: ExchangeResponse, limits: Limits, partition: PartitionKey): Promise<Admission | null> {
+  let release = (): void => {};
+  const deadline = withRequestTimeout(res, limits.timeout, () => {
+    release();
+    res.abandon();
+  });
+  const lease = await limits.limiter.acquire(partition, { signal: deadline.signal });
+  if (!lease.ok) {
+    req.resume();
+    answerTooMany(res, lease.retryAfterSeconds);
+    return null;
+  }
+  release = lease.release;
+  res.once('close', release);
+  // Asks end a moment before the request timeout, so a slow ask is answered by the route rather than a bare 504.
+  const deadlineMs = deadline.deadline === null ? 60 * 60_000 : Math.max(1_000, deadline.deadline - Date.now() - 250);
+  return { deadlineMs, timedOut: deadline.timedOut };
+}
+
+/** The principal of an admitted judgement; otherwise answers 401 (empty, with the challenge) or the token's 403, and null. */
+export function admitCredential(req: IncomingMessage, res: ServerResponse, judgement: Judgement, metadataUrl: string | undefined): Principal | null {
+  if (judgement.kind === 'admitted') return judgement.principal;
+  req.resume();
+  if (judgement.kind === 'refused') answerUnauthenticated(res, metadataUrl);
+  else answerTokenRefusal(res, judgement.refusal, metadataUrl);
+  return null;
+}
 
 /** The spec's refusal of a credential: empty body and the Bearer challenge. */
 export function answerUnauthenticated(res: ServerResponse, metadataUrl?: string): void {

@@ -21,18 +21,16 @@
  * Logged: the route template, the refusal (principal.ts), failures by code.
  * Never a body, a credential or a refresh token.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Config } from '../../config/schema.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { Askable } from '../../runtime/ref.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
-import { answerTokenRefusal } from '../auth/oauth/challenge.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { holds, recordRefusal } from '../auth/principal.ts';
-import { answerTooMany, createRateLimiter, describeLimits, partitionFor } from '../limits/rate-limiter.ts';
-import { withRequestTimeout } from '../limits/request-timeout.ts';
-import { answerEmpty, answerUnauthenticated, pathOf } from '../pipeline.ts';
+import { createRateLimiter, describeLimits, partitionFor } from '../limits/rate-limiter.ts';
+import { admit, admitCredential, ANSWERED, answerEmpty, answerUnauthenticated, createListener, readJson, type ExchangeResponse } from '../pipeline.ts';
 import { effectiveOrigin } from '../proxy.ts';
 import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
@@ -69,30 +67,18 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
   const routes = deps.routes ?? ROUTES;
   const routeDeps: AdminDeps = { config, version: deps.version, actor: deps.actor, queryPool: deps.queryPool, cursors: createCursors(deps.cursorKey), log };
 
-  const admin = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
-    let release = (): void => {};
-    const deadline = withRequestTimeout(res, endpoint.RequestTimeout, () => {
-      release();
-      res.writeHead = (() => res) as typeof res.writeHead;
-    });
-    const lease = await limiter.acquire(partitionFor('admin', { kind: 'other' }), { signal: deadline.signal });
-    if (!lease.ok) {
-      req.resume();
-      return answerTooMany(res, lease.retryAfterSeconds);
-    }
-    release = lease.release;
-    res.once('close', release);
-    // Asks end a moment before the request timeout, so the use case's failure is answered rather than a bare 504.
-    const deadlineMs = deadline.deadline === null ? 60 * 60_000 : Math.max(1_000, deadline.deadline - Date.now() - 250);
+  const limits = { limiter, timeout: endpoint.RequestTimeout };
+
+  const admin = async (req: IncomingMessage, res: ExchangeResponse, path: string): Promise<void> => {
+    const admitted = await admit(req, res, limits, partitionFor('admin', { kind: 'other' }));
+    if (admitted === null) return;
+    // A moment short of the request timeout, so the use case's failure is answered rather than a bare 504.
+    const { deadlineMs } = admitted;
 
     const judgement = await deps.authenticate(req, effectiveOrigin(req, config.ReverseProxy));
-    if (deadline.timedOut()) return; // answered 504 already
-    if (judgement.kind !== 'admitted') {
-      req.resume();
-      if (judgement.kind === 'refused') return answerUnauthenticated(res, metadataUrl);
-      return answerTokenRefusal(res, judgement.refusal, metadataUrl);
-    }
-    const principal = judgement.principal;
+    if (admitted.timedOut()) return; // answered 504 already
+    const principal = admitCredential(req, res, judgement, metadataUrl);
+    if (principal === null) return;
 
     const atPath = routes.filter((r) => r.path === path);
     const route = atPath.find((r) => r.method === req.method);
@@ -112,10 +98,13 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     let body: unknown;
     if (route.method === 'POST') {
       const limit = route.bodyLimit ?? WRITE_BODY_BYTES;
-      const read = await readJsonBody(req, limit);
-      if (deadline.timedOut()) return;
+      if (!isJson(req)) {
+        req.resume();
+        return answerInvalid(res, 'Send the body as application/json.');
+      }
+      const read = await readJson(req, res, limit);
+      if (read.kind === 'gone' || admitted.timedOut()) return;
       if (read.kind === 'too-large') return answerTooLarge(res, limit);
-      if (read.kind === 'not-json') return answerInvalid(res, 'Send the body as application/json.');
       if (read.kind === 'malformed') return answerInvalid(res, 'Send a body that is well-formed JSON.');
       body = read.value;
       if (route.body !== undefined) {
@@ -139,11 +128,11 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
 
     try {
       const answer = await route.handle({ principal, deadlineMs, query, body }, routeDeps);
-      if (deadline.timedOut()) return;
+      if (admitted.timedOut()) return;
       if (answer.status === 204) answerEmpty(res, 204);
       else answerJson(res, 200, answer.json);
     } catch (err) {
-      if (deadline.timedOut()) return;
+      if (admitted.timedOut()) return;
       if (err instanceof InvalidRequest) return answerInvalid(res, err.message);
       if (err instanceof AppError && err.code === 'E_APP_REFUSED') {
         const permission = err.details?.permission;
@@ -163,21 +152,18 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     }
   };
 
-  return createServer((req, res) => {
-    const path = pathOf(req.url);
-    if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return;
-    if (path !== ADMIN_PREFIX && !path.startsWith(`${ADMIN_PREFIX}/`)) {
+  return createListener({
+    route(req, res, path) {
+      if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
       // `/mcp` and everything else: nothing is served here, and no credential is looked at.
-      req.resume();
-      return answerEmpty(res, 404);
-    }
-    admin(req, res, path).catch((err: unknown) => {
+      if (path !== ADMIN_PREFIX && !path.startsWith(`${ADMIN_PREFIX}/`)) return null;
+      return (req, res) => admin(req, res, path);
+    },
+    failed(err, path) {
       // Only a known route's template reaches the log; any other path is the caller's text.
       const template = routes.find((r) => r.path === path)?.path ?? ADMIN_PREFIX;
       log.error({ err: describe(err), event: 'http.failed', route: template }, 'http.failed');
-      if (!res.headersSent) answerEmpty(res, 500);
-      else res.destroy();
-    });
+    },
   });
 }
 
@@ -200,50 +186,7 @@ function describe(err: unknown): Record<string, unknown> {
   return { type: err instanceof Error ? err.name : typeof err, ...(err instanceof Error && err.stack ? { stack: err.stack.split('\n').slice(1, 6).join('\n') } : {}) };
 }
 
-type Body = { kind: 'ok'; value: unknown } | { kind: 'too-large' } | { kind: 'not-json' } | { kind: 'malformed' };
-
-/** A JSON body of at most `limit` bytes; the media type must be application/json (parameters such as charset allowed). */
-async function readJsonBody(req: IncomingMessage, limit: number): Promise<Body> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/json') {
-    req.resume();
-    return { kind: 'not-json' };
-  }
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    req.resume();
-    return { kind: 'too-large' };
-  }
-  // Listeners, not `for await`: leaving an async iterator early destroys the request, and with it the socket the 413 goes out on.
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (body: Body): void => {
-      if (settled) return;
-      settled = true;
-      chunks.length = 0;
-      resolve(body);
-    };
-    req.on('data', (chunk: Buffer) => {
-      if (settled) return; // past the limit: drained, not kept
-      size += chunk.length;
-      if (size > limit) return settle({ kind: 'too-large' });
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (settled) return;
-      let value: unknown;
-      try {
-        value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      } catch {
-        return settle({ kind: 'malformed' });
-      }
-      settle({ kind: 'ok', value });
-    });
-    // The client went away mid-body: the request timeout's signal ends the rest; nothing is answered to nobody.
-    req.on('error', () => settle({ kind: 'malformed' }));
-    req.on('close', () => settle({ kind: 'malformed' }));
-  });
+/** Whether the body is declared application/json (parameters such as charset allowed). */
+function isJson(req: IncomingMessage): boolean {
+  return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';
 }
-

@@ -4,7 +4,8 @@
  * 404 for everything else — `/api/admin` first of all, before any credential
  * is looked at.
  *
- * `/mcp` runs the pipeline (http/pipeline.ts) then one MCP exchange:
+ * `/mcp` runs the pipeline (http/pipeline.ts) then one MCP exchange; a
+ * body past 1 MiB is an empty 413 that closes the connection:
  * - POST carries JSON-RPC; a well-formed one is never answered 400, 404 or
  *   405 (clients read those as "fall back to the old transport");
  * - GET (a stream of server messages) and DELETE (end a session) answer 405
@@ -14,7 +15,7 @@
  *
  * Imports of the SDK stay under http/mcp/.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Config } from '../../config/schema.ts';
 import type { QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
 import { RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
@@ -27,12 +28,10 @@ import { attachmentLink, canIssueLinks, issueCapability, readLinkKeyRing } from 
 import { answerReadiness, type Readiness } from '../health/health-server.ts';
 import { holds } from '../auth/principal.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
-import { answerTokenRefusal } from '../auth/oauth/challenge.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
-import { answerTooMany, createRateLimiter, describeLimits, partitionFor, type PartitionAdmission } from '../limits/rate-limiter.ts';
-import { withRequestTimeout } from '../limits/request-timeout.ts';
+import { createRateLimiter, describeLimits, partitionFor, type PartitionAdmission } from '../limits/rate-limiter.ts';
 import { effectiveOrigin } from '../proxy.ts';
-import { answerEmpty, answerUnauthenticated, pathOf } from '../pipeline.ts';
+import { admit, admitCredential, ANSWERED, answerEmpty, createListener, readJson, type ExchangeResponse } from '../pipeline.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
 import { readTools, type Tool, type ToolContext } from './tools.ts';
@@ -79,86 +78,58 @@ export function createMcpListener(deps: McpListenerDeps): Server {
     },
   };
 
-  /**
-   * The request timeout and the limiter, around a handler: a permit for the
-   * partition, 429 when refused, 504 (and the permit released) past the
-   * request timeout. After a 504 nothing else is written.
-   */
-  const limited = async (res: ServerResponse, partition: PartitionAdmission, handle: (deadlineMs: number) => Promise<void>): Promise<void> => {
-    let release = (): void => {};
-    const deadline = withRequestTimeout(res, endpoint.RequestTimeout, () => {
-      release();
-      res.writeHead = (() => res) as typeof res.writeHead;
-    });
-    const lease = await limiter.acquire(partitionFor('mcp', partition), { signal: deadline.signal });
-    if (!lease.ok) return answerTooMany(res, lease.retryAfterSeconds);
-    release = lease.release;
-    res.once('close', release);
-    // Asks end a moment before the request timeout, so a slow query answers 54001 rather than a bare 504.
-    const deadlineMs = deadline.deadline === null ? 60 * 60_000 : Math.max(1_000, deadline.deadline - Date.now() - 250);
-    await handle(deadlineMs);
-  };
+  const limits = { limiter, timeout: endpoint.RequestTimeout };
 
-  // origin → client certificate (needs TLS: not served by this build) → authenticate → limit → authorize → route
-  const mcp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  // origin → client certificate (needs TLS: not served by this build) → authenticate → limit → authorize → route → body
+  const mcp = async (req: IncomingMessage, res: ExchangeResponse): Promise<void> => {
     const origin = decideOrigin(req, endpoint.Cors.AllowedOrigins);
     if (origin.kind === 'refused') return answerEmpty(res, 403);
     if (req.method === 'OPTIONS') return answerPreflight(res, origin);
     applyCors(res, origin);
     const judgement = await deps.authenticate(req, effectiveOrigin(req, config.ReverseProxy));
     const partition: PartitionAdmission = judgement.kind === 'admitted' && judgement.partition.kind === 'api-key' ? judgement.partition : { kind: 'other' };
-    await limited(res, partition, async (deadlineMs) => {
-      if (judgement.kind === 'refused') return answerUnauthenticated(res, metadataUrl);
-      if (judgement.kind === 'forbidden') return answerTokenRefusal(res, judgement.refusal, metadataUrl);
-      const principal = judgement.principal;
-      // A tool the grant does not permit is absent, and calling it reads like calling a tool that does not exist.
-      const tools: Tool[] = offered.filter((tool) => holds(principal, tool.permission));
-      const withheld: Tool[] = offered.filter((tool) => !holds(principal, tool.permission));
-      if (req.method !== 'POST') return answerEmpty(res, 405, { Allow: 'POST' });
-      const body = await readJson(req);
-      if (body.kind === 'too-large') return answerEmpty(res, 413);
-      if (body.kind === 'malformed') return answerParseError(res);
-      await handleMcpRequest(req, res, body.value, { tools, withheld, principal, context: { ...baseContext, deadlineMs }, log, version: deps.version });
-    });
+    const admitted = await admit(req, res, limits, partitionFor('mcp', partition));
+    if (admitted === null) return;
+    const principal = admitCredential(req, res, judgement, metadataUrl);
+    if (principal === null) return;
+    // A tool the grant does not permit is absent, and calling it reads like calling a tool that does not exist.
+    const tools: Tool[] = offered.filter((tool) => holds(principal, tool.permission));
+    const withheld: Tool[] = offered.filter((tool) => !holds(principal, tool.permission));
+    if (req.method !== 'POST') return answerEmpty(res, 405, { Allow: 'POST' });
+    const body = await readJson(req, res, MAX_BODY_BYTES);
+    if (body.kind === 'gone' || admitted.timedOut()) return;
+    if (body.kind === 'too-large') return answerEmpty(res, 413);
+    if (body.kind === 'malformed') return answerParseError(res);
+    await handleMcpRequest(req, res, body.value, { tools, withheld, principal, context: { ...baseContext, deadlineMs: admitted.deadlineMs }, log, version: deps.version });
   };
 
   // No credential: the capability is the authorization; the shared anonymous partition and the request timeout apply.
-  const attachments = (req: IncomingMessage, res: ServerResponse): Promise<void> =>
-    limited(res, { kind: 'other' }, (deadlineMs) =>
-      serveAttachment(req, res, {
-        log,
-        keyRing: () => readLinkKeyRing(config),
-        fetch: (claims) =>
-          deps.queryPool.ask(
-            { type: 'mail-query.attachment', store: deps.store, messageId: claims.messageId, index: claims.index, accounts: scope.accounts.map((a) => a.id).filter((id) => id === claims.accountId) },
-            { reply: AttachmentReply, deadlineMs },
-          ),
-      }),
-    );
-
-  return createServer((req, res) => {
-    const path = pathOf(req.url);
-    if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return;
-    const route =
-      path === '/api/admin' || path.startsWith('/api/admin/')
-        ? null
-        : path === '/mcp'
-          ? mcp
-          : isAttachmentPath(req.url)
-            ? attachments
-            : path === '/readyz' && (req.method === 'GET' || req.method === 'HEAD')
-              ? async () => answerReadiness(res, deps.readiness(), req.method === 'HEAD')
-              : null;
-    if (route === null) {
-      req.resume();
-      return answerEmpty(res, 404);
-    }
-    route(req, res).catch((err: unknown) => {
-      // Only the route template reaches the log: a path may carry a capability.
-      log.error({ err, event: 'http.failed', route: path === '/mcp' ? '/mcp' : ATTACHMENT_ROUTE }, 'http.failed');
-      if (!res.headersSent) answerEmpty(res, 500);
-      else res.destroy();
+  const attachments = async (req: IncomingMessage, res: ExchangeResponse): Promise<void> => {
+    const admitted = await admit(req, res, limits, partitionFor('mcp', { kind: 'other' }));
+    if (admitted === null) return;
+    await serveAttachment(req, res, {
+      log,
+      keyRing: () => readLinkKeyRing(config),
+      fetch: (claims) =>
+        deps.queryPool.ask(
+          { type: 'mail-query.attachment', store: deps.store, messageId: claims.messageId, index: claims.index, accounts: scope.accounts.map((a) => a.id).filter((id) => id === claims.accountId) },
+          { reply: AttachmentReply, deadlineMs: admitted.deadlineMs },
+        ),
     });
+  };
+
+  return createListener({
+    route(req, res, path) {
+      if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
+      // `/api/admin` first of all: 404 before any credential is looked at.
+      if (path === '/api/admin' || path.startsWith('/api/admin/')) return null;
+      if (path === '/mcp') return mcp;
+      if (isAttachmentPath(req.url)) return attachments;
+      if (path === '/readyz' && (req.method === 'GET' || req.method === 'HEAD')) return async () => answerReadiness(res, deps.readiness(), req.method === 'HEAD');
+      return null;
+    },
+    // Only the route template reaches the log: a path may carry a capability.
+    failed: (err, path) => log.error({ err, event: 'http.failed', route: path === '/mcp' ? '/mcp' : ATTACHMENT_ROUTE }, 'http.failed'),
   });
 }
 
@@ -178,26 +149,6 @@ async function recordRepairs(deps: McpListenerDeps, repairs: readonly RepairNeed
       }
     }),
   );
-}
-
-type Body = { kind: 'ok'; value: unknown } | { kind: 'too-large' } | { kind: 'malformed' };
-
-async function readJson(req: IncomingMessage): Promise<Body> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) {
-      req.resume();
-      return { kind: 'too-large' };
-    }
-    chunks.push(chunk);
-  }
-  try {
-    return { kind: 'ok', value: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
-  } catch {
-    return { kind: 'malformed' };
-  }
 }
 
 function answerParseError(res: ServerResponse): void {
