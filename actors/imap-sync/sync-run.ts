@@ -10,8 +10,11 @@
  *
  * Outcomes per folder follow the spec: no-such-folder, ambiguous-folder,
  * server-unresponsive (the rest of the run is deferred with it),
- * concurrency-conflict (a rewind moved the checkpoint), unexpected (the cause
- * is logged here), interrupted (shutdown; resumes from the checkpoint).
+ * concurrency-conflict (a rewind moved the checkpoint), unexpected (a server
+ * answer we cannot use, or one of our own codes; the cause is logged here),
+ * interrupted (shutdown; resumes from the checkpoint). A defect or a
+ * database error is none of these: it crashes the actor, and the restarted
+ * actor closes the run as interrupted.
  */
 import type { ImapFlow } from 'imapflow';
 import { AppError } from '../../runtime/errors.ts';
@@ -140,6 +143,7 @@ export class SyncRun {
       this.batches += 1;
       if (!(await slot.run.step())) this.completeFolder(slot);
     } catch (err) {
+      // A defect or a database error is not classified: it is thrown on and crashes the actor.
       const failure = classifyImapFailure(err);
       if (failure.code === 'E_IMAP_UNRESPONSIVE' || failure.code === 'E_IMAP_AUTH') throw failure;
       if (failure.code === 'E_IMAP_PROTOCOL' && !slot.retried && slot.run !== null && !slot.run.prepared) {
@@ -154,8 +158,8 @@ export class SyncRun {
         this.record(slot, 'concurrency-conflict');
         return this.next();
       }
-      // The cause, without what imapflow's error quotes (commands, server text): an AppError or a defect's stack.
-      const cause = err instanceof AppError || !(err as { responseText?: unknown })?.responseText ? { err } : { imap: imapFailureFields(err) };
+      // The cause, without what imapflow's error quotes (commands, server text, parser context): only its codes.
+      const cause = err instanceof AppError ? { err } : { imap: imapFailureFields(err) };
       this.deps.log.error({ ...cause, event: 'sync.folder-failed', folder: slot.resolution.alias }, 'sync.folder-failed');
       this.record(slot, 'unexpected');
       return this.next();
