@@ -131,6 +131,7 @@ export class SyncRun {
           maxMessageBytes: this.deps.config.maxMessageBytes,
           parseMany: this.deps.parseMany,
           now: this.deps.now,
+          log: this.deps.log,
         });
         await slot.run.prepare();
         if (!slot.run.hasMore) return this.completeFolder(slot);
@@ -178,6 +179,11 @@ export class SyncRun {
   private record(slot: FolderSlot, outcome: FolderOutcome | 'ok'): void {
     if (outcome !== 'ok') this.failed += 1;
     const run = slot.run;
+    if (run && run.unreadable > 0) {
+      // The folder's count by class (each message had its own line): a parser regression shows as parser-failed:<class>.
+      const level = Object.keys(run.unreadableCounts).some((c) => !(c === 'empty' || c === 'no-header')) ? 'warn' : 'info';
+      this.deps.log[level]({ event: 'sync.folder-unreadable', folder: slot.resolution.alias, unreadable: run.unreadable, byClass: run.unreadableCounts }, 'sync.folder-unreadable');
+    }
     recordFolderRun(this.deps.db, this.runId, slot.binding.id, {
       startedAt: slot.startedAt,
       endedAt: this.deps.now(),

@@ -56,7 +56,8 @@ t.test('every corpus file and mbox message parses into a valid reply within the 
 });
 
 t.test('an empty or blank input is unreadable, never a crash', async (t) => {
-  for (const raw of [new Uint8Array(0), Buffer.from('\r\n\r\n'), Buffer.from('just words, no header\n'), new Uint8Array(4096)]) {
-    t.same(parseMessage(raw, 'a'), { ok: false, unreadable: true });
+  t.same(parseMessage(new Uint8Array(0), 'a'), { ok: false, unreadable: true, reason: 'empty' });
+  for (const raw of [Buffer.from('\r\n\r\n'), Buffer.from('just words, no header\n'), new Uint8Array(4096)]) {
+    t.same(parseMessage(raw, 'a'), { ok: false, unreadable: true, reason: 'no-header' });
   }
 });
