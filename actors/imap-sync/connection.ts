@@ -133,12 +133,13 @@ function imapflowKind(code: string): 'unresponsive' | 'protocol' | 'defect' | nu
  */
 export function classifyImapFailure(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  const e = (err ?? {}) as { code?: unknown; authenticationFailed?: unknown; serverResponseCode?: unknown; responseStatus?: unknown };
+  const e = (err ?? {}) as { code?: unknown; authenticationFailed?: unknown; tlsFailed?: unknown; serverResponseCode?: unknown; responseStatus?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   if (e.authenticationFailed === true || code === 'AUTHENTICATIONFAILED' || e.serverResponseCode === 'AUTHENTICATIONFAILED') {
     return new AppError('E_IMAP_AUTH', { details: { cause: 'login-refused' } });
   }
-  if (tlsCodes.has(code) || code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || /^[A-Z_]*CERT[A-Z_]*$/.test(code)) {
+  // tlsFailed: imapflow's mark for a required STARTTLS the server did not offer or that was tampered with.
+  if (e.tlsFailed === true || tlsCodes.has(code) || code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || /^[A-Z_]*CERT[A-Z_]*$/.test(code)) {
     return new AppError('E_IMAP_TLS', { details: { cause: code } });
   }
   const kind = socketCodes.has(code) ? 'unresponsive' : imapflowKind(code);

@@ -25,6 +25,7 @@ t.test('the wire, the server and the login', async (t) => {
   t.equal(codeOf(Object.assign(new Error('Command failed'), { responseStatus: 'NO', serverResponseCode: 'AUTHENTICATIONFAILED' })), 'E_IMAP_AUTH');
   t.equal(codeOf(coded('DEPTH_ZERO_SELF_SIGNED_CERT')), 'E_IMAP_TLS');
   t.equal(codeOf(coded('ERR_TLS_CERT_ALTNAME_INVALID')), 'E_IMAP_TLS');
+  t.equal(codeOf(Object.assign(new Error('Server does not support STARTTLS'), { tlsFailed: true })), 'E_IMAP_TLS', 'a required STARTTLS not offered');
   const ours = new AppError('E_SYNC_CONFLICT');
   t.equal(classifyImapFailure(ours), ours, 'an AppError passes as it is');
 });
