@@ -4,7 +4,10 @@
  * (stop and wait for an operator; retrying a wrong password locks accounts),
  * anything on the wire — refused connection, timeout, reset, a cut mid-answer
  * — is E_IMAP_UNRESPONSIVE (defer, back off, retry), and a server answer we
- * cannot use is E_IMAP_PROTOCOL.
+ * cannot use is E_IMAP_PROTOCOL. Only errors imapflow or the socket marked as
+ * theirs are mapped; anything else is a defect and is thrown on unchanged
+ * (`classifyImapFailure`), so it crashes the actor instead of being recorded
+ * as a server outage.
  *
  * imapflow's own logger is off: it logs commands and responses, which carry
  * subjects and addresses.
@@ -52,25 +55,100 @@ export async function openSession(config: ImapSyncConfig, credentials: Credentia
   return client;
 }
 
-const wireCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'NoConnection', 'ClosedAfterConnectTLS', 'ClosedAfterConnectText', 'CONNECT_TIMEOUT', 'GREETING_TIMEOUT', 'SOCKET_TIMEOUT', 'UPGRADE_TIMEOUT', 'ProtocolError']);
+/** Node's socket, stream and DNS failures, which imapflow passes through with their own code. */
+const socketCodes = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL',
+  'ERR_SOCKET_CLOSED', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_WRITE_AFTER_END',
+]);
 
 const tlsCodes = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED']);
 
-/** Map anything imapflow or the socket threw to one of our codes. */
+/**
+ * Every code imapflow sets (its `ImapFlowErrorCode`; `ParserError<n>` are
+ * parser failures): `unresponsive` — the connection is gone, timed out or is
+ * throttled; `protocol` — the server answered something we cannot use;
+ * `defect` — a command we built wrong or an API misused, which is our bug and
+ * is not classified. A test checks that this table covers imapflow's.
+ */
+export const imapflowCodes = {
+  NoConnection: 'unresponsive',
+  EConnectionClosed: 'unresponsive',
+  StateLogout: 'unresponsive',
+  ClosedAfterConnectText: 'unresponsive',
+  ClosedAfterConnectTLS: 'unresponsive',
+  CONNECT_TIMEOUT: 'unresponsive',
+  GREETING_TIMEOUT: 'unresponsive',
+  UPGRADE_TIMEOUT: 'unresponsive',
+  ETIMEOUT: 'unresponsive',
+  LockTimeout: 'unresponsive',
+  ETHROTTLE: 'unresponsive',
+  ProxyError: 'unresponsive',
+  EPROXY: 'unresponsive',
+  UnexpectedTag: 'protocol',
+  MissingTag: 'protocol',
+  InvalidResponse: 'protocol',
+  ResponseProcessingFailed: 'protocol',
+  STARTTLS_INJECTION: 'protocol',
+  COMPRESS_TRAILING_DATA: 'protocol',
+  PollFailed: 'protocol',
+  NotFound: 'protocol',
+  MissingServerExtension: 'protocol',
+  ParserError: 'protocol',
+  ParserErrorExchange: 'protocol',
+  ParserErrorInternal: 'protocol',
+  MAX_IMAP_NESTING_REACHED: 'protocol',
+  LineTooLarge: 'protocol',
+  LiteralTooLarge: 'protocol',
+  ResponseTooLarge: 'protocol',
+  TooManyTokens: 'protocol',
+  TooManyResponses: 'protocol',
+  DownloadOverflow: 'protocol',
+  DownloadIncomplete: 'protocol',
+  InvalidStringValue: 'defect',
+  InvalidTokenValue: 'defect',
+  InvalidTextValue: 'defect',
+  InvalidSequenceSet: 'defect',
+  InvalidSearchQuery: 'defect',
+  InvalidMessageContent: 'defect',
+  UnsupportedProxyAddress: 'defect',
+  ERR_INVALID_URL: 'defect',
+  UnsupportedTransportOption: 'defect',
+  InstanceReused: 'defect',
+  NoMailboxSelected: 'defect',
+} as const satisfies Record<string, 'unresponsive' | 'protocol' | 'defect'>;
+
+function imapflowKind(code: string): 'unresponsive' | 'protocol' | 'defect' | null {
+  if (Object.hasOwn(imapflowCodes, code)) return imapflowCodes[code as keyof typeof imapflowCodes];
+  return /^ParserError\d+$/.test(code) ? 'protocol' : null;
+}
+
+/**
+ * Map what imapflow or the socket threw to one of our codes. An allow-list:
+ * an AppError passes as it is; an error is classified only when imapflow or
+ * Node marked it as coming from the server or the wire (a code from the
+ * tables above, a refused login, a NO/BAD/BYE answer). Anything else — a
+ * TypeError, a database error, a command we built wrong — is a defect, not
+ * an IMAP outcome, and is thrown again as it is so the actor crashes and the
+ * supervisor restarts it. Never decided from the message text.
+ */
 export function classifyImapFailure(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  const e = (err ?? {}) as { code?: unknown; authenticationFailed?: unknown; serverResponseCode?: unknown; responseStatus?: unknown; message?: unknown };
+  const e = (err ?? {}) as { code?: unknown; authenticationFailed?: unknown; tlsFailed?: unknown; serverResponseCode?: unknown; responseStatus?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   if (e.authenticationFailed === true || code === 'AUTHENTICATIONFAILED' || e.serverResponseCode === 'AUTHENTICATIONFAILED') {
     return new AppError('E_IMAP_AUTH', { details: { cause: 'login-refused' } });
   }
-  if (tlsCodes.has(code) || code.startsWith('ERR_TLS_') || /CERT/.test(code)) return new AppError('E_IMAP_TLS', { details: { cause: code } });
-  if (wireCodes.has(code) || /timeout|closed|connection|socket|ECONN/i.test(typeof e.message === 'string' ? e.message : '')) {
-    return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: code || 'connection' } });
+  // tlsFailed: imapflow's mark for a required STARTTLS the server did not offer or that was tampered with.
+  if (e.tlsFailed === true || tlsCodes.has(code) || code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || /^[A-Z_]*CERT[A-Z_]*$/.test(code)) {
+    return new AppError('E_IMAP_TLS', { details: { cause: code } });
   }
-  // A server NO/BAD to a command we sent: the server is there, the answer is not usable.
-  if (e.responseStatus === 'NO' || e.responseStatus === 'BAD') return new AppError('E_IMAP_PROTOCOL', { details: { cause: String(e.responseStatus) } });
-  return new AppError('E_IMAP_PROTOCOL', { details: { cause: code || 'unknown' } });
+  const kind = socketCodes.has(code) ? 'unresponsive' : imapflowKind(code);
+  if (kind === 'unresponsive') return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: code } });
+  if (kind === 'protocol') return new AppError('E_IMAP_PROTOCOL', { details: { cause: code } });
+  // A server NO/BAD to a command we sent (imapflow sets no code on these): the server is there, the answer is not usable.
+  if (kind === null && (e.responseStatus === 'NO' || e.responseStatus === 'BAD')) return new AppError('E_IMAP_PROTOCOL', { details: { cause: String(e.responseStatus) } });
+  if (kind === null && e.responseStatus === 'BYE') return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'BYE' } });
+  throw err;
 }
 
 /**

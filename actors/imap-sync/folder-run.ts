@@ -13,6 +13,7 @@
  */
 import type { ImapFlow } from 'imapflow';
 import { AppError } from '../../runtime/errors.ts';
+import type { Logger } from '../../runtime/log.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import type { Binding } from '../../runtime/store/mailbox/bindings.ts';
 import { readCheckpoint } from '../../runtime/store/mailbox/checkpoints.ts';
@@ -21,6 +22,7 @@ import { applyFlagChanges, knownUids, localFlags, retireUidValidity, tombstone }
 import type { ParseReply } from '../mime-parse/protocol.ts';
 import { classifyImapFailure } from './connection.ts';
 import { sameFlags, splitFlags } from './server-flags.ts';
+import { noteUnreadable, type UnreadableCounts } from './unreadable.ts';
 
 /** Largest raw size fetched in one batch, whatever the message count (two batches are in memory at once). */
 const BATCH_BYTES = 16 * 1024 * 1024;
@@ -39,12 +41,16 @@ export type FolderRunDeps = {
   /** Parse messages, in order; chunks go to the pool's threads in parallel. */
   parseMany(raws: Buffer[]): Promise<ParseReply[]>;
   now(): number;
+  /** For the line per unreadable message (identities and classes only). */
+  log: Logger;
 };
 
 export class FolderRun {
   stored = 0;
   oversized = 0;
   unreadable = 0;
+  /** Unreadable messages by class (unreadable.ts), for the folder's summary line. */
+  readonly unreadableCounts: UnreadableCounts = {};
   private readonly deps: FolderRunDeps;
   private pending: Pending[] = [];
   private uidValidity = 0;
@@ -148,6 +154,7 @@ export class FolderRun {
         messages.push({ ...base, state: 'stored', raw, parsed: reply.message });
       } else {
         this.unreadable += 1;
+        noteUnreadable(this.deps.log, this.unreadableCounts, reply, { folder: binding.alias, uid: m.uid });
         messages.push({ ...base, state: 'unreadable', raw, parsed: null });
       }
     });

@@ -34,6 +34,7 @@
  */
 import type { ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
+import type { Logger } from '../../runtime/log.ts';
 import {
   MAX_JOB_ATTEMPTS,
   completeJob,
@@ -64,6 +65,7 @@ import { errorCode, type Database } from '../../runtime/store/open.ts';
 import type { ParsedMessage, ParseReply } from '../mime-parse/protocol.ts';
 import { classifyJobFailure } from './job-failure.ts';
 import type { ImapSyncConfig, JobDecisionReply, RederiveReply } from './protocol.ts';
+import { noteUnreadable, type UnreadableCounts } from './unreadable.ts';
 
 export const REDERIVATION_SEGMENT = 200;
 const TYPE = 'rederivation';
@@ -145,7 +147,7 @@ export async function carryStep(state: State, ctx: ActorContext, parseMany: Pars
       head.running = true;
       note(ctx, 'info', 'job.started', head.jobId, config.account, { attempt: head.failedAttempts + 1 });
     }
-    ended = await rederiveSegment(db, config.account, head, parseMany);
+    ended = await rederiveSegment(db, config.account, head, parseMany, ctx.log);
   } catch (err) {
     attemptFailed(state, ctx, head, err);
     return;
@@ -284,7 +286,7 @@ function next(state: State, ctx: ActorContext): void {
  * columns, then record progress with the job's own state (completed, or
  * attempts given back). True once the run has ended.
  */
-async function rederiveSegment(db: Database, account: string, head: CarriedRun, parseMany: ParseMany): Promise<boolean> {
+async function rederiveSegment(db: Database, account: string, head: CarriedRun, parseMany: ParseMany, log: Logger): Promise<boolean> {
   const runId = head.runId;
   const record = rederivationRecordById(db, runId);
   if (!record || !record.run.isOutstanding) {
@@ -298,6 +300,7 @@ async function rederiveSegment(db: Database, account: string, head: CarriedRun, 
   const byId = new Map(readable.map((row, i) => [row.id, parsed[i]]));
   let { rederivedEmailCount: rederived, unreadableEmailCount: unreadable, missingContentEmailCount: missing } = record.run;
   const results: Array<{ id: number; parsed: ParsedMessage | null }> = [];
+  const counts: UnreadableCounts = {};
   for (const row of segment) {
     if (!row.raw || !row.sha256ok) {
       missing += 1;
@@ -305,7 +308,10 @@ async function rederiveSegment(db: Database, account: string, head: CarriedRun, 
     }
     const reply = byId.get(row.id);
     if (reply?.ok) rederived += 1;
-    else unreadable += 1;
+    else {
+      unreadable += 1;
+      noteUnreadable(log, counts, reply, { rederivation: runId, message: row.id });
+    }
     results.push({ id: row.id, parsed: reply?.ok ? reply.message : null });
   }
   const now = Date.now();

@@ -10,8 +10,11 @@
  *
  * Outcomes per folder follow the spec: no-such-folder, ambiguous-folder,
  * server-unresponsive (the rest of the run is deferred with it),
- * concurrency-conflict (a rewind moved the checkpoint), unexpected (the cause
- * is logged here), interrupted (shutdown; resumes from the checkpoint).
+ * concurrency-conflict (a rewind moved the checkpoint), unexpected (a server
+ * answer we cannot use, or one of our own codes; the cause is logged here),
+ * interrupted (shutdown; resumes from the checkpoint). A defect or a
+ * database error is none of these: it crashes the actor, and the restarted
+ * actor closes the run as interrupted.
  */
 import type { ImapFlow } from 'imapflow';
 import { AppError } from '../../runtime/errors.ts';
@@ -128,6 +131,7 @@ export class SyncRun {
           maxMessageBytes: this.deps.config.maxMessageBytes,
           parseMany: this.deps.parseMany,
           now: this.deps.now,
+          log: this.deps.log,
         });
         await slot.run.prepare();
         if (!slot.run.hasMore) return this.completeFolder(slot);
@@ -140,6 +144,7 @@ export class SyncRun {
       this.batches += 1;
       if (!(await slot.run.step())) this.completeFolder(slot);
     } catch (err) {
+      // A defect or a database error is not classified: it is thrown on and crashes the actor.
       const failure = classifyImapFailure(err);
       if (failure.code === 'E_IMAP_UNRESPONSIVE' || failure.code === 'E_IMAP_AUTH') throw failure;
       if (failure.code === 'E_IMAP_PROTOCOL' && !slot.retried && slot.run !== null && !slot.run.prepared) {
@@ -154,8 +159,8 @@ export class SyncRun {
         this.record(slot, 'concurrency-conflict');
         return this.next();
       }
-      // The cause, without what imapflow's error quotes (commands, server text): an AppError or a defect's stack.
-      const cause = err instanceof AppError || !(err as { responseText?: unknown })?.responseText ? { err } : { imap: imapFailureFields(err) };
+      // The cause, without what imapflow's error quotes (commands, server text, parser context): only its codes.
+      const cause = err instanceof AppError ? { err } : { imap: imapFailureFields(err) };
       this.deps.log.error({ ...cause, event: 'sync.folder-failed', folder: slot.resolution.alias }, 'sync.folder-failed');
       this.record(slot, 'unexpected');
       return this.next();
@@ -174,6 +179,11 @@ export class SyncRun {
   private record(slot: FolderSlot, outcome: FolderOutcome | 'ok'): void {
     if (outcome !== 'ok') this.failed += 1;
     const run = slot.run;
+    if (run && run.unreadable > 0) {
+      // The folder's count by class (each message had its own line): a parser regression shows as parser-failed:<class>.
+      const level = Object.keys(run.unreadableCounts).some((c) => !(c === 'empty' || c === 'no-header')) ? 'warn' : 'info';
+      this.deps.log[level]({ event: 'sync.folder-unreadable', folder: slot.resolution.alias, unreadable: run.unreadable, byClass: run.unreadableCounts }, 'sync.folder-unreadable');
+    }
     recordFolderRun(this.deps.db, this.runId, slot.binding.id, {
       startedAt: slot.startedAt,
       endedAt: this.deps.now(),

@@ -8,10 +8,12 @@
  * encoded length and hashed over their encoded bytes, never decoded
  * (attachments.ts).
  *
- * Unreadable (`{ ok: false, unreadable: true }`, the raw bytes are kept and
- * counted by the caller): an empty message, one with no header field at all
- * at its top (after an optional mbox `From ` line), or one whose parsing
- * failed unexpectedly. Everything else parses best-effort: broken
+ * Unreadable (`{ ok: false, unreadable: true, reason }`, the raw bytes are
+ * kept, counted and logged by the caller): an empty message (`empty`), one
+ * with no header field at all at its top, after an optional mbox `From `
+ * line (`no-header`), or one whose parsing threw (`parser-failed`, with the
+ * error's class so a parser regression shows in the logs; never its message,
+ * which may quote the mail). Everything else parses best-effort: broken
  * boundaries, missing or garbled Content-Type, bad charsets and bad dates
  * leave the affected property empty or defaulted, not the message unread.
  *
@@ -28,7 +30,17 @@ import { passages } from './passages.ts';
 import { PARSE_VERSION, type ParseReply } from './protocol.ts';
 import { threadId } from './thread-id.ts';
 
-const UNREADABLE: ParseReply = { ok: false, unreadable: true };
+const EMPTY: ParseReply = { ok: false, unreadable: true, reason: 'empty' };
+const NO_HEADER: ParseReply = { ok: false, unreadable: true, reason: 'no-header' };
+
+/** What was thrown, by class and code only: `TypeError`, `RangeError:ERR_OUT_OF_RANGE`. */
+export function errorClass(err: unknown): string {
+  const safe = (v: unknown): string | null => (typeof v === 'string' && /^[A-Za-z0-9_$.-]{1,38}$/.test(v) ? v : null);
+  if (err === null || (typeof err !== 'object' && typeof err !== 'function')) return `thrown-${typeof err}`;
+  const name = safe((err as { constructor?: { name?: unknown } }).constructor?.name) ?? 'unknown';
+  const code = safe((err as { code?: unknown }).code);
+  return code ? `${name}:${code}` : name;
+}
 
 function joined(fields: HeaderFields, name: string): string | null {
   const values = fields.get(name);
@@ -37,10 +49,10 @@ function joined(fields: HeaderFields, name: string): string | null {
 
 export function parseMessage(raw: Uint8Array, account: string): ParseReply {
   try {
-    if (raw.byteLength === 0) return UNREADABLE;
+    if (raw.byteLength === 0) return EMPTY;
     const tree = readMimeTree(raw);
     const fields = tree.top.fields;
-    if (tree.top.count === 0) return UNREADABLE;
+    if (tree.top.count === 0) return NO_HEADER;
     const hint = tree.hint;
     const messageId = ownId(first(fields, 'message-id'));
     const inReplyTo = messageIds(first(fields, 'in-reply-to'))[0] ?? null;
@@ -67,8 +79,9 @@ export function parseMessage(raw: Uint8Array, account: string): ParseReply {
         passages: passages(text),
       },
     };
-  } catch {
-    // Never a crash: whatever slipped past the tolerant readers makes the message unreadable.
-    return UNREADABLE;
+  } catch (err) {
+    // Never a crash: whatever slipped past the tolerant readers makes the message unreadable,
+    // and says what was thrown so the caller's log shows a parser regression.
+    return { ok: false, unreadable: true, reason: 'parser-failed', errorClass: errorClass(err) };
   }
 }

@@ -48,10 +48,24 @@ export type Attachment = StoredAttachment;
 export const ParsedMessage = DerivedMessage;
 export type ParsedMessage = DerivedMessage;
 
-/** `unreadable`: the message could not be parsed at all; it is kept raw and counted. */
+/**
+ * Why a message is unreadable: `empty`, `no-header` (nothing at its top reads
+ * as a header field), or `parser-failed` (the parser threw: a parser defect
+ * the input exposed, never the input's fault).
+ */
+export const UnreadableReason = z.enum(['empty', 'no-header', 'parser-failed']);
+export type UnreadableReason = z.infer<typeof UnreadableReason>;
+
+/**
+ * `unreadable`: the message could not be parsed at all; it is kept raw and
+ * counted. For `parser-failed`, `errorClass` names what was thrown (its
+ * constructor name, and its `code` when it has one: `RangeError`,
+ * `TypeError:ERR_INVALID_ARG_TYPE`) and never its message, which may quote
+ * the mail.
+ */
 export const ParseReply = z.discriminatedUnion('ok', [
   z.strictObject({ ok: z.literal(true), message: ParsedMessage }),
-  z.strictObject({ ok: z.literal(false), unreadable: z.literal(true) }),
+  z.strictObject({ ok: z.literal(false), unreadable: z.literal(true), reason: UnreadableReason, errorClass: z.string().max(80).optional() }),
 ]);
 export type ParseReply = z.infer<typeof ParseReply>;
 

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { parseMessage } from '../../../actors/mime-parse/parse-message.ts';
+import { errorClass, parseMessage } from '../../../actors/mime-parse/parse-message.ts';
 import type { ParsedMessage } from '../../../actors/mime-parse/protocol.ts';
 import { corpusAvailable, corpusDir } from '../../harness/corpus.ts';
 
@@ -188,4 +188,24 @@ t.test('corpus files', { skip: !corpusAvailable() && 'the shared corpus is not p
     t.same(m.attachments.map((a) => a.contentType), ['message/delivery-status', 'message/rfc822']);
     t.ok(m.bodyText.length > 0);
   });
+});
+
+t.test('unreadable says why; a parser that throws is reported by error class only, never its text', async (t) => {
+  t.same(parseMessage(new Uint8Array(0), 'acct-1'), { ok: false, unreadable: true, reason: 'empty' });
+  t.same(parseMessage(Buffer.from('no header here, only words\r\n'), 'acct-1'), { ok: false, unreadable: true, reason: 'no-header' });
+  // Not a real Uint8Array: every typed-array accessor the parser touches throws a TypeError, the way a
+  // parser defect would. This injects the failure; no well-formed or hostile MIME input is known to throw.
+  const broken = new Proxy(Buffer.from('Subject: secret plans\r\n\r\nbody\r\n'), {}) as unknown as Uint8Array;
+  const reply = parseMessage(broken, 'acct-1');
+  t.same(reply, { ok: false, unreadable: true, reason: 'parser-failed', errorClass: 'TypeError' });
+  t.notMatch(JSON.stringify(reply), /secret/);
+});
+
+t.test('errorClass: constructor name and code, nothing that could quote the mail', async (t) => {
+  t.equal(errorClass(new RangeError('Invalid array length near "Subject: secret"')), 'RangeError');
+  t.equal(errorClass(Object.assign(new TypeError('bad'), { code: 'ERR_INVALID_ARG_TYPE' })), 'TypeError:ERR_INVALID_ARG_TYPE');
+  t.equal(errorClass(Object.assign(new Error('x'), { code: 'has spaces: secret@example.org' })), 'Error', 'a code that is not a plain token is left out');
+  t.equal(errorClass('a thrown string with secret@example.org'), 'thrown-string');
+  t.equal(errorClass(undefined), 'thrown-undefined');
+  t.equal(errorClass(Object.create(null)), 'unknown');
 });

@@ -4,8 +4,12 @@
  * here until the golden file is rewritten on purpose
  * (`MAILCAIRN_UPDATE_GOLDEN=1 npx tap test/http/mcp/tools-golden.test.ts`),
  * and docs/mcp-tools.md carries the same schemas (`npm run docs:mcp`).
+ *
+ * Re-recording never passes: a run that rewrites the file fails, saying so,
+ * because comparing with what it just wrote would prove nothing. Review the
+ * diff, commit it, and run again without the variable (CI never sets it).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import t from 'tap';
 import { publishedTool } from '../../../http/mcp/mcp-server.ts';
 import { withCurrentSchemas } from '../../../http/mcp/tools-doc.ts';
@@ -15,8 +19,13 @@ const golden = new URL('./tools.golden.json', import.meta.url);
 
 t.test('tools/list matches the golden file', async (t) => {
   const current = `${JSON.stringify(readTools.map(publishedTool), null, 2)}\n`;
-  if (process.env.MAILCAIRN_UPDATE_GOLDEN === '1') writeFileSync(golden, current);
-  t.equal(current, readFileSync(golden, 'utf8'), 'a change to the published tools is deliberate: rewrite the golden file');
+  const recorded = existsSync(golden) ? readFileSync(golden, 'utf8') : null;
+  if (process.env.MAILCAIRN_UPDATE_GOLDEN === '1' && current !== recorded) {
+    writeFileSync(golden, current);
+    t.fail('tools.golden.json re-recorded: review the diff, commit it, and run again without MAILCAIRN_UPDATE_GOLDEN');
+    return;
+  }
+  t.equal(current, recorded, 'a change to the published tools is deliberate: rewrite the golden file');
 });
 
 t.test('docs/mcp-tools.md carries the current schemas', async (t) => {
