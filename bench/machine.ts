@@ -21,6 +21,8 @@ export type Provenance = {
   kernel: string;
   host: string;
   clockTicksPerSecond: number;
+  /** How processes run to their end were accounted (peers/process-stats.ts). */
+  processAccounting: string;
   startedAt: string;
   loadAverageAtStart: number[];
 };
@@ -35,7 +37,7 @@ function git(args: string[]): string | null {
   }
 }
 
-export function provenance(clockTicksPerSecond: number): Provenance {
+export function provenance(clockTicksPerSecond: number, processAccounting: string): Provenance {
   const status = git(['status', '--porcelain', '--untracked-files=no']);
   return {
     commit: git(['rev-parse', '--short', 'HEAD']) ?? 'unknown',
@@ -48,6 +50,7 @@ export function provenance(clockTicksPerSecond: number): Provenance {
     kernel: `${release()} ${version()}`,
     host: hostname(),
     clockTicksPerSecond,
+    processAccounting,
     startedAt: new Date().toISOString(),
     loadAverageAtStart: loadavg().map((l) => round(l, 2)),
   };

@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { provenance } from './machine.ts';
-import { clockTicks } from './peers/process-stats.ts';
+import { clockTicks, processAccounting } from './peers/process-stats.ts';
 import { actorAsk } from './scenarios/actor-ask.ts';
 import { actorDensity } from './scenarios/actor-density.ts';
 import { authOverhead } from './scenarios/auth-overhead.ts';
@@ -35,7 +35,7 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 
-const machine = provenance(clockTicks());
+const machine = provenance(clockTicks(), processAccounting().tool);
 process.stdout.write(`commit ${machine.commit}${machine.dirty ? ' (uncommitted changes)' : ''}; ${machine.cpu} x${machine.cores}, ${machine.memoryGiB} GiB; Node ${machine.node}; load ${machine.loadAverageAtStart.join(' ')}\n`);
 const results: Record<string, Row[]> = {};
 for (const scenario of scenarios.filter((s) => wanted.length === 0 || wanted.includes(s.name))) {

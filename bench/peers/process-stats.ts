@@ -2,10 +2,14 @@
  * CPU seconds and peak memory, taken the same way for every side of a
  * comparison (Linux):
  *  - a process that runs to its end (mbsync, `notmuch new`, a one-shot
- *    mailcairnd) runs under GNU time (`/usr/bin/time`, Debian's `time`
- *    package): user + system CPU and maximum RSS as the kernel reports them
- *    to `wait4` when the process is reaped, so nothing is missed between two
- *    samples and a process that exits early is counted in full;
+ *    mailcairnd) runs under a wrapper that reads the kernel's accounting
+ *    when it reaps the process: user + system CPU and maximum RSS from
+ *    `wait4`, so nothing is missed between two samples and a process that
+ *    exits early is counted in full. The wrapper is a small C program built
+ *    at run time with the system C compiler (microseconds); without a
+ *    compiler, GNU time (`/usr/bin/time`, Debian's `time` package), the
+ *    same wait4 figures printed to 10 ms (also chosen by
+ *    BENCH_ACCOUNTING=gnu-time);
  *  - a long-running service is read from `/proc/<pid>/stat` (utime + stime
  *    of all its threads, plus waited-for children, in clock ticks) before
  *    and after the measured interval, and its peak from `/proc/<pid>/status`
@@ -21,6 +25,54 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 export const GNU_TIME = '/usr/bin/time';
+
+const WAIT4_SOURCE = String.raw`#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  if (argc < 3) { fprintf(stderr, "usage: wait4 REPORT COMMAND [ARG...]\n"); return 125; }
+  pid_t pid = fork();
+  if (pid < 0) { perror("fork"); return 125; }
+  if (pid == 0) { execvp(argv[2], argv + 2); perror(argv[2]); _exit(127); }
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  int status; struct rusage ru;
+  while (wait4(pid, &status, 0, &ru) < 0) if (errno != EINTR) { perror("wait4"); return 125; }
+  FILE *f = fopen(argv[1], "w");
+  if (!f) { perror(argv[1]); return 125; }
+  fprintf(f, "%ld %ld %ld %d\n", (long)ru.ru_utime.tv_sec * 1000000L + (long)ru.ru_utime.tv_usec,
+          (long)ru.ru_stime.tv_sec * 1000000L + (long)ru.ru_stime.tv_usec, (long)ru.ru_maxrss, status);
+  fclose(f);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+`;
+
+/** How processes run to their end are accounted: the wait4 wrapper, else GNU time. */
+export type Accounting = { tool: 'wait4 wrapper'; path: string } | { tool: 'GNU time'; path: string };
+
+let accounting: Accounting | null = null;
+
+/** Build the wait4 wrapper once per bench process (in a temporary directory removed at exit); GNU time without a compiler. */
+export function processAccounting(): Accounting {
+  if (accounting !== null) return accounting;
+  if (process.env.BENCH_ACCOUNTING === 'gnu-time') return (accounting = { tool: 'GNU time', path: GNU_TIME });
+  const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-wait4-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const source = join(dir, 'wait4.c');
+  const binary = join(dir, 'wait4');
+  writeFileSync(source, WAIT4_SOURCE);
+  try {
+    execFileSync('cc', ['-O2', '-o', binary, source], { stdio: ['ignore', 'ignore', 'pipe'] });
+    accounting = { tool: 'wait4 wrapper', path: binary };
+  } catch {
+    if (!existsSync(GNU_TIME)) throw new Error(`no C compiler for the wait4 wrapper and ${GNU_TIME} is missing: install Debian's \`time\` package (GNU time)`);
+    accounting = { tool: 'GNU time', path: GNU_TIME };
+  }
+  return accounting;
+}
 
 export type ProcessStats = { cpuMs: number; peakRssMiB: number };
 /** A process measured from spawn to exit: wall from our clock, CPU and peak from wait4. */
@@ -86,30 +138,28 @@ export function interval(pid: number): { peakReset: boolean; end(): ProcessStats
 }
 
 export type TimedChild = {
-  /** GNU time's process; the measured command is its only child. */
+  /** The accounting wrapper's process; the measured command is its only child. */
   readonly child: ChildProcess;
   readonly startedAt: number;
-  /** The measured command's pid (GNU time's child), once it has forked. */
+  /** The measured command's pid (the wrapper's child), once it has forked. */
   targetPid(): Promise<number>;
-  /** Resolves when the command has exited and GNU time has reported; rejects on a non-zero exit. */
+  /** Resolves when the command has exited and the wrapper has reported; rejects on a non-zero exit. */
   readonly done: Promise<Timed & { stdout: string }>;
 };
 
-function requireGnuTime(): void {
-  if (!existsSync(GNU_TIME)) throw new Error(`${GNU_TIME} is missing: install Debian's \`time\` package (GNU time); the bench takes peers' CPU and peak RSS from it`);
-}
-
 /**
- * Spawn `command` under GNU time. Its output file receives `%U %S %M`
- * (user s, system s, max RSS KiB) as its last line, after a line of its own
- * when the command exits non-zero or by a signal.
+ * Spawn `command` under the accounting wrapper (processAccounting). Its
+ * report file receives, as its last line, `user-µs system-µs maxrss-KiB
+ * status` from the wait4 wrapper, or `user-s system-s maxrss-KiB` from GNU
+ * time (after a line of its own when the command exits non-zero).
  */
 export function spawnTimed(command: string, args: string[], o: { env?: NodeJS.ProcessEnv; stdout?: boolean } = {}): TimedChild {
-  requireGnuTime();
+  const how = processAccounting();
   const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-time-'));
   const report = join(dir, 'rusage');
+  const wrapperArgs = how.tool === 'wait4 wrapper' ? [report, command, ...args] : ['-f', '%U %S %M', '-o', report, '--', command, ...args];
   const startedAt = performance.now();
-  const child = spawn(GNU_TIME, ['-f', '%U %S %M', '-o', report, '--', command, ...args], {
+  const child = spawn(how.path, wrapperArgs, {
     stdio: ['ignore', o.stdout ? 'pipe' : 'ignore', 'pipe'],
     env: o.env ?? process.env,
   });
@@ -124,14 +174,17 @@ export function spawnTimed(command: string, args: string[], o: { env?: NodeJS.Pr
       let text = '';
       try {
         text = readFileSync(report, 'utf8').trim();
+      } catch {
+        // no report: the wrapper itself failed; the exit code says so below
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
       const lines = text.split('\n');
       const [user, sys, maxKiB] = (lines[lines.length - 1] ?? '').split(' ').map(Number);
-      if (code !== 0) return reject(new Error(`${command} ${args.join(' ')} exited ${code} (${lines.slice(0, -1).join('; ')}): ${err.slice(0, 500)}`));
-      if (!Number.isFinite(user) || !Number.isFinite(sys) || !Number.isFinite(maxKiB)) return reject(new Error(`GNU time reported ${JSON.stringify(text)}`));
-      resolve({ wallMs, userMs: user! * 1000, sysMs: sys! * 1000, cpuMs: (user! + sys!) * 1000, peakRssMiB: maxKiB! / 1024, stdout: Buffer.concat(out).toString('utf8') });
+      if (code !== 0) return reject(new Error(`${command} ${args.join(' ')} exited ${code} (${text}): ${err.slice(0, 500)}`));
+      if (!Number.isFinite(user) || !Number.isFinite(sys) || !Number.isFinite(maxKiB)) return reject(new Error(`${how.tool} reported ${JSON.stringify(text)}`));
+      const unitMs = how.tool === 'wait4 wrapper' ? 1 / 1000 : 1000;
+      resolve({ wallMs, userMs: user! * unitMs, sysMs: sys! * unitMs, cpuMs: (user! + sys!) * unitMs, peakRssMiB: maxKiB! / 1024, stdout: Buffer.concat(out).toString('utf8') });
     });
   });
   const targetPid = async (): Promise<number> => {
@@ -140,14 +193,14 @@ export function spawnTimed(command: string, args: string[], o: { env?: NodeJS.Pr
     for (;;) {
       const pid = Number(readFileSync(file, 'utf8').trim().split(' ')[0]);
       if (pid > 0) return pid;
-      if (performance.now() - started > 5_000) throw new Error(`${GNU_TIME} did not start ${command}`);
+      if (performance.now() - started > 5_000) throw new Error(`${processAccounting().tool} did not start ${command}`);
       await new Promise((r) => setTimeout(r, 2));
     }
   };
   return { child, startedAt, targetPid, done };
 }
 
-/** Run `command` to its end under GNU time. */
+/** Run `command` to its end under the accounting wrapper. */
 export async function timed(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Timed> {
   const { stdout: _, ...t } = await spawnTimed(command, args, { env }).done;
   return t;

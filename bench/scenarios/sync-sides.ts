@@ -1,15 +1,16 @@
 /**
  * The two sides of the sync benchmarks and how each is measured
  * (sync-initial.ts runs them):
- *  - `mailcairnOnce`: the compiled daemon as a one-shot process under GNU
- *    time, on a database of its own: spawned, left to finish one
+ *  - `mailcairnOnce`: the compiled daemon as a one-shot process under the
+ *    wait4 wrapper (peers/process-stats.ts), on a database of its own: spawned, left to finish one
  *    synchronization run that began after it started and shows what is
  *    expected, then stopped with SIGTERM. Wall from spawn to exit, CPU and
  *    peak RSS from wait4 — as for `mbsyncOnce`, so the two compare like
  *    with like. The moment the result was visible is kept beside it.
  *  - `startService`: the daemon left running, measured over an interval
  *    from /proc (peers/process-stats.ts `interval`).
- *  - `mbsyncOnce`: one `mbsync` process pulling the folder, under GNU time.
+ *  - `mbsyncOnce`: one `mbsync` process pulling the folder, under the same
+ *    wrapper.
  * "Visible" means in the daemon's database, read from this process by
  * polling every POLL_MS: stored (raw MIME and derived text) and, for a flag
  * change, the flag on every message it was set on.
@@ -103,7 +104,7 @@ export function daemonConfig(dir: string, dovecot: Dovecot): DaemonConfig {
   return { config, database };
 }
 
-/** A one-shot process: spawn to exit under GNU time; `visibleMs` from spawn to the result seen in the database, `cpuAtVisibleMs` the CPU by then (/proc). */
+/** A one-shot process: spawn to exit, CPU and peak from wait4; `visibleMs` from spawn to the result seen in the database, `cpuAtVisibleMs` the CPU by then (/proc). */
 export type Once = Timed & { visibleMs: number; cpuAtVisibleMs: number };
 
 export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<Once> {
@@ -139,7 +140,7 @@ export type Service = {
   stop(): Promise<void>;
 };
 
-/** The daemon running as an operator runs it (no GNU time: it is measured over intervals from /proc). */
+/** The daemon running as an operator runs it (no wrapper: it is measured over intervals from /proc). */
 export async function startService(d: DaemonConfig): Promise<Service> {
   const runBefore = lastEndedRun(d.database);
   const child = spawn(process.execPath, [daemonBin, '--config', d.config], { stdio: ['ignore', 'ignore', 'inherit'] });
