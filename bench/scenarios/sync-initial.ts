@@ -163,7 +163,7 @@ export const syncInitial: Scenario = {
         state = { daemon, mbsyncDir, rc };
       }
       const ours0 = medianSide(initial.ours);
-      const oursNote = `Mailcairn spawn → exit (one run, then SIGTERM); mirrored and visible at ${list(initial.visible)} s`;
+      const oursNote = `Mailcairn spawn → exit ${list(initial.ours.map((x) => x.wallMs))} s (stopped once mirrored), mirrored and visible at ${list(initial.visible)} s`;
       const order0 = initial.order.join(' ');
       rows.push(row('initial mirror', order0, ours0, 'mbsync (bare copy)', medianSide(initial.mbsync), `${oursNote}; mbsync ${list(initial.mbsync.map((x) => x.wallMs))} s`));
       rows.push(row('initial mirror', order0, ours0, 'mbsync + notmuch new', medianSide(initial.mbsync.map((m, i) => sum(m, initial.notmuch[i]!))), `notmuch new ${list(initial.notmuch.map((x) => x.wallMs))} s`));
@@ -175,6 +175,7 @@ export const syncInitial: Scenario = {
       const incremental = async (name: string, before: (i: number) => Promise<Expect>): Promise<{ ours: Side[]; mbsync: Side[] }> => {
         const ours: Side[] = [];
         const visibleAt: number[] = [];
+        const cpuByVisible: number[] = [];
         const theirs: Side[] = [];
         const order: string[] = [];
         for (let i = 0; i < repeat; i++) {
@@ -187,12 +188,13 @@ export const syncInitial: Scenario = {
                 const once = await mailcairnOnce(daemon, e);
                 ours.push(once);
                 visibleAt.push(once.visibleMs);
+                cpuByVisible.push(once.cpuAtVisibleMs);
               },
               async () => void theirs.push(await mbsyncOnce(rc, mbsyncDir, e)),
             ),
           );
         }
-        rows.push(row(`${name}, one-shot processes (median)`, order.join(' '), medianSide(ours), 'mbsync', medianSide(theirs), `Mailcairn spawn → exit ${list(ours.map((x) => x.wallMs))} s, visible at ${list(visibleAt)} s; mbsync ${list(theirs.map((x) => x.wallMs))} s`));
+        rows.push(row(`${name}, one-shot processes (median)`, order.join(' '), medianSide(ours), 'mbsync', medianSide(theirs), `Mailcairn spawn → exit ${list(ours.map((x) => x.wallMs))} s, visible at ${list(visibleAt)} s (CPU by then ${list(cpuByVisible)} s); mbsync ${list(theirs.map((x) => x.wallMs))} s`));
         return { ours, mbsync: theirs };
       };
       const admin = mailAdmin(dovecot);

@@ -116,9 +116,12 @@ export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<On
   try {
     visibleAt = await until('a run that shows the change', () => lastEndedRun(d.database) > runBefore && visible(d.database, expect), () => t.child.exitCode === null);
     cpuAtVisibleMs = readStats(pid)?.cpuMs ?? NaN;
-  } finally {
-    process.kill(pid, 'SIGTERM');
+  } catch (err) {
+    if (t.child.exitCode === null) process.kill(pid, 'SIGTERM');
+    await t.done.catch(() => undefined);
+    throw err;
   }
+  process.kill(pid, 'SIGTERM');
   const done = await t.done;
   return { wallMs: done.wallMs, cpuMs: done.cpuMs, userMs: done.userMs, sysMs: done.sysMs, peakRssMiB: done.peakRssMiB, visibleMs: visibleAt - t.startedAt, cpuAtVisibleMs };
 }
