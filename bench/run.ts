@@ -1,12 +1,14 @@
 /**
  * `npm run bench`: runs the named scenarios (all by default, or those given
  * as arguments), prints a table per scenario and writes every figure to
- * bench/results/<timestamp>.json with the machine it ran on. Compare figures
- * only from one machine; each scenario pairs its figures with a peer
- * measured in the same run.
+ * bench/results/<timestamp>.json with the commit and the machine it ran on
+ * (machine.ts). Compare figures only from one machine; each scenario pairs
+ * its figures with a peer measured in the same run.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, totalmem } from 'node:os';
+import { loadavg } from 'node:os';
+import { provenance } from './machine.ts';
+import { clockTicks, processAccounting } from './peers/process-stats.ts';
 import { actorAsk } from './scenarios/actor-ask.ts';
 import { actorDensity } from './scenarios/actor-density.ts';
 import { authOverhead } from './scenarios/auth-overhead.ts';
@@ -33,7 +35,8 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 
-const machine = { node: process.version, cpu: cpus()[0]?.model ?? 'unknown', cores: availableParallelism(), memoryGiB: Math.round(totalmem() / 2 ** 30) };
+const machine = provenance(clockTicks(), processAccounting().tool);
+process.stdout.write(`commit ${machine.commit}${machine.dirty ? ' (uncommitted changes)' : ''}; ${machine.cpu} x${machine.cores}, ${machine.memoryGiB} GiB; Node ${machine.node}; load ${machine.loadAverageAtStart.join(' ')}\n`);
 const results: Record<string, Row[]> = {};
 for (const scenario of scenarios.filter((s) => wanted.length === 0 || wanted.includes(s.name))) {
   process.stdout.write(`\n## ${scenario.name}: ${scenario.description}\n\n`);
@@ -44,5 +47,6 @@ for (const scenario of scenarios.filter((s) => wanted.length === 0 || wanted.inc
 const dir = new URL('../../bench/results/', import.meta.url.includes('/dist/') ? import.meta.url : new URL('../x/', import.meta.url));
 mkdirSync(dir, { recursive: true });
 const file = new URL(`${new Date().toISOString().replace(/[:.]/g, '-')}.json`, dir);
-writeFileSync(file, `${JSON.stringify({ ranAt: new Date().toISOString(), machine, results }, null, 2)}\n`);
+const loadAverageAtEnd = loadavg().map((l) => Math.round(l * 100) / 100);
+writeFileSync(file, `${JSON.stringify({ ranAt: new Date().toISOString(), commit: machine.commit, dirty: machine.dirty, machine: { ...machine, loadAverageAtEnd }, results }, null, 2)}\n`);
 process.stdout.write(`\nwrote ${file.pathname}\n`);

@@ -1,28 +1,11 @@
 /**
  * The peers of the sync benchmarks, run as the user would: `mbsync` pulling
  * one folder into a Maildir, and `notmuch new` indexing that Maildir. Both
- * are Debian packages (isync, notmuch) installed by .ci/run.
+ * are Debian packages (isync, notmuch) installed by .ci/run; they are run
+ * under GNU time (peers/process-stats.ts).
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { watchStats, type ProcessStats } from './process-stats.ts';
-
-export type Timed = ProcessStats & { wallMs: number };
-
-export async function timed(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Timed> {
-  const started = performance.now();
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const stats = watchStats(child.pid!);
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const wallMs = performance.now() - started;
-  const usage = stats.stop();
-  if (code !== 0) throw new Error(`${command} exited ${code}: ${err.slice(0, 500)}`);
-  return { wallMs, ...usage };
-}
 
 export function mbsyncConfig(dir: string, server: { port: number; user: string; password: string }): string {
   const maildir = join(dir, 'maildir');

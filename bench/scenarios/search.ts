@@ -61,9 +61,9 @@ import { SearchEmailsInput, type QueryScope } from '../../actors/mail-query/prot
 import { compileQuery } from '../../actors/mail-query/query-syntax.ts';
 import { searchEmails } from '../../actors/mail-query/search.ts';
 import { openStore, type Database } from '../../runtime/store/open.ts';
-import { mbsyncConfig, notmuchConfig, timed } from '../peers/mbsync.ts';
+import { mbsyncConfig, notmuchConfig } from '../peers/mbsync.ts';
 import { buildNotmuchProbe, notmuchCount, notmuchEnv, probeNotmuch, runCommand, runNotmuch } from '../peers/notmuch.ts';
-import { readStats, watchStats } from '../peers/process-stats.ts';
+import { readStats, resetPeak, timed } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
 
@@ -360,16 +360,6 @@ async function listThroughput(port: number, clients: number, calls: number): Pro
   }
 }
 
-/** Reset a process's peak-RSS mark (Linux: clear_refs 5), so a later VmHWM covers what follows only. */
-function resetPeak(pid: number): boolean {
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, '5');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 // ----------------------------------------------------------------- scenario
 
 type Cells = {
@@ -464,7 +454,6 @@ export const search: Scenario = {
       const loadAtStart = loadavg().map((l) => round(l, 1)).join(' ');
       const peakReset = resetPeak(d.pid);
       const before = readStats(d.pid);
-      const phase = watchStats(d.pid);
 
       db = openStore({ database: d.database, busyTimeoutMs: 5_000, synchronous: 'Full' });
       db.pragma('query_only = ON');
@@ -587,7 +576,8 @@ export const search: Scenario = {
         );
       }
 
-      const usage = phase.stop();
+      // The daemon is still running: one reading at the end is exact (CPU and VmHWM only grow).
+      const usage = readStats(d.pid) ?? { cpuMs: NaN, peakRssMiB: NaN };
       const load = loadavg().map((l) => round(l, 1)).join(' ');
       rows.push(
         row({
@@ -596,7 +586,7 @@ export const search: Scenario = {
           note:
             `peak RSS ${round(usage.peakRssMiB)} MiB${peakReset ? ` (high-water mark reset at phase start, RSS then ${round(before?.peakRssMiB ?? NaN)} MiB)` : ' (lifetime peak: reset refused)'}, ` +
             `CPU ${round((usage.cpuMs - (before?.cpuMs ?? 0)) / 1000, 1)} s; messages ${stored} ours / ${nmTotal} notmuch; ` +
-            `mirror ${round(mirrorMs / 1000, 1)} s; mbsync ${round(mbsync.wallMs / 1000, 1)} s + notmuch new ${round(indexed.wallMs / 1000, 1)} s; ` +
+            `mirror ${round(mirrorMs / 1000, 1)} s; mbsync ${round(mbsync.wallMs / 1000, 1)} s (CPU ${round(mbsync.cpuMs / 1000, 1)} s) + notmuch new ${round(indexed.wallMs / 1000, 1)} s (CPU ${round(indexed.cpuMs / 1000, 1)} s); ` +
             `load average at start ${loadAtStart}, at end ${load}`,
         }),
       );

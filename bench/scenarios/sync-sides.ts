@@ -1,0 +1,163 @@
+/**
+ * The two sides of the sync benchmarks and how each is measured
+ * (sync-initial.ts runs them):
+ *  - `mailcairnOnce`: the compiled daemon as a one-shot process under the
+ *    wait4 wrapper (peers/process-stats.ts), on a database of its own: spawned, left to finish one
+ *    synchronization run that began after it started and shows what is
+ *    expected, then stopped with SIGTERM. Wall from spawn to exit, CPU and
+ *    peak RSS from wait4 — as for `mbsyncOnce`, so the two compare like
+ *    with like. The moment the result was visible is kept beside it.
+ *  - `startService`: the daemon left running, measured over an interval
+ *    from /proc (peers/process-stats.ts `interval`).
+ *  - `mbsyncOnce`: one `mbsync` process pulling the folder, under the same
+ *    wrapper.
+ * "Visible" means in the daemon's database, read from this process by
+ * polling every POLL_MS: stored (raw MIME and derived text) and, for a flag
+ * change, the flag on every message it was set on.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import Libsql from 'libsql';
+import type { Dovecot } from '../../test/harness/dovecot.ts';
+import { readStats, spawnTimed, timed, type Timed } from '../peers/process-stats.ts';
+
+export const USER = 'bench';
+export const PASSWORD = 'pw-bench';
+const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
+const WAIT_LIMIT_MS = 30 * 60_000;
+/** How often the database is polled for "visible"; a one-shot daemon's wall can include up to this much of the poll. */
+export const POLL_MS = 20;
+
+/** What a side must show once it has synchronized. */
+export type Expect = { stored: number; flagged?: { uids: number[]; flag: string } };
+
+function query(database: string, sql: string, ...params: unknown[]): number {
+  try {
+    const db = new Libsql(database, { readonly: true, timeout: 2_000 });
+    try {
+      return Number((db.prepare(sql).get(...params) as { n: number | null }).n ?? 0);
+    } finally {
+      db.close();
+    }
+  } catch {
+    return 0;
+  }
+}
+
+/** The id of the latest ended synchronization run (runs are pruned, so ids, not counts). */
+export function lastEndedRun(database: string): number {
+  return query(database, 'SELECT max(id) AS n FROM sync_runs WHERE ended_at IS NOT NULL');
+}
+
+function runInProgress(database: string): boolean {
+  return query(database, 'SELECT count(*) AS n FROM sync_runs WHERE ended_at IS NULL') > 0;
+}
+
+/** The daemon's own record of its latest ended run, in milliseconds. */
+export function lastRunMs(database: string): number {
+  return query(database, 'SELECT ended_at - started_at AS n FROM sync_runs WHERE ended_at IS NOT NULL ORDER BY id DESC LIMIT 1');
+}
+
+export function visible(database: string, e: Expect): boolean {
+  if (query(database, "SELECT count(*) AS n FROM messages WHERE state = 'stored' AND parse_version IS NOT NULL") < e.stored) return false;
+  if (e.flagged === undefined) return true;
+  const { uids, flag } = e.flagged;
+  const flagged = query(
+    database,
+    `SELECT count(*) AS n FROM messages WHERE state <> 'tombstoned' AND uid IN (${uids.map(Number).join(',')}) AND EXISTS (SELECT 1 FROM json_each(messages.flags) WHERE value = ?)`,
+    flag,
+  );
+  return flagged === uids.length;
+}
+
+/** Poll until `predicate` holds; returns the moment it did (performance.now()). */
+async function until(what: string, predicate: () => boolean, alive: () => boolean): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    if (predicate()) return performance.now();
+    if (!alive()) throw new Error(`mailcairnd exited before ${what}`);
+    if (performance.now() - started > WAIT_LIMIT_MS) throw new Error(`mailcairnd: no ${what} after ${WAIT_LIMIT_MS / 60_000} min`);
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+export type DaemonConfig = { config: string; database: string };
+
+export function daemonConfig(dir: string, dovecot: Dovecot): DaemonConfig {
+  mkdirSync(dir, { recursive: true });
+  const database = join(dir, 'mailcairn.db');
+  writeFileSync(join(dir, 'pw'), PASSWORD);
+  const config = join(dir, 'mailcairn.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      HealthEndpoints: { Enabled: false },
+      Logging: { Level: 'warn', Format: 'Json' },
+      Storage: { Database: database },
+      MailSynchronization: { Interval: '00:00:10' },
+      Accounts: [{ Id: 'bench', Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` }, Folders: [{ Alias: 'inbox' }] }],
+    }),
+  );
+  return { config, database };
+}
+
+/** A one-shot process: spawn to exit, CPU and peak from wait4; `visibleMs` from spawn to the result seen in the database, `cpuAtVisibleMs` the CPU by then (/proc). */
+export type Once = Timed & { visibleMs: number; cpuAtVisibleMs: number };
+
+export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<Once> {
+  const runBefore = lastEndedRun(d.database);
+  const t = spawnTimed(process.execPath, [daemonBin, '--config', d.config]);
+  const pid = await t.targetPid();
+  let cpuAtVisibleMs = NaN;
+  let visibleAt: number;
+  try {
+    visibleAt = await until('a run that shows the change', () => lastEndedRun(d.database) > runBefore && visible(d.database, expect), () => t.child.exitCode === null);
+    cpuAtVisibleMs = readStats(pid)?.cpuMs ?? NaN;
+  } catch (err) {
+    if (t.child.exitCode === null) process.kill(pid, 'SIGTERM');
+    await t.done.catch(() => undefined);
+    throw err;
+  }
+  process.kill(pid, 'SIGTERM');
+  const done = await t.done;
+  return { wallMs: done.wallMs, cpuMs: done.cpuMs, userMs: done.userMs, sysMs: done.sysMs, peakRssMiB: done.peakRssMiB, visibleMs: visibleAt - t.startedAt, cpuAtVisibleMs };
+}
+
+/** One `mbsync` run to its end; checks the Maildir then holds `expect.stored` messages. */
+export async function mbsyncOnce(rc: string, mbsyncDir: string, expect: Expect): Promise<Timed> {
+  const t = await timed('mbsync', ['-c', rc, '-a', '-q']);
+  const inbox = join(mbsyncDir, 'maildir', 'INBOX');
+  const held = readdirSync(join(inbox, 'cur')).length + readdirSync(join(inbox, 'new')).length;
+  if (held < expect.stored) throw new Error(`mbsync left ${held} messages in the Maildir, expected ${expect.stored}`);
+  return t;
+}
+
+export type Service = {
+  readonly pid: number;
+  /** Resolves when the last run has ended and no run is under way. */
+  settled(afterRun?: number): Promise<number>;
+  waitVisible(expect: Expect): Promise<number>;
+  stop(): Promise<void>;
+};
+
+/** The daemon running as an operator runs it (no wrapper: it is measured over intervals from /proc). */
+export async function startService(d: DaemonConfig): Promise<Service> {
+  const runBefore = lastEndedRun(d.database);
+  const child = spawn(process.execPath, [daemonBin, '--config', d.config], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
+  const service: Service = {
+    pid: child.pid!,
+    settled: (afterRun = 0) => until('the end of the run under way', () => lastEndedRun(d.database) > afterRun && !runInProgress(d.database), alive),
+    waitVisible: (expect) => until('the change', () => visible(d.database, expect), alive),
+    async stop() {
+      if (!alive()) return;
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+  await service.settled(runBefore);
+  return service;
+}
