@@ -27,7 +27,7 @@ import { issueCapability } from '../../../http/attachments/capability.ts';
 import { createAuthenticator } from '../../../http/auth/authenticate.ts';
 import { createMcpListener } from '../../../http/mcp/mcp-listener.ts';
 import { newKeyRing, parseKeyRing } from '../../../runtime/keyring/keyring.ts';
-import { storeSlice } from '../../../runtime/system-children.ts';
+import { storeSlice } from '../../../config/store-slice.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 import { captureLog } from '../../helpers/log-capture.ts';
