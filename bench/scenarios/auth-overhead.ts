@@ -31,10 +31,12 @@
  * no credential. A method whose answers were not all 200 is reported as such
  * (its figures would time a refusal, not the work).
  *
- * CPU per request: the daemon's user + system time (all its threads, from
- * /proc/<pid>/stat, Linux only; clock ticks, usually 10 ms) over the timed
- * calls, divided by their number. Idle actors' own time is included alike
- * in every daemon.
+ * CPU per request: the user + system time of the daemon's main thread (where
+ * HTTP, authentication and the MCP exchange run; from
+ * /proc/<pid>/task/<pid>/stat, Linux only; clock ticks, usually 10 ms) over
+ * the timed calls, divided by their number. Worker threads (idle actors, GC
+ * helpers) are left out: they are the same in every daemon and only add
+ * noise.
  *
  * BENCH_CPU_PROF=<dir>: the daemons run under `node --cpu-prof` and write
  * `auth-overhead-<method>.cpuprofile` there when they stop.
@@ -69,10 +71,10 @@ type Daemon = { port: number; pid: number; stop(): Promise<void> };
 /** Clock ticks per second of /proc/<pid>/stat; `getconf CLK_TCK` is 100 on every Linux Node supports. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** The process's user + system CPU time in ms (every thread), or NaN where /proc is not there. */
+/** The main thread's user + system CPU time in ms, or NaN where /proc is not there. */
 function cpuMsOf(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1_000) / CLOCK_TICKS_PER_SECOND;
