@@ -38,7 +38,8 @@
  * Importable from http/ (the authentication stages, attachment links).
  */
 import { readFile, stat } from 'node:fs/promises';
-import { type Clock, systemClock } from '../runtime/clock.ts';
+import { performance } from 'node:perf_hooks';
+import type { Clock } from '../runtime/clock.ts';
 import { AppError } from '../runtime/errors.ts';
 import { parseSecretRef, secretFileUnreadable, secretMaterial, secretTarget } from './secret-ref.ts';
 
@@ -72,6 +73,7 @@ export type SecretCacheOptions = {
   env?: NodeJS.ProcessEnv;
   /** Named in failures (`McpEndpoint:Authentication`), never the path. */
   setting?: string;
+  /** Monotonic milliseconds (performance.now by default). */
   clock?: Clock;
   files?: SecretFiles;
   refreshMs?: number;
@@ -103,10 +105,13 @@ type State = {
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
+/** Ages are measured on a clock that never goes back (a wall-clock step would make material look fresh). */
+const monotonic: Clock = { now: () => performance.now() };
+
 export function createSecretCache(options: SecretCacheOptions = {}): SecretCache {
   const env = options.env ?? process.env;
   const setting = options.setting;
-  const clock = options.clock ?? systemClock;
+  const clock = options.clock ?? monotonic;
   const files = options.files ?? nodeFiles;
   const refreshMs = options.refreshMs ?? SECRET_REFRESH_MS;
   const maxAgeMs = options.maxAgeMs ?? SECRET_MAX_AGE_MS;
@@ -184,6 +189,17 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
     return state.inflight;
   };
 
+  /**
+   * Waits until a check that started after `since` has settled. The check in
+   * flight may have started before it (a slow file system), and then its
+   * answer may predate a rotation: one more check follows. The clock is
+   * monotonic, so a check started now always qualifies.
+   */
+  const confirmedAfter = async (state: State, since: number, checking: Promise<void>): Promise<void> => {
+    await checking;
+    while (state.confirmedAt <= since) await check(state);
+  };
+
   const notYetRead = (): AppError =>
     new AppError('E_CONFIG_SECRET_UNREADABLE', {
       message: `${setting === undefined ? 'a secret reference' : `the secret reference of ${setting}`} has not been read yet`,
@@ -200,7 +216,7 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
         const age = now - state.confirmedAt;
         if (age < refreshMs) continue;
         const checking = check(state);
-        if (age >= maxAgeMs) (waits ??= []).push(checking);
+        if (age >= maxAgeMs) (waits ??= []).push(confirmedAfter(state, now - maxAgeMs, checking));
       }
       return waits === undefined ? RESOLVED : Promise.all(waits).then(() => undefined);
     },
