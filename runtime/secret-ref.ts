@@ -1,7 +1,9 @@
 /**
- * Reading the material behind a secret reference, at each use: nothing is
- * cached, so replacing a file (or a systemd credential) rotates a key on the
- * next request without a restart.
+ * Reading the material behind a secret reference, now. `readSecret` reads
+ * synchronously and caches nothing: it is for startup and for actors on
+ * their own threads. The HTTP surfaces read through `secret-cache.ts`, which
+ * keeps the material in memory and re-checks the file in the background, so
+ * that a rotation still needs no restart but a request does no file I/O.
  *
  * Schemes: `file:/absolute/path`; `env:NAME`; `systemd:NAME`, read from
  * `$CREDENTIALS_DIRECTORY/NAME` (systemd `LoadCredential=`). One trailing
@@ -15,6 +17,8 @@
  * This module reads `process.env` at call time for `env:` and `systemd:`
  * references (the one exception to load.ts being its only reader, because
  * material must be read at each use); pass `env` to read another table.
+ * `secretTarget`, `secretMaterial` and `secretFileUnreadable` are the steps of
+ * `readSecret`, for `secret-cache.ts` to take asynchronously.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -70,35 +74,57 @@ function dropOneNewline(material: string): string {
   return material;
 }
 
+/** Where the material behind a reference is: a file to read, or (`env:`) the material itself, not yet trimmed. */
+export type SecretTarget = { readonly scheme: 'file' | 'systemd'; readonly path: string } | { readonly scheme: 'env'; readonly text: string };
+
 /**
- * The material behind `ref`, read now.
+ * Where the material behind `ref` is, without reading a file.
+ * @throws AppError E_CONFIG_SECRET_UNREADABLE: not a reference, an unset variable, no CREDENTIALS_DIRECTORY.
+ */
+export function secretTarget(ref: string, env: NodeJS.ProcessEnv = process.env, setting?: string): SecretTarget {
+  const parsed = parseSecretRef(ref);
+  if (parsed === null) throw unreadable('unknown', setting, 'it is not a secret reference (file:, env: or systemd:)');
+  if (parsed.scheme === 'env') {
+    const value = env[parsed.target];
+    if (value === undefined) throw unreadable('env', setting, 'the environment variable is not set');
+    return { scheme: 'env', text: value };
+  }
+  if (parsed.scheme === 'file') return { scheme: 'file', path: parsed.target };
+  const directory = env.CREDENTIALS_DIRECTORY;
+  if (directory === undefined || directory === '') {
+    throw unreadable('systemd', setting, 'CREDENTIALS_DIRECTORY is not set (start the service with systemd LoadCredential=)');
+  }
+  return { scheme: 'systemd', path: join(directory, parsed.target) };
+}
+
+/**
+ * The material in `text` as read from a reference of `scheme`: one trailing newline dropped.
+ * @throws AppError E_CONFIG_SECRET_UNREADABLE when nothing is left.
+ */
+export function secretMaterial(scheme: SecretScheme, text: string, setting?: string): string {
+  const trimmed = dropOneNewline(text);
+  if (trimmed === '') throw unreadable(scheme, setting, 'the material is empty');
+  return trimmed;
+}
+
+/** The failure to report when the file behind a reference could not be read (`err` from node:fs; its path is not repeated). */
+export function secretFileUnreadable(scheme: 'file' | 'systemd', err: unknown, setting?: string): AppError {
+  return unreadable(scheme, setting, fileReason(err));
+}
+
+/**
+ * The material behind `ref`, read now (synchronously: startup and actors only).
  * @throws AppError E_CONFIG_SECRET_UNREADABLE (scheme and setting only).
  * @example const key = readSecret(entry.ApiKey.SecretReference, undefined, 'McpEndpoint:Authentication:0:ApiKey');
  */
 export function readSecret(ref: string, env: NodeJS.ProcessEnv = process.env, setting?: string): string {
-  const parsed = parseSecretRef(ref);
-  if (parsed === null) throw unreadable('unknown', setting, 'it is not a secret reference (file:, env: or systemd:)');
-  let material: string;
-  if (parsed.scheme === 'env') {
-    const value = env[parsed.target];
-    if (value === undefined) throw unreadable('env', setting, 'the environment variable is not set');
-    material = value;
-  } else {
-    let path = parsed.target;
-    if (parsed.scheme === 'systemd') {
-      const directory = env.CREDENTIALS_DIRECTORY;
-      if (directory === undefined || directory === '') {
-        throw unreadable('systemd', setting, 'CREDENTIALS_DIRECTORY is not set (start the service with systemd LoadCredential=)');
-      }
-      path = join(directory, parsed.target);
-    }
-    try {
-      material = readFileSync(path, 'utf8');
-    } catch (err) {
-      throw unreadable(parsed.scheme, setting, fileReason(err));
-    }
+  const target = secretTarget(ref, env, setting);
+  if (target.scheme === 'env') return secretMaterial('env', target.text, setting);
+  let text: string;
+  try {
+    text = readFileSync(target.path, 'utf8');
+  } catch (err) {
+    throw secretFileUnreadable(target.scheme, err, setting);
   }
-  const trimmed = dropOneNewline(material);
-  if (trimmed === '') throw unreadable(parsed.scheme, setting, 'the material is empty');
-  return trimmed;
+  return secretMaterial(target.scheme, text, setting);
 }

@@ -7,7 +7,9 @@
  * (MailSynchronization off: no mail server is needed), differing only in
  * `McpEndpoint:Authentication`:
  *  - none: the empty list (the unauthenticated posture);
- *  - API key: one `ApiKey` entry (file: reference, re-read per request);
+ *  - API key: one `ApiKey` entry (file: reference);
+ *  - API key ×20: twenty `ApiKey` entries, each its own file, the request
+ *    presenting the last one's key (every entry is compared either way);
  *  - key pair: one `PublicKey` entry (P-256); each request carries a fresh
  *    ES256 assertion (new jti, exp 2 min), signed before the clock starts, so
  *    the figure is the service's judging, replay-guard claim included;
@@ -29,12 +31,19 @@
  * no credential. A method whose answers were not all 200 is reported as such
  * (its figures would time a refusal, not the work).
  *
+ * CPU per request: the user + system time of the daemon's main thread (where
+ * HTTP, authentication and the MCP exchange run; from
+ * /proc/<pid>/task/<pid>/stat, Linux only; clock ticks, usually 10 ms) over
+ * the timed calls, divided by their number. Worker threads (idle actors, GC
+ * helpers) are left out: they are the same in every daemon and only add
+ * noise.
+ *
  * BENCH_CPU_PROF=<dir>: the daemons run under `node --cpu-prof` and write
  * `auth-overhead-<method>.cpuprofile` there when they stop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -54,10 +63,25 @@ const SUBJECT = 'bench-agent';
 const START_LIMIT_MS = 60_000;
 const BODY = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
 
-type Method = 'none' | 'API key' | 'key pair' | 'OAuth';
+type Method = 'none' | 'API key' | 'API key ×20' | 'key pair' | 'OAuth';
 const GOALS: Partial<Record<Method, number>> = { 'API key': 1.1, OAuth: 1.3 };
 
-type Daemon = { port: number; stop(): Promise<void> };
+type Daemon = { port: number; pid: number; stop(): Promise<void> };
+
+/** Clock ticks per second of /proc/<pid>/stat; `getconf CLK_TCK` is 100 on every Linux Node supports. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** The main thread's user + system CPU time in ms, or NaN where /proc is not there. */
+function cpuMsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 async function startDaemon(dir: string, method: Method, authentication: unknown[]): Promise<Daemon> {
   mkdirSync(dir, { recursive: true });
@@ -84,7 +108,7 @@ async function startDaemon(dir: string, method: Method, authentication: unknown[
   );
   const profileDir = process.env.BENCH_CPU_PROF;
   const profile = profileDir
-    ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`, `--cpu-prof-name=auth-overhead-${method.replace(' ', '-').toLowerCase()}.cpuprofile`]
+    ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`, `--cpu-prof-name=auth-overhead-${method.replace(/[ ×]+/g, '-').toLowerCase()}.cpuprofile`]
     : [];
   let stderr = '';
   const child: ChildProcess = spawn(process.execPath, [...profile, daemonBin, '--config', config], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -123,11 +147,21 @@ async function startDaemon(dir: string, method: Method, authentication: unknown[
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { port, stop };
+  return { port, pid, stop };
 }
 
 /** One method under test: its daemon, its connection, and how a request's credential is made (untimed). */
-type Subject = { method: Method; daemon: Daemon; client: Client; bearer: () => Promise<string | null>; samples: number[]; wallMs: number; statuses: Map<number, number> };
+type Subject = {
+  method: Method;
+  daemon: Daemon;
+  client: Client;
+  bearer: () => Promise<string | null>;
+  samples: number[];
+  wallMs: number;
+  statuses: Map<number, number>;
+  /** The daemon's CPU time over the timed calls, ms. */
+  cpuMs: number;
+};
 
 async function call(subject: Subject, bearer: string | null): Promise<number> {
   const res = await subject.client.request({
@@ -184,6 +218,8 @@ export const authOverhead: Scenario = {
     try {
       const apiKey = `mc_${randomBytes(24).toString('base64url')}`;
       writeFileSync(join(dir, 'agent.key'), apiKey);
+      const manyKeys = Array.from({ length: 20 }, () => `mc_${randomBytes(24).toString('base64url')}`);
+      manyKeys.forEach((key, i) => writeFileSync(join(dir, `agent-${i + 1}.key`), key));
       const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
       writeFileSync(join(dir, 'signer.pem'), publicKey.export({ type: 'spki', format: 'pem' }) as string);
       const token = await provider.mintAccessToken(SUBJECT);
@@ -191,6 +227,11 @@ export const authOverhead: Scenario = {
       const methods: Array<{ method: Method; authentication: unknown[]; bearer: () => Promise<string | null> }> = [
         { method: 'none', authentication: [], bearer: async () => null },
         { method: 'API key', authentication: [{ ApiKey: { Name: 'agent', SecretReference: `file:${join(dir, 'agent.key')}`, Lifetime: 'NoLimit' } }], bearer: async () => apiKey },
+        {
+          method: 'API key ×20',
+          authentication: manyKeys.map((_, i) => ({ ApiKey: { Name: `agent-${i + 1}`, SecretReference: `file:${join(dir, `agent-${i + 1}.key`)}`, Lifetime: 'NoLimit' } })),
+          bearer: async () => manyKeys[manyKeys.length - 1]!,
+        },
         {
           method: 'key pair',
           authentication: [{ PublicKey: { Name: 'signer', SecretReference: `file:${join(dir, 'signer.pem')}`, Lifetime: 'NoLimit' } }],
@@ -211,9 +252,9 @@ export const authOverhead: Scenario = {
       ];
       for (const { method, authentication, bearer } of methods) {
         log(`starting the daemon for ${method}`);
-        const daemon = await startDaemon(join(dir, method.replace(' ', '-')), method, authentication);
+        const daemon = await startDaemon(join(dir, method.replace(/[ ×]+/g, '-')), method, authentication);
         const client = new Client(`http://127.0.0.1:${daemon.port}`, { pipelining: 1, keepAliveTimeout: 60_000 });
-        subjects.push({ method, daemon, client, bearer, samples: [], wallMs: 0, statuses: new Map() });
+        subjects.push({ method, daemon, client, bearer, samples: [], wallMs: 0, statuses: new Map(), cpuMs: 0 });
       }
 
       log(`warm-up: ${warmup} calls each`);
@@ -221,9 +262,11 @@ export const authOverhead: Scenario = {
       globalThis.gc?.();
       log(`measuring: ${requests} calls each, the methods taking turns`);
       loadAtStart = loadavg()[0]!;
+      const cpuAtStart = subjects.map((s) => cpuMsOf(s.daemon.pid));
       for (let i = 0; i < requests; i++) {
         for (let k = 0; k < subjects.length; k++) await sample(subjects[(i + k) % subjects.length]!, true);
       }
+      subjects.forEach((s, i) => (s.cpuMs = cpuMsOf(s.daemon.pid) - cpuAtStart[i]!));
       loadAtEnd = loadavg()[0]!;
     } finally {
       for (const subject of subjects) {
@@ -249,6 +292,7 @@ export const authOverhead: Scenario = {
         'p50 µs': s.p50Us,
         'p99 µs': s.p99Us,
         'req/s': s.perSecond,
+        'CPU µs/req': Number.isNaN(subject.cpuMs) ? 'n/a' : Math.round((subject.cpuMs * 1_000) / s.count),
         'p50 × none': p50Ratio,
         'p99 × none': round(s.p99Us / baseline.p99Us, 2),
         'goal p50': goal === undefined ? '' : `≤ ${goal}×`,

@@ -44,8 +44,8 @@ const PREFIX = '/attachments/';
 export type AttachmentDownload = { filename: string | null; contentType: string; content: Uint8Array };
 
 export type AttachmentRouteDeps = {
-  /** The key ring, read afresh per request; null when none is configured (every link is then 404). */
-  keyRing(): KeyRing | null;
+  /** The key ring, current within the secret cache's bound; null when none is configured (every link is then 404). */
+  keyRing(): KeyRing | null | Promise<KeyRing | null>;
   /** Reads the attachment the claims name from the mailbox, now; null when it is not there to serve. */
   fetch(claims: CapabilityClaims): Promise<AttachmentDownload | null>;
   log: Logger;
@@ -67,7 +67,7 @@ export async function serveAttachment(req: IncomingMessage, res: ServerResponse,
   if (token === null) return notFound(res);
   let ring: KeyRing | null;
   try {
-    ring = deps.keyRing();
+    ring = await deps.keyRing();
   } catch (err) {
     return failed(res, deps.log, err, 'attachment key ring unavailable');
   }

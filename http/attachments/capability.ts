@@ -25,11 +25,17 @@
  * longest lifetime. A token signed under an older key the ring still holds
  * stays valid until it expires.
  *
+ * The ring comes from `createLinkKeyRing`: the ring file is held in memory
+ * (`runtime/secret-cache.ts`, re-checked in the background, so a rotation
+ * needs no restart and takes effect within `SECRET_MAX_AGE_MS`) and parsed
+ * and validated once per change of the file, not per link.
+ *
  * Importable by the MCP listener and its tools (issue) and the attachment
  * route (verify).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../config/schema.ts';
+import { createSecretCache, type SecretCache } from '../../runtime/secret-cache.ts';
 import { readSecret } from '../../runtime/secret-ref.ts';
 import { purposeKey, type KeyRing } from '../../runtime/keyring/keyring.ts';
 import { loadKeyRing } from '../../runtime/keyring/load.ts';
@@ -126,10 +132,60 @@ export function canIssueLinks(config: LinkSettings): boolean {
   return config.DataEncryption.KeyRing !== undefined && config.Deployment.PublicBaseAddress !== undefined;
 }
 
+/** The key ring links are signed and verified with (`DataEncryption:KeyRing`), from memory. */
+export type LinkKeyRing = {
+  /**
+   * The ring as last read, with no I/O (a due check of the file starts in the
+   * background); null when no ring is configured. For issuing links, which
+   * cannot wait.
+   * @throws AppError E_CONFIG_SECRET_UNREADABLE (the file is gone, or not read yet) or E_KEYRING_* (it does not parse).
+   */
+  current(): KeyRing | null;
+  /** The ring checked within `SECRET_MAX_AGE_MS`: waits for a check only after an idle spell. For verifying. Rejects as `current` throws. */
+  fresh(): Promise<KeyRing | null>;
+};
+
 /**
- * The key ring links are signed and verified with, read now from
- * `DataEncryption:KeyRing` (re-read per use, so a rotation needs no
- * restart), or null when none is configured.
+ * The ring of `DataEncryption:KeyRing`, read in the background from now on.
+ * A file that does not parse is refused once per change too (every use
+ * throws the same error until the file changes).
+ * @example const links = createLinkKeyRing(config); const token = issueCapability(links.current()!, target, { now: Date.now() });
+ */
+export function createLinkKeyRing(
+  config: { DataEncryption: Pick<Config['DataEncryption'], 'KeyRing'> },
+  options: { env?: NodeJS.ProcessEnv; secrets?: SecretCache } = {},
+): LinkKeyRing {
+  const ref = config.DataEncryption.KeyRing;
+  if (ref === undefined) return { current: () => null, fresh: async () => null };
+  const secrets = options.secrets ?? createSecretCache({ env: options.env ?? process.env, setting: 'DataEncryption:KeyRing' });
+  secrets.warm([ref]);
+  // The last text and what it gave; the cache hands back the same string while the file is unchanged.
+  let parsed: { text: string; ring: KeyRing } | { text: string; error: unknown } | undefined;
+  const current = (): KeyRing => {
+    const text = secrets.read(ref);
+    if (parsed?.text !== text) {
+      try {
+        parsed = { text, ring: loadKeyRing(text) };
+      } catch (error) {
+        parsed = { text, error };
+      }
+    }
+    if ('error' in parsed) throw parsed.error;
+    return parsed.ring;
+  };
+  return {
+    current,
+    async fresh() {
+      await secrets.fresh([ref]);
+      return current();
+    },
+  };
+}
+
+/**
+ * The key ring of `DataEncryption:KeyRing`, read now, synchronously, or null
+ * when none is configured. Not for the request path (that is
+ * `createLinkKeyRing`): for one-off uses such as checks and tools.
  * @throws AppError E_CONFIG_SECRET_UNREADABLE or E_KEYRING_* when the configured ring cannot be read.
  */
 export function readLinkKeyRing(config: { DataEncryption: Pick<Config['DataEncryption'], 'KeyRing'> }, env: NodeJS.ProcessEnv = process.env): KeyRing | null {

@@ -4,9 +4,10 @@
  * presented key from a request, judging it against the configured entries,
  * and the startup check of the key material.
  *
- * Judging reads EVERY configured key on every request (material is re-read
- * so a key rotates without restart) and compares every one, with no early
- * exit: both sides are reduced to SHA-256 digests, which have one length, and
+ * Judging takes EVERY configured key on every request (through `read`,
+ * which the authentication stage serves from memory, re-checked in the
+ * background so a key rotates without restart) and compares every one, with
+ * no early exit: both sides are reduced to SHA-256 digests, which have one length, and
  * compared with `timingSafeEqual`. An entry whose Lifetime has passed is still
  * read and compared, so that using it can be reported by name, but it admits
  * nothing. Material one entry cannot read is a cause for the caller to log at
@@ -28,7 +29,7 @@ import { credentialShape, jwtParts } from './credential-shape.ts';
 export type KeyEntry = NonNullable<CredentialEntry['ApiKey']>;
 export type ApiKeyEntry = KeyEntry;
 
-/** Reads the material behind a secret reference now; throws when it cannot (config/secret-ref.ts `readSecret`). */
+/** The material behind a secret reference; throws when it cannot be had (`readSecret` at startup, the secret cache per request). */
 export type ReadMaterial = (ref: string) => string;
 
 export type AuthSurface = 'McpEndpoint' | 'AdminEndpoint';

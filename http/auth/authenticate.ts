@@ -10,9 +10,15 @@
  * Logged here, by entry name and position only, never a credential,
  * material or reference target: an expired key (warning), vanished material
  * (error), key-pair issues (warning), the cause of a refused token (info).
+ *
+ * Key material comes from memory (`runtime/secret-cache.ts`): a request
+ * awaits the cache's `fresh` (no I/O unless the material went unchecked for
+ * 2 s), then judges synchronously against what it holds. No file is read on
+ * the request path; a rewritten or deleted key file takes effect within
+ * `SECRET_MAX_AGE_MS`.
  */
 import type { IncomingMessage } from 'node:http';
-import { readSecret } from '../../runtime/secret-ref.ts';
+import { createSecretCache, type SecretCache } from '../../runtime/secret-cache.ts';
 import type { CredentialEntry } from '../../config/schema/credential-entry.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { EffectiveOrigin } from '../proxy.ts';
@@ -40,6 +46,8 @@ export type AuthenticateDeps = {
   claimJti: ClaimJti;
   keySets: KeySets;
   now?: () => number;
+  /** Where key material is read from; one cache of this surface's references by default. */
+  secrets?: SecretCache;
 };
 
 export function createAuthenticator(surface: Surface, entries: readonly CredentialEntry[], deps: AuthenticateDeps): Authenticate {
@@ -50,14 +58,19 @@ export function createAuthenticator(surface: Surface, entries: readonly Credenti
   }
   const grants = resolveGrants(surface, entries, deps.log);
   const now = deps.now ?? Date.now;
-  const read = (ref: string): string => readSecret(ref, deps.env, `${section}:Authentication`);
+  const secrets = deps.secrets ?? createSecretCache({ env: deps.env, setting: `${section}:Authentication` });
+  const read = (ref: string): string => secrets.read(ref);
   const apiKeys = entries.map((e) => e.ApiKey);
   const publicKeys = entries.map((e) => e.PublicKey);
+  const apiKeyRefs = apiKeys.flatMap((e) => (e === undefined ? [] : [e.SecretReference]));
+  const publicKeyRefs = publicKeys.flatMap((e) => (e === undefined ? [] : [e.SecretReference]));
+  secrets.warm([...apiKeyRefs, ...publicKeyRefs]);
   const issuers = serversOf(entries).map((s) => s.Issuer);
   const caller = (entryIndex: number, identity: string): Principal => ({ kind: 'caller', identity, permissions: grants[entryIndex]! });
   const log = deps.log.child({ surface });
 
-  const byApiKey = (presented: string): Judgement => {
+  const byApiKey = async (presented: string): Promise<Judgement> => {
+    await secrets.fresh(apiKeyRefs);
     const judged = judgeApiKey(presented, apiKeys, now(), read);
     for (const cause of judged.causes) {
       if (cause.cause === 'expired') log.warn({ event: 'auth.key-expired', entry: cause.name, setting: `${section}:Authentication:${cause.entryIndex}` }, 'auth.key-expired');
@@ -77,6 +90,7 @@ export function createAuthenticator(surface: Surface, entries: readonly Credenti
       case 'api-key':
         return byApiKey(bearer);
       case 'assertion': {
+        await secrets.fresh(publicKeyRefs);
         const judged = await judgeAssertion(bearer, publicKeys, ASSERTION_AUDIENCES[section], now(), read, deps.claimJti);
         for (const index of judged.unreadable) log.error({ event: 'auth.material-unreadable', setting: `${section}:Authentication:${index}:PublicKey` }, 'auth.material-unreadable');
         if (judged.kind === 'admitted') return { kind: 'admitted', principal: caller(judged.entryIndex, judged.name), partition: { kind: 'other' } };

@@ -24,7 +24,7 @@ import type { Askable } from '../../runtime/ref.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
-import { attachmentLink, canIssueLinks, issueCapability, readLinkKeyRing } from '../attachments/capability.ts';
+import { attachmentLink, canIssueLinks, createLinkKeyRing, issueCapability } from '../attachments/capability.ts';
 import { answerReadiness, type Readiness } from '../health/health-server.ts';
 import { holds } from '../auth/principal.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
@@ -60,6 +60,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   const offered = readTools.filter((tool) => categories === undefined || categories.includes(tool.category));
   const scope: QueryScope = { accounts: config.Accounts.map((a) => ({ id: a.Id, folders: a.Folders.map((f) => f.Alias) })) };
   const linksIssued = canIssueLinks(config);
+  const linkRing = createLinkKeyRing(config);
   const limiter = createRateLimiter(endpoint.RateLimiting, { surface: 'mcp' });
   log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
@@ -72,7 +73,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
     recordRepairs: (repairs) => recordRepairs(deps, repairs, 30_000),
     attachmentLink(ref) {
       if (!linksIssued) return null;
-      const ring = readLinkKeyRing(config);
+      const ring = linkRing.current();
       if (ring === null) return null;
       return attachmentLink(config.Deployment.PublicBaseAddress!, issueCapability(ring, ref, { now: Date.now() }));
     },
@@ -109,7 +110,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
     if (admitted === null) return;
     await serveAttachment(req, res, {
       log,
-      keyRing: () => readLinkKeyRing(config),
+      keyRing: () => linkRing.fresh(),
       fetch: (claims) =>
         deps.queryPool.ask(
           { type: 'mail-query.attachment', store: deps.store, messageId: claims.messageId, index: claims.index, accounts: scope.accounts.map((a) => a.id).filter((id) => id === claims.accountId) },

@@ -1,19 +1,27 @@
 /**
  * Attachment capabilities: issue and verify, every way a token can be
- * wrong, key rotation, the lifetime bounds, and the link and posture helpers.
+ * wrong, key rotation, the lifetime bounds, the link and posture helpers,
+ * and the ring held in memory (parsed once per change of its file).
  */
+import { rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import t from 'tap';
+import { createSecretCache, SECRET_MAX_AGE_MS } from '../../../runtime/secret-cache.ts';
 import {
   attachmentLink,
   CAPABILITY_DEFAULT_LIFETIME_MS,
   CAPABILITY_MAX_LIFETIME_MS,
   canIssueLinks,
+  createLinkKeyRing,
   issueCapability,
   readLinkKeyRing,
   verifyCapability,
 } from '../../../http/attachments/capability.ts';
 import { newKeyRing, parseKeyRing, purposeKey, rotateKeyRing } from '../../../runtime/keyring/keyring.ts';
 import { createHmac } from 'node:crypto';
+import { fakeClock } from '../../../runtime/clock.ts';
+import { tempDir } from '../../helpers/daemon.ts';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const target = { messageId: 4242, index: 3, accountId: 'alice' };
@@ -161,4 +169,54 @@ t.test('the key ring is read from its reference at each use', async (t) => {
   t.not(readLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, env)?.activeKeyId, ring?.activeKeyId, 'a rotation takes effect without a restart');
   delete env.MAILCAIRN_TEST_RING;
   t.throws(() => readLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, env), { code: 'E_CONFIG_SECRET_UNREADABLE' });
+});
+
+t.test('the ring held in memory: parsed once per change of the file, not per link; a rotation or removal seen within the bound', async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'keyring.json');
+  const settled = (text: string): void => {
+    writeFileSync(path, text);
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(path, past, past);
+  };
+  const text = newKeyRing();
+  settled(text);
+  const clock = fakeClock(1_000_000);
+  let reads = 0;
+  const secrets = createSecretCache({
+    clock,
+    env: {},
+    setting: 'DataEncryption:KeyRing',
+    files: { stat: (p) => stat(p, { bigint: true }), readFile: (p) => ((reads += 1), readFile(p, 'utf8')) },
+  });
+  const links = createLinkKeyRing({ DataEncryption: { KeyRing: `file:${path}` } }, { secrets });
+  t.equal(await createLinkKeyRing({ DataEncryption: {} }).fresh(), null, 'no ring configured');
+
+  const ring = await links.fresh();
+  t.equal(ring?.activeKeyId, parseKeyRing(text).activeKeyId);
+  const token = issueCapability(links.current()!, target, { now: NOW });
+  for (let i = 0; i < 50; i++) {
+    clock.advance(100);
+    t.equal(await links.fresh(), ring, 'the same ring object: not parsed again');
+  }
+  t.equal(reads, 1, 'the file was read once across 50 uses and 5 s of background checks');
+  t.ok(verifyCapability((await links.fresh())!, token, NOW));
+
+  const rotated = rotateKeyRing(text);
+  settled(rotated);
+  clock.advance(SECRET_MAX_AGE_MS);
+  const next = await links.fresh();
+  t.equal(next?.activeKeyId, parseKeyRing(rotated).activeKeyId, 'the rotated ring, without restart');
+  t.ok(verifyCapability(next!, token, NOW), 'a link signed under the older key the ring keeps still verifies');
+
+  settled('{ not a ring');
+  clock.advance(SECRET_MAX_AGE_MS);
+  const broken = await links.fresh().catch((err: unknown) => err);
+  t.match(broken, { code: 'E_KEYRING_INVALID' });
+  t.equal(await links.fresh().catch((err: unknown) => err), broken, 'a broken file is refused with the error of its one parse');
+
+  rmSync(path);
+  clock.advance(SECRET_MAX_AGE_MS);
+  await t.rejects(links.fresh(), { code: 'E_CONFIG_SECRET_UNREADABLE' }, 'a removed ring verifies nothing');
+  t.throws(() => links.current(), { code: 'E_CONFIG_SECRET_UNREADABLE' });
 });

@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { SignJWT, importPKCS8 } from 'jose';
 import t, { type Test } from 'tap';
 import { request } from 'undici';
+import { SECRET_MAX_AGE_MS } from '../../../runtime/secret-cache.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
@@ -109,8 +110,9 @@ t.test('credentials, grants and limits on /mcp', async (t) => {
   await t.rejects(client.callTool({ name: 'list_emails', arguments: {} }), { code: -32602, message: /Unknown tool: 'list_emails'/ });
   t.match(sync.logs.events('auth.refused'), [{ level: 40, surface: 'mcp', target: 'list_emails', permission: 'service.mail.read', credential: 'reporting' }], 'the withheld call is a refusal, logged naming the credential');
 
-  // Rotation through the file, no restart: the old key stops, the new one works.
+  // Rotation through the file, no restart: once the secret cache's bound has passed, the old key stops and the new one works.
   writeFileSync(join(dir, 'a.key'), KEY_A_NEXT);
+  await new Promise((r) => setTimeout(r, SECRET_MAX_AGE_MS + 250));
   t.equal((await answer(url, KEY_A)).status, 401, 'the replaced key is refused');
   t.equal((await answer(url, KEY_A_NEXT)).status, 200, 'the new key is served');
 

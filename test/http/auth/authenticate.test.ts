@@ -1,0 +1,115 @@
+/**
+ * The authentication stage with API keys in files, as a request sees it:
+ * a rewritten key file is honoured within the secret cache's bound without
+ * restart (the old key refused), a deleted one stops the credential and is
+ * logged by entry name only, and judging does no synchronous file-system
+ * call at all (every `*Sync` function of node:fs is counted while requests
+ * are judged).
+ */
+import fs, { rmSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
+import { syncBuiltinESMExports } from 'node:module';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { SECRET_MAX_AGE_MS } from '../../../runtime/secret-cache.ts';
+import type { CredentialEntry } from '../../../config/schema/credential-entry.ts';
+import { createAuthenticator, type Authenticate } from '../../../http/auth/authenticate.ts';
+import { createKeySets } from '../../../http/auth/oauth/key-sets.ts';
+import type { EffectiveOrigin } from '../../../http/proxy.ts';
+import { tempDir } from '../../helpers/daemon.ts';
+import { captureLog } from '../../helpers/log-capture.ts';
+
+const ORIGIN: EffectiveOrigin = { scheme: 'https', host: 'mail.example.test', overTls: false } as EffectiveOrigin;
+
+function request(key: string): IncomingMessage {
+  return { headers: { authorization: `Bearer ${key}` }, rawHeaders: ['Authorization', `Bearer ${key}`] } as unknown as IncomingMessage;
+}
+
+async function judge(authenticate: Authenticate, key: string): Promise<string> {
+  const judged = await authenticate(request(key), ORIGIN);
+  return judged.kind === 'admitted' && judged.partition.kind === 'api-key' ? judged.partition.name : judged.kind;
+}
+
+function setup(t: Test, keys: Record<string, string>) {
+  const dir = tempDir(t);
+  const logs = captureLog();
+  const entries: CredentialEntry[] = Object.entries(keys).map(([name, key]) => {
+    writeFileSync(join(dir, `${name}.key`), `${key}\n`);
+    return { ApiKey: { Name: name, SecretReference: `file:${join(dir, `${name}.key`)}`, Lifetime: Number.POSITIVE_INFINITY } } as CredentialEntry;
+  });
+  const authenticate = createAuthenticator('mcp', entries, { log: logs.log, env: {}, claimJti: async () => true, keySets: createKeySets() });
+  return { dir, logs, authenticate };
+}
+
+/** Judge `key` until `expected` comes back, and report how long that took. */
+async function within(authenticate: Authenticate, key: string, expected: string, limitMs: number): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if ((await judge(authenticate, key)) === expected) return Date.now() - started;
+    if (Date.now() - started > limitMs) throw new Error(`${expected} not reached within ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+t.test('a rewritten key file is honoured within the bound, without restart; the old key is refused', async (t) => {
+  const { dir, authenticate } = setup(t, { agent: 'mc_first-key-0123456789', other: 'mc_other-key-0123456789' });
+  t.equal(await judge(authenticate, 'mc_first-key-0123456789'), 'agent');
+  writeFileSync(join(dir, 'agent.key'), 'mc_second-key-0123456789\n');
+  // The margin covers a loaded machine's timers; the bound itself is SECRET_MAX_AGE_MS.
+  const took = await within(authenticate, 'mc_second-key-0123456789', 'agent', SECRET_MAX_AGE_MS + 1_000);
+  t.ok(took <= SECRET_MAX_AGE_MS + 1_000, `the new key admitted after ${took} ms`);
+  t.equal(await judge(authenticate, 'mc_first-key-0123456789'), 'refused', 'the replaced key is refused');
+  t.equal(await judge(authenticate, 'mc_other-key-0123456789'), 'other', 'the other entry was never in the way');
+});
+
+t.test('a deleted key file stops the credential within the bound, logged by entry name only', async (t) => {
+  const { dir, logs, authenticate } = setup(t, { agent: 'mc_doomed-key-0123456789', other: 'mc_other-key-0123456789' });
+  t.equal(await judge(authenticate, 'mc_doomed-key-0123456789'), 'agent');
+  rmSync(join(dir, 'agent.key'));
+  await within(authenticate, 'mc_doomed-key-0123456789', 'refused', SECRET_MAX_AGE_MS + 1_000);
+  t.equal(await judge(authenticate, 'mc_other-key-0123456789'), 'other', 'the other key still admits');
+  const logged = logs.events('auth.material-unreadable');
+  t.ok(logged.length > 0, 'logged at error');
+  t.match(logged[0], { level: 50, entry: 'agent', setting: 'McpEndpoint:Authentication:0:ApiKey' });
+  t.notMatch(logs.raw(), dir, 'never the path');
+  t.notMatch(logs.raw(), 'mc_doomed-key', 'never the material');
+});
+
+t.test('judging requests does no synchronous file-system call', async (t) => {
+  const keys = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`agent-${i}`, `mc_key-${i}-0123456789abcdef`]));
+  const { dir, authenticate } = setup(t, keys);
+  t.equal(await judge(authenticate, 'mc_key-19-0123456789abcdef'), 'agent-19', 'warmed: the first request may wait for asynchronous reads');
+
+  const calls: string[] = [];
+  const originals = new Map<string, unknown>();
+  const table = fs as unknown as Record<string, unknown>;
+  for (const name of Object.keys(table).filter((n) => n.endsWith('Sync') && typeof table[n] === 'function')) {
+    const original = table[name] as (...args: unknown[]) => unknown;
+    originals.set(name, original);
+    table[name] = (...args: unknown[]) => {
+      calls.push(name);
+      return original(...args);
+    };
+  }
+  // Named imports of node:fs (`import { readFileSync }`) follow the patched table only after this.
+  syncBuiltinESMExports();
+  const restore = (): void => {
+    for (const [name, original] of originals) table[name] = original;
+    syncBuiltinESMExports();
+  };
+  t.teardown(restore);
+
+  const started = Date.now();
+  const seen: string[] = [];
+  // Across more than the bound, so background checks and a rotation happen in the window.
+  while (Date.now() - started < SECRET_MAX_AGE_MS + 500) {
+    seen.push(await judge(authenticate, 'mc_key-7-0123456789abcdef'), await judge(authenticate, 'mc_nobody'));
+    if (seen.length === 40) await writeFile(join(dir, 'agent-7.key'), 'mc_key-7-rotated-0123456789');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  restore();
+  t.same(calls, [], 'no *Sync call of node:fs while judging');
+  t.ok(seen.includes('agent-7') && seen.includes('refused'), 'admitted and refused requests were both judged');
+  t.equal(await judge(authenticate, 'mc_key-7-rotated-0123456789'), 'agent-7', 'and the rotation in the window was picked up');
+});
