@@ -1,14 +1,16 @@
 /**
- * `mailcairnd check-config`: loads the configuration exactly as startup
- * does, then prints the resolved posture and the startup warnings, or the
- * refusal, one problem per line. Returns the exit code: 0 when the
- * configuration would start (warnings included), 78 (EX_CONFIG) when it
- * would be refused. Reads no secret material.
+ * `mailcairnd check-config`: runs what startup runs before it opens the
+ * database (`loadStartupConfig`, the same function), then prints the
+ * resolved posture and the startup warnings, or the refusal, one problem per
+ * line with the message startup gives. Returns the exit code: 0 when the
+ * configuration would start (warnings included), 78 (EX_CONFIG, startup's
+ * exit code for a refusal) when it would be refused. Reads the credential
+ * material startup reads, to judge it; prints none of it.
  */
 import { existsSync } from 'node:fs';
 import { AppError } from '../runtime/errors.ts';
-import { configFileOf, loadConfig } from './load.ts';
-import { describePosture } from './posture.ts';
+import { configFileOf } from './load.ts';
+import { loadStartupConfig } from './startup.ts';
 
 export const EX_CONFIG = 78;
 
@@ -16,9 +18,9 @@ export function runCheckConfig(options: { file?: string; env?: NodeJS.ProcessEnv
   const { out } = options;
   const source = configFileOf(options);
   const fileLine = !source.explicit && !existsSync(source.file) ? `${source.file} (absent: defaults apply)` : source.file;
-  let config;
+  let posture;
   try {
-    config = loadConfig({ ...(options.file === undefined ? {} : { file: options.file }), ...(options.env === undefined ? {} : { env: options.env }) });
+    ({ posture } = loadStartupConfig({ ...(options.file === undefined ? {} : { file: options.file }), ...(options.env === undefined ? {} : { env: options.env }) }));
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== 'E_CONFIG_INVALID') throw err;
     out(`Configuration file: ${fileLine}`);
@@ -26,7 +28,7 @@ export function runCheckConfig(options: { file?: string; env?: NodeJS.ProcessEnv
     for (const line of err.message.split('\n')) out(`  ${line}`);
     return EX_CONFIG;
   }
-  const { lines, warnings } = describePosture(config);
+  const { lines, warnings } = posture;
   out(`Configuration file: ${fileLine}`);
   out('Accepted: the service would start with this posture.');
   for (const line of lines) out(`  ${line}`);

@@ -3,11 +3,14 @@
  * of every key path with its type, default, range and meaning, read from
  * the metadata `config/schema/fields.ts` attaches. Because the page is
  * generated, it cannot drift; `test/config/docs.test.ts` regenerates it and
- * compares. Run: `npm run docs:config`.
+ * compares. Run: `npm run docs:config`. What this build does not serve
+ * (`config/not-served.ts`) is listed after the introduction and marked
+ * "Not served yet" on its section or rows.
  */
 import { pathToFileURL } from 'node:url';
 import type { z } from 'zod';
 import { INTRO } from './docs-intro.ts';
+import { NOT_SERVED, type NotServed } from './not-served.ts';
 import { ConfigSchema } from './schema.ts';
 import { elementOf, enumValues, type Layer, shapeOf, unwrap } from './schema-walk.ts';
 
@@ -74,8 +77,31 @@ function walk(schema: z.core.$ZodType, path: string[], rows: Row[]): void {
   }
 }
 
+/** Why the setting at `path` is not served, as the docs say it. */
+function notServedNote(row: NotServed, path: string): string {
+  if (row.kind === 'no-effect') return `accepted, but has no effect in this release: ${row.consequence}`;
+  return row.setting === path ? row.when : row.coversWhy;
+}
+
+function notServedParagraph(): string {
+  const noEffect = NOT_SERVED.filter((row) => row.kind === 'no-effect').map((row) => `\`${row.setting}\` (${row.consequence})`);
+  const refused = NOT_SERVED.flatMap((row) => (row.kind === 'refused' ? [`\`${row.setting}\`: ${row.when}`] : []));
+  return (
+    '**Not served yet.** This release does not act on every setting below; those it does not are marked *Not served yet*. ' +
+    `These are validated and have no effect: ${noEffect.join('; ')}. ` +
+    'For each of them that the file or an override writes, startup logs one warning (`config.warning`, code `not-served`, naming the setting) and `check-config` prints the same one; neither ever reports it as on. ' +
+    `These values are refused, by startup and by \`check-config\` alike: ${refused.join('; ')}. ` +
+    'The release that serves a setting removes its mark.\n'
+  );
+}
+
+/** The not-served row a docs path is marked with: the row's own setting, or one it covers. */
+function markOf(path: string): NotServed | undefined {
+  return NOT_SERVED.find((row) => row.setting === path || (row.kind === 'refused' && row.covers.includes(path)));
+}
+
 export function renderConfigurationDocs(): string {
-  const parts = [INTRO];
+  const parts = [INTRO, notServedParagraph()];
   for (const [section, schema] of Object.entries(ConfigSchema.shape)) {
     const rows: Row[] = [];
     walk(schema, [section], rows);
@@ -83,7 +109,12 @@ export function renderConfigurationDocs(): string {
     parts.push(`## ${section}\n`);
     if (head !== undefined) {
       const shape = head.type === 'object' ? '' : ` A ${head.type}, default ${head.default}.`;
-      parts.push(`${head.meaning}.${shape}\n`);
+      const mark = markOf(section);
+      parts.push(`${head.meaning}.${shape}${mark === undefined ? '' : ` **Not served yet:** ${notServedNote(mark, section)}.`}\n`);
+    }
+    for (const row of keys) {
+      const mark = markOf(row.path);
+      if (mark !== undefined) row.meaning = `**Not served yet** (${notServedNote(mark, row.path)}). ${row.meaning}`;
     }
     parts.push('| Setting | Type | Default | Range | Meaning |\n|---|---|---|---|---|');
     parts.push(keys.map((row) => `| \`${row.path}\` | ${cell(row.type)} | ${cell(row.default)} | ${cell(row.range)} | ${cell(row.meaning)} |`).join('\n') + '\n');

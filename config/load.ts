@@ -116,6 +116,16 @@ export function configFileOf(options: { file?: string; env?: NodeJS.ProcessEnv }
  * @example const config = loadConfig({ file: 'config/examples/mailcairn.json' });
  */
 export function loadConfig(options: { file?: string; env?: NodeJS.ProcessEnv } = {}): Config {
+  return loadConfigAsWritten(options).config;
+}
+
+/**
+ * `loadConfig`, also giving the configuration as written: the file with the
+ * overrides applied, before defaults. What the operator wrote decides the
+ * warnings about settings this build does not serve (`config/not-served.ts`).
+ * @throws AppError E_CONFIG_INVALID listing every problem, one per line.
+ */
+export function loadConfigAsWritten(options: { file?: string; env?: NodeJS.ProcessEnv } = {}): { config: Config; written: unknown } {
   const env = options.env ?? process.env;
   const { file, explicit } = configFileOf(options);
   const raw = readFile(file, explicit);
@@ -132,5 +142,5 @@ export function loadConfig(options: { file?: string; env?: NodeJS.ProcessEnv } =
   const validation = validateConfig(overridden.value);
   if (!validation.ok) problems.push(...validation.problems.map((p) => attribute(p, overridden.sources)));
   if (problems.length > 0 || !validation.ok) throw refusal(problems);
-  return validation.config;
+  return { config: validation.config, written: overridden.value };
 }

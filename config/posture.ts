@@ -2,12 +2,15 @@
  * The resolved posture of a configuration: what the process will serve and
  * run, as lines, and the startup warnings the spec lists (agent-surface
  * Authentication 12 and 16, Limits; admin-surface "What the service does" 8).
- * Only an enabled endpoint produces warnings. No line carries a secret: a
- * reference appears by its scheme only.
+ * Only an enabled endpoint produces those warnings. Besides them, each
+ * setting the configuration writes that this build does not serve
+ * (`config/not-served.ts`) gets one warning saying it has no effect. No line
+ * carries a secret: a reference appears by its scheme only.
  *
  * Used by `mailcairnd` at startup (log the warnings) and by `check-config`.
  */
 import { trustsEveryone } from './checks/reverse-proxy.ts';
+import { writtenWithoutEffect } from './not-served.ts';
 import { endpointLines } from './posture-endpoints.ts';
 import { workLines } from './posture-work.ts';
 import type { Config } from './schema.ts';
@@ -68,7 +71,20 @@ function endpointWarnings(config: Config): Warning[] {
   return warnings;
 }
 
-export function describePosture(config: Config, options: { now?: number } = {}): { lines: string[]; warnings: Warning[] } {
+function notServedWarnings(written: unknown): Warning[] {
+  return writtenWithoutEffect(written).map((row) => ({
+    code: 'not-served',
+    setting: row.setting,
+    message: `has no effect in this release: ${row.consequence}`,
+  }));
+}
+
+/**
+ * `written` is the configuration as written (file plus overrides, before
+ * defaults; `loadConfigAsWritten` gives it): without it, no setting counts as
+ * written and no not-served warning is given.
+ */
+export function describePosture(config: Config, options: { now?: number; written?: unknown } = {}): { lines: string[]; warnings: Warning[] } {
   const now = options.now ?? Date.now();
-  return { lines: [...endpointLines(config, now), ...workLines(config)], warnings: endpointWarnings(config) };
+  return { lines: [...endpointLines(config, now), ...workLines(config)], warnings: [...endpointWarnings(config), ...notServedWarnings(options.written ?? {})] };
 }

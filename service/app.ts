@@ -13,17 +13,14 @@
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
-import { loadConfig } from '../config/load.ts';
-import { describePosture } from '../config/posture.ts';
 import type { Config } from '../config/schema.ts';
+import { loadStartupConfig } from '../config/startup.ts';
 import { createHealthServer, type Readiness } from '../http/health/health-server.ts';
 import { createMcpListener } from '../http/mcp/mcp-listener.ts';
 import { createAdminListener } from '../http/admin/admin-listener.ts';
 import { createAuthenticator } from '../http/auth/authenticate.ts';
 import { createKeySets } from '../http/auth/oauth/key-sets.ts';
 import { serversOf } from '../http/auth/oauth/entries.ts';
-import { credentialProblems } from '../http/auth/startup-checks.ts';
-import { formatProblem } from '../config/problem.ts';
 import { REPLAY_GUARD_ID, replayClaimer } from '../actors/replay-guard/protocol.ts';
 import { MIME_PARSE_TASK } from '../actors/mime-parse/protocol.ts';
 import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
@@ -71,16 +68,13 @@ export type StartOptions = {
 
 export async function startService(options: StartOptions = {}): Promise<Service> {
   const version = options.version ?? buildVersion;
-  const config = loadConfig({ ...(options.configFile ? { file: options.configFile } : {}), env: options.env ?? process.env });
+  // Every refusal check-config also makes (credential material included), before anything is opened.
+  const { config, posture } = loadStartupConfig({ ...(options.configFile ? { file: options.configFile } : {}), env: options.env ?? process.env });
   const log = options.log ?? createLogger({ level: config.Logging.Level, format: config.Logging.Format });
   log.info({ event: 'service.starting', version, node: process.version }, 'service.starting');
-  for (const warning of describePosture(config).warnings) {
+  for (const warning of posture.warnings) {
     log.warn({ event: 'config.warning', code: warning.code, setting: warning.setting }, warning.message);
   }
-
-  // Credential material is read now, so a bad key refuses startup by position instead of refusing every request.
-  const refused = credentialProblems(config, options.env ?? process.env);
-  if (refused.length > 0) throw new AppError('E_CONFIG_INVALID', { message: refused.map(formatProblem).join('\n') });
 
   const lock: WriterLock = acquireWriterLock(config.Storage.Database);
   let migrated = false;
@@ -155,19 +149,11 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   try {
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
     if (config.HealthEndpoints.Enabled) {
-      if (config.HealthEndpoints.Transport !== 'Http') {
-        throw new AppError('E_CONFIG_INVALID', {
-          message: 'HealthEndpoints:Transport: HttpsOnly is not served by this release; use Http on a loopback or internal address',
-        });
-      }
       healthServer = createHealthServer(readiness);
       healthAddress = await openListener(healthServer, 'HealthEndpoints', config.HealthEndpoints.BindAddress, config.HealthEndpoints.Port);
     }
     const mcp = config.McpEndpoint;
     if (mcp.Enabled) {
-      if (mcp.Transport !== 'Http') {
-        throw new AppError('E_CONFIG_INVALID', { message: 'McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)' });
-      }
       mcpServer = createMcpListener({
         config,
         store: storeSlice(config),
@@ -182,9 +168,6 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     }
     const admin = config.AdminEndpoint;
     if (admin.Enabled) {
-      if (admin.Https.Endpoints.length > 0) {
-        throw new AppError('E_CONFIG_INVALID', { message: 'AdminEndpoint:Https:Endpoints: TLS is not served by this release; leave it empty and terminate TLS in front of BindAddress:Port (see docs/admin-api.md)' });
-      }
       adminServer = createAdminListener({
         config,
         log,

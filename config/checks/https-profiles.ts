@@ -10,7 +10,8 @@
  *   are identical for profiles sharing an address and port;
  * - a wildcard bind address beside a specific one on the same port is refused;
  * - client-certificate profiles need a TLS transport and unique names.
- * Certificates themselves are checked by the listener code at startup.
+ * This release terminates no TLS: `config/not-served.ts` refuses the TLS
+ * transports of an enabled endpoint, so no certificate is read.
  */
 import { isWildcardAddress } from '../ip-address.ts';
 import { type Problem, problem } from '../problem.ts';

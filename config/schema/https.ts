@@ -4,8 +4,8 @@
  * shape and the per-value rules live here; what needs several values
  * (duplicate domains, Bundle beside CertificateChain, Http3, listeners
  * sharing a port) is in `config/checks/https-profiles.ts` and
- * `config/checks/ports.ts`. Certificates are read and checked by the
- * listener code at startup, never here.
+ * `config/checks/ports.ts`. This release terminates no TLS, so no
+ * certificate is read (`config/not-served.ts` refuses the TLS transports).
  */
 import { z } from 'zod';
 import { bindAddress, choice, dnsName, flag, list, port, text } from './fields.ts';

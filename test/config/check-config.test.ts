@@ -1,12 +1,14 @@
 /**
  * `mailcairnd check-config`: exit codes, the posture and warnings on
- * acceptance, every problem on refusal, and no secret material either way.
+ * acceptance, every problem on refusal (startup's own, TLS and credential
+ * material included), and no secret material either way.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { EX_CONFIG, runCheckConfig } from '../../config/check-config.ts';
+import { profile } from './fixtures.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailcairn-check-'));
 function run(content: unknown, env: NodeJS.ProcessEnv = {}): { code: number; out: string[] } {
@@ -76,5 +78,38 @@ t.test('a missing named file is a refusal; a missing default file is accepted as
   const defaults: string[] = [];
   t.equal(runCheckConfig({ env: {}, out: (l) => defaults.push(l) }), 0);
   t.match(defaults[0], /mailcairn\.json \(absent: defaults apply\)/);
+  t.end();
+});
+
+t.test('TLS this release does not serve is refused as startup refuses it, certificate files or not', (t) => {
+  const { code, out } = run({
+    McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
+  });
+  t.equal(code, 78);
+  t.same(out.slice(1), ['Refused: the service would not start.', '  McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)']);
+  t.notMatch(out.join('\n'), /https:\/\//, 'no https listener is printed');
+  t.end();
+});
+
+t.test('credential material is judged as startup judges it, and never printed', (t) => {
+  const { code, out } = run(
+    { AdminEndpoint: { Enabled: true, Authentication: [{ ApiKey: { Name: 'operator', SecretReference: 'env:ADMIN_KEY', Lifetime: 'NoLimit' } }] } },
+    { ADMIN_KEY: 'two words-secret' },
+  );
+  t.equal(code, 78);
+  t.match(out.join('\n'), /AdminEndpoint:Authentication:0:ApiKey:SecretReference: holds a space/);
+  t.notMatch(out.join('\n'), /words-secret/);
+  t.end();
+});
+
+t.test('a written setting this release does not serve is accepted with one warning, an override counting as written', (t) => {
+  const { code, out } = run({ Outbox: { Enabled: true } }, { MAILCAIRN__Telemetry__Enabled: 'true' });
+  t.equal(code, 0);
+  t.same(
+    out.filter((line) => line.includes('not-served')),
+    ['  warning [not-served] Outbox: has no effect in this release: nothing is sent', '  warning [not-served] Telemetry: has no effect in this release: no trace or metric is exported'],
+  );
+  t.notMatch(out.join('\n'), /Outbox: on|Telemetry: exported/);
+  t.ok(out.includes('Startup warnings (2):'));
   t.end();
 });

@@ -105,3 +105,38 @@ t.test('no line or warning carries a reference target or material', (t) => {
   t.match(text, /DataEncryption:KeyRing: env: reference/);
   t.end();
 });
+
+t.test('a written setting this release does not serve: one not-served warning, never described as on', (t) => {
+  const raw = {
+    Accounts: [
+      {
+        Id: 'alice',
+        Owner: 'Alice',
+        Imap: { Host: 'imap.example.org', Username: 'alice', Password: 'env:PW' },
+        Smtp: { Host: 'smtp.example.org', Username: 'alice', Password: 'env:PW' },
+        Folders: [{ Alias: 'inbox' }, { Alias: 'junk' }],
+      },
+    ],
+    Outbox: { Enabled: true },
+    MailRules: { Enabled: true },
+    Spam: { Enabled: true },
+    Telemetry: { Enabled: true },
+    Answering: { Endpoints: [{ Alias: 'chat', BaseAddress: 'https://chat.example.org/v1', Model: 'm' }] },
+    Embeddings: { BaseAddress: 'https://embed.example.org/v1', Model: 'e', Dimensions: 4 },
+    EmbeddingBackfill: { Enabled: true },
+  };
+  const { lines, warnings } = describePosture(config(raw), { written: raw });
+  const notServed = warnings.filter((w) => w.code === 'not-served');
+  t.same(
+    notServed.map((w) => w.setting),
+    ['Embeddings', 'EmbeddingBackfill', 'Accounts:[]:Owner', 'Accounts:[]:Smtp', 'Answering', 'Outbox', 'MailRules', 'Spam', 'Telemetry'],
+  );
+  for (const warning of notServed) t.match(warning.message, /^has no effect in this release: \S/);
+  const text = lines.join('\n');
+  t.notMatch(text, /^(Outbox|MailRules|Spam|Telemetry|Answering|Embeddings|EmbeddingBackfill):/m, 'no line describes them');
+  t.notMatch(text, /SMTP|smtp\.example\.org/, 'the account line names no SMTP server');
+  t.ok(lines.includes('Not served by this release (accepted, no effect): Embeddings, EmbeddingBackfill, Accounts:[]:Owner, Accounts:[]:Smtp, Answering, Outbox, MailRules, Spam, Telemetry'));
+  t.same(describePosture(config(raw)).warnings.filter((w) => w.code === 'not-served'), [], 'without the written tree, nothing counts as written');
+  t.same(describePosture(config({}), { written: {} }).warnings, [], 'nothing written, no warning, though Outbox defaults to Enabled');
+  t.end();
+});

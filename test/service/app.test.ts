@@ -1,7 +1,10 @@
 /** The service in-process: readiness follows the database and the supervision tree. */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
+import { runCheckConfig } from '../../config/check-config.ts';
 import { startService } from '../../service/app.ts';
+import { profile } from '../config/fixtures.ts';
 import { captureLog, until } from '../helpers/log-capture.ts';
 import { tempDir, writeConfig } from '../helpers/daemon.ts';
 
@@ -46,4 +49,21 @@ t.test('a port held by another process fails startup naming the section, and rel
   const again = await startService({ configFile: writeConfig(dir, { HealthEndpoints: { Port: 0 }, Storage: { Database: join(dir, 'm.db') } }), env: {}, log });
   t.ok(again.health, 'the lock was released: a second start on the same database works');
   await again.stop();
+});
+
+t.test('a setting this release does not serve is refused before the database is opened, as check-config refuses it', async (t) => {
+  const dir = tempDir(t);
+  const { log } = captureLog();
+  const file = writeConfig(dir, {
+    HealthEndpoints: { Port: 0, Transport: 'HttpsOnly', Https: { Endpoints: [profile('health', 'health.example.org')] } },
+    Storage: { Database: join(dir, 'm.db') },
+  });
+  await t.rejects(startService({ configFile: file, env: {}, log }), {
+    code: 'E_CONFIG_INVALID',
+    message: 'HealthEndpoints:Transport: HttpsOnly is not served by this release; use Http on a loopback or internal address',
+  });
+  t.notOk(existsSync(join(dir, 'm.db')), 'no database file was created');
+  const out: string[] = [];
+  t.equal(runCheckConfig({ file, env: {}, out: (line) => out.push(line) }), 78);
+  t.ok(out.includes('  HealthEndpoints:Transport: HttpsOnly is not served by this release; use Http on a loopback or internal address'));
 });

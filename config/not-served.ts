@@ -1,0 +1,100 @@
+/**
+ * What this build does not serve yet, as one table. Two kinds of rows:
+ * - `no-effect`: the setting is accepted (and validated) but nothing reads
+ *   it. When the configuration writes it, startup logs one warning and
+ *   `check-config` prints one (code `not-served`), never a line saying it
+ *   is on;
+ * - `refused`: a value the build cannot serve; startup and `check-config`
+ *   refuse it with the same message (exit 78).
+ *
+ * Read by the posture (`config/posture.ts`), by the startup checks
+ * (`config/startup.ts`) and by the docs generator (`config/docs.ts`), which
+ * marks every row's setting "not served yet". The issue that serves a
+ * setting removes its row here, and with it the warning, refusal and mark.
+ */
+import { type Problem, problem } from './problem.ts';
+import type { Config } from './schema.ts';
+
+export type NoEffect = {
+  readonly kind: 'no-effect';
+  /** The setting, written as the docs write paths: a section, or `Accounts:[]:Smtp` (`[]`: any element of the list). */
+  readonly setting: string;
+  /** What does not happen, completing "has no effect in this release: …". */
+  readonly consequence: string;
+};
+
+export type Refused = {
+  readonly kind: 'refused';
+  readonly setting: string;
+  /** Whether the configuration asks for what is not served. */
+  readonly refuses: (config: Config) => boolean;
+  /** The refusal, after `<setting>: `. */
+  readonly message: string;
+  /** When startup refuses, for the docs. */
+  readonly when: string;
+  /** Settings that matter only under the refused value, marked in the docs too, and why. */
+  readonly covers: readonly string[];
+  readonly coversWhy: string;
+};
+
+export type NotServed = NoEffect | Refused;
+
+export const NOT_SERVED: readonly NotServed[] = [
+  {
+    kind: 'refused',
+    setting: 'McpEndpoint:Transport',
+    refuses: (config) => config.McpEndpoint.Enabled && config.McpEndpoint.Transport !== 'Http',
+    message: 'only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)',
+    when: 'startup refuses HttpsOnly and HttpAndHttps while the endpoint is enabled',
+    covers: ['McpEndpoint:Https', 'McpEndpoint:ClientCertificateProfiles'],
+    coversWhy: 'used only under a TLS transport, which this release does not serve',
+  },
+  {
+    kind: 'refused',
+    setting: 'AdminEndpoint:Https:Endpoints',
+    refuses: (config) => config.AdminEndpoint.Enabled && config.AdminEndpoint.Https.Endpoints.length > 0,
+    message: 'TLS is not served by this release; leave it empty and terminate TLS in front of BindAddress:Port (see docs/admin-api.md)',
+    when: 'startup refuses a profile while the endpoint is enabled',
+    covers: ['AdminEndpoint:Https'],
+    coversWhy: 'TLS is not served by this release; only an empty Https:Endpoints is accepted while the endpoint is enabled',
+  },
+  {
+    kind: 'refused',
+    setting: 'HealthEndpoints:Transport',
+    refuses: (config) => config.HealthEndpoints.Enabled && config.HealthEndpoints.Transport !== 'Http',
+    message: 'HttpsOnly is not served by this release; use Http on a loopback or internal address',
+    when: 'startup refuses HttpsOnly while the listener is enabled',
+    covers: ['HealthEndpoints:Https'],
+    coversWhy: 'used only under Transport HttpsOnly, which this release does not serve',
+  },
+  { kind: 'no-effect', setting: 'Embeddings', consequence: 'no embedding is computed and semantic search stays inactive' },
+  { kind: 'no-effect', setting: 'EmbeddingBackfill', consequence: 'no stored mail is embedded' },
+  { kind: 'no-effect', setting: 'Accounts:[]:Owner', consequence: 'the label is shown nowhere' },
+  { kind: 'no-effect', setting: 'Accounts:[]:Smtp', consequence: 'no SMTP server is contacted and nothing is sent' },
+  { kind: 'no-effect', setting: 'Answering', consequence: 'no chat endpoint is called and questions are not answered' },
+  { kind: 'no-effect', setting: 'Outbox', consequence: 'nothing is sent' },
+  { kind: 'no-effect', setting: 'MailRules', consequence: 'no rule runs on arriving mail' },
+  { kind: 'no-effect', setting: 'Spam', consequence: 'no mail is classified' },
+  { kind: 'no-effect', setting: 'Telemetry', consequence: 'no trace or metric is exported' },
+];
+
+export const NO_EFFECT: readonly NoEffect[] = NOT_SERVED.filter((row): row is NoEffect => row.kind === 'no-effect');
+
+/** Whether `tree` (the configuration as written) holds the setting; `[]` matches any element of a list. */
+function holds(tree: unknown, segments: readonly string[]): boolean {
+  const [head, ...rest] = segments;
+  if (head === undefined) return true;
+  if (head === '[]') return Array.isArray(tree) && tree.some((element) => holds(element, rest));
+  if (tree === null || typeof tree !== 'object' || Array.isArray(tree) || !Object.hasOwn(tree, head)) return false;
+  return holds((tree as Record<string, unknown>)[head], rest);
+}
+
+/** The no-effect rows whose setting the configuration writes, given as written (file plus overrides, before defaults). */
+export function writtenWithoutEffect(written: unknown): NoEffect[] {
+  return NO_EFFECT.filter((row) => holds(written, row.setting.split(':')));
+}
+
+/** The refusals of what the build does not serve, in table order. */
+export function notServedProblems(config: Config): Problem[] {
+  return NOT_SERVED.flatMap((row) => (row.kind === 'refused' && row.refuses(config) ? [problem(row.setting, row.message)] : []));
+}

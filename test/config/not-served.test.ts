@@ -1,0 +1,91 @@
+/**
+ * The table of what this build does not serve: which written settings count
+ * (a section, or a key of any list element), which values are refused (only
+ * on an enabled endpoint), and that every row names a real setting, so the
+ * docs can mark it.
+ */
+import t from 'tap';
+import { renderConfigurationDocs } from '../../config/docs.ts';
+import { validateConfig } from '../../config/load.ts';
+import { NO_EFFECT, NOT_SERVED, notServedProblems, writtenWithoutEffect } from '../../config/not-served.ts';
+import type { Config } from '../../config/schema.ts';
+import { formatProblem } from '../../config/problem.ts';
+import { profile } from './fixtures.ts';
+
+function config(raw: unknown): Config {
+  const result = validateConfig(raw);
+  if (!result.ok) throw new Error(result.problems.map(formatProblem).join('\n'));
+  return result.config;
+}
+
+const written = (tree: unknown): string[] => writtenWithoutEffect(tree).map((row) => row.setting);
+
+const account = (id: string, extra: Record<string, unknown> = {}) => ({
+  Id: id,
+  Imap: { Host: 'imap.example.org', Username: id, Password: 'env:PW' },
+  Folders: [{ Alias: 'inbox' }],
+  ...extra,
+});
+
+t.test('a section counts as written when the tree holds it, even empty or at its defaults', (t) => {
+  t.same(written({}), []);
+  t.same(written({ Outbox: {} }), ['Outbox']);
+  t.same(written({ Telemetry: { Enabled: false }, Spam: { Enabled: false } }), ['Spam', 'Telemetry'], 'table order');
+  t.same(written({ McpEndpoint: { Enabled: true }, Storage: {}, Logging: {} }), [], 'served sections never count');
+  t.same(written(null), []);
+  t.same(written([]), []);
+  t.end();
+});
+
+t.test('an account key counts once, whichever accounts write it', (t) => {
+  t.same(written({ Accounts: [account('a'), account('b')] }), []);
+  t.same(written({ Accounts: [account('a'), account('b', { Smtp: { Host: 'smtp.example.org', Username: 'b' } })] }), ['Accounts:[]:Smtp']);
+  t.same(
+    written({ Accounts: [account('a', { Owner: 'A', Smtp: {} }), account('b', { Owner: 'B', Smtp: {} })] }),
+    ['Accounts:[]:Owner', 'Accounts:[]:Smtp'],
+  );
+  t.same(written({ Accounts: {} }), [], 'not a list');
+  t.end();
+});
+
+t.test('TLS is refused only on an enabled endpoint, with the messages startup gave before', (t) => {
+  const tls = {
+    McpEndpoint: { Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
+    AdminEndpoint: { Https: { Endpoints: [profile('admin', 'admin.example.org', 9443)] } },
+    HealthEndpoints: { Enabled: false, Transport: 'HttpsOnly', Https: { Endpoints: [profile('health', 'health.example.org', 10443)] } },
+  };
+  t.same(notServedProblems(config(tls)), [], 'every endpoint disabled: nothing opens, nothing refused');
+  const enabled = {
+    McpEndpoint: { ...tls.McpEndpoint, Enabled: true },
+    AdminEndpoint: { ...tls.AdminEndpoint, Enabled: true },
+    HealthEndpoints: { ...tls.HealthEndpoints, Enabled: true },
+  };
+  t.same(notServedProblems(config(enabled)).map(formatProblem), [
+    'McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)',
+    'AdminEndpoint:Https:Endpoints: TLS is not served by this release; leave it empty and terminate TLS in front of BindAddress:Port (see docs/admin-api.md)',
+    'HealthEndpoints:Transport: HttpsOnly is not served by this release; use Http on a loopback or internal address',
+  ]);
+  t.same(notServedProblems(config({ McpEndpoint: { Enabled: true }, AdminEndpoint: { Enabled: true, Port: 8091 } })), [], 'clear text is served');
+  t.end();
+});
+
+t.test('every row names a setting the docs have a row or section for, and the docs mark it', (t) => {
+  const page = renderConfigurationDocs();
+  const lines = page.split('\n');
+  for (const row of NOT_SERVED) {
+    const paths = row.kind === 'refused' ? [row.setting, ...row.covers] : [row.setting];
+    for (const path of paths) {
+      const tableRow = lines.find((line) => line.startsWith(`| \`${path}\` |`));
+      const heading = lines.findIndex((line) => line === `## ${path}`);
+      if (tableRow !== undefined) t.match(tableRow, /\*\*Not served yet\*\* \(/, `${path} is marked in its row`);
+      else {
+        t.ok(heading >= 0, `${path} is a section or a row`);
+        t.match(lines[heading + 2] ?? '', /\*\*Not served yet:\*\* accepted, but has no effect in this release: /, `${path} is marked under its heading`);
+      }
+    }
+  }
+  t.match(page, /\*\*Not served yet\.\*\* /, 'the introduction lists them');
+  t.equal(new Set(NOT_SERVED.map((row) => row.setting)).size, NOT_SERVED.length, 'one row per setting');
+  t.ok(NO_EFFECT.length > 0);
+  t.end();
+});
