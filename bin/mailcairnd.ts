@@ -8,7 +8,7 @@
  * FILE defaults to $MAILCAIRN_CONFIG, else ./mailcairn.json.
  */
 import sade from 'sade';
-import { runCheckConfig } from '../config/check-config.ts';
+import { runCheckConfig } from '../service/check-config.ts';
 import { runDaemon } from '../service/app.ts';
 import { AppError } from '../runtime/errors.ts';
 import { keyringNew, keyringRotate } from '../runtime/keyring/cli.ts';

@@ -8,7 +8,7 @@
  *   refuse it with the same message (exit 78).
  *
  * Read by the posture (`config/posture.ts`), by the startup checks
- * (`config/startup.ts`) and by the docs generator (`config/docs.ts`), which
+ * (`service/startup-config.ts`) and by the docs generator (`config/docs.ts`), which
  * marks every row's setting "not served yet". The issue that serves a
  * setting removes its row here, and with it the warning, refusal and mark.
  */

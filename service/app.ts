@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
 import type { Config } from '../config/schema.ts';
-import { loadStartupConfig } from '../config/startup.ts';
+import { loadStartupConfig } from './startup-config.ts';
 import { createHealthServer, type Readiness } from '../http/health/health-server.ts';
 import { createMcpListener } from '../http/mcp/mcp-listener.ts';
 import { createAdminListener } from '../http/admin/admin-listener.ts';

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { runCheckConfig } from '../../config/check-config.ts';
+import { runCheckConfig } from '../../service/check-config.ts';
 import { startService } from '../../service/app.ts';
 import { profile } from '../config/fixtures.ts';
 import { captureLog, until } from '../helpers/log-capture.ts';

@@ -7,8 +7,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { EX_CONFIG, runCheckConfig } from '../../config/check-config.ts';
-import { profile } from './fixtures.ts';
+import { EX_CONFIG, runCheckConfig } from '../../service/check-config.ts';
+import { profile } from '../config/fixtures.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailcairn-check-'));
 function run(content: unknown, env: NodeJS.ProcessEnv = {}): { code: number; out: string[] } {

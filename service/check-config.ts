@@ -9,8 +9,8 @@
  */
 import { existsSync } from 'node:fs';
 import { AppError } from '../runtime/errors.ts';
-import { configFileOf } from './load.ts';
-import { loadStartupConfig } from './startup.ts';
+import { configFileOf } from '../config/load.ts';
+import { loadStartupConfig } from './startup-config.ts';
 
 export const EX_CONFIG = 78;
 

@@ -16,11 +16,11 @@
  */
 import { credentialProblems } from '../http/auth/startup-checks.ts';
 import { AppError } from '../runtime/errors.ts';
-import { loadConfigAsWritten } from './load.ts';
-import { notServedProblems } from './not-served.ts';
-import { describePosture, type Warning } from './posture.ts';
-import { formatProblem } from './problem.ts';
-import type { Config } from './schema.ts';
+import { loadConfigAsWritten } from '../config/load.ts';
+import { notServedProblems } from '../config/not-served.ts';
+import { describePosture, type Warning } from '../config/posture.ts';
+import { formatProblem } from '../config/problem.ts';
+import type { Config } from '../config/schema.ts';
 
 export type StartupConfig = { readonly config: Config; readonly posture: { readonly lines: string[]; readonly warnings: Warning[] } };
 

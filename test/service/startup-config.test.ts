@@ -7,8 +7,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { loadStartupConfig } from '../../config/startup.ts';
-import { profile, refusalLines } from './fixtures.ts';
+import { loadStartupConfig } from '../../service/startup-config.ts';
+import { profile, refusalLines } from '../config/fixtures.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailcairn-startup-'));
 function file(content: unknown): string {
