@@ -35,7 +35,10 @@ const bodies = Array.from({ length: batchSize }, () => {
 const histograms = new Map<string, RecordableHistogram>();
 function record(name: string, ms: number): void {
   let histogram = histograms.get(name);
-  if (histogram === undefined) histograms.set(name, (histogram = createHistogram()));
+  if (histogram === undefined) {
+    histogram = createHistogram();
+    histograms.set(name, histogram);
+  }
   histogram.record(Math.max(1, Math.round(ms * 1000))); // microseconds
 }
 

@@ -87,6 +87,7 @@ export type ActorDefinition<Config, Msg, State> = {
   stop?(state: State, ctx: ActorContext): void | Promise<void>;
 };
 
+// biome-ignore lint/suspicious/noExplicitAny: a definition of any actor; each is checked against its own types where it is written
 export type AnyActorDefinition = ActorDefinition<any, any, any>;
 
 export function defineActor<Config, Msg, State>(

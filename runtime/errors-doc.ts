@@ -10,7 +10,7 @@ export function renderErrorTable(): string {
   const rows = Object.entries(Codes).map(
     ([code, row]) => `| \`${code}\` | ${row.public ?? '—'} | ${row.status} | ${row.retryable ? 'yes' : 'no'} | ${row.msg} |`,
   );
-  return [ERRORS_TABLE_HEADING, '|---|---|---|---|---|', ...rows].join('\n') + '\n';
+  return `${[ERRORS_TABLE_HEADING, '|---|---|---|---|---|', ...rows].join('\n')}\n`;
 }
 
 /** The page with its table replaced by the current one. */

@@ -148,6 +148,6 @@ export class Router {
 
   private nextId(): string {
     this.seq += 1;
-    return 'm' + this.seq.toString(36);
+    return `m${this.seq.toString(36)}`;
   }
 }

@@ -216,7 +216,10 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
         const age = now - state.confirmedAt;
         if (age < refreshMs) continue;
         const checking = check(state);
-        if (age >= maxAgeMs) (waits ??= []).push(confirmedAfter(state, now - maxAgeMs, checking));
+        if (age >= maxAgeMs) {
+          waits ??= [];
+          waits.push(confirmedAfter(state, now - maxAgeMs, checking));
+        }
       }
       return waits === undefined ? RESOLVED : Promise.all(waits).then(() => undefined);
     },

@@ -27,7 +27,7 @@ import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
 import { openSession } from './connection.ts';
 import { handleMaintenance, isMaintenance } from './maintenance.ts';
 import { AccessTokens, storeRefreshToken } from './oauth-token.ts';
-import { ImapSyncConfig, RunSummary, SyncMessage } from './protocol.ts';
+import { ImapSyncConfig, type RunSummary, SyncMessage } from './protocol.ts';
 import { carryStep, newCarriage, recordDeferred, resumeRuns, type Carriage } from './rederivation-carriage.ts';
 import { SyncRun } from './sync-run.ts';
 

@@ -149,7 +149,7 @@ export class FolderRun {
       const raw = sources.get(m.uid);
       if (!raw) return; // expunged between listing and fetching: nothing to store
       const reply = parsed[i];
-      if (reply && reply.ok) {
+      if (reply?.ok) {
         this.stored += 1;
         messages.push({ ...base, state: 'stored', raw, parsed: reply.message });
       } else {

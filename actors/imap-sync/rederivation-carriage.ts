@@ -289,7 +289,7 @@ function next(state: State, ctx: ActorContext): void {
 async function rederiveSegment(db: Database, account: string, head: CarriedRun, parseMany: ParseMany, log: Logger): Promise<boolean> {
   const runId = head.runId;
   const record = rederivationRecordById(db, runId);
-  if (!record || !record.run.isOutstanding) {
+  if (!record?.run.isOutstanding) {
     write(db, () => completeJob(db, head.jobId, Date.now()));
     return true;
   }

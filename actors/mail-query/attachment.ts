@@ -30,7 +30,7 @@ import { extractAttachment } from '../mime-parse/attachment-content.ts';
 import { transfer, type WithTransfer } from '../../runtime/actor.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { one, type Statement } from '../../runtime/store/rows.ts';
-import { AttachmentReply, AttachmentRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
+import { type AttachmentReply, type AttachmentRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
 
 export type AttachmentQuery = { messageId: number; index: number; accounts: readonly string[] };
 

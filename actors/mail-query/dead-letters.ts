@@ -20,7 +20,7 @@
  */
 import { JOB_TYPES, deadLetters, jobById, jobIdOf, type Job } from '../../runtime/store/jobs.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import { DeadLetter, DeadLettersReply, DeadLettersRequest, JobLookupReply, JobLookupRequest } from './dead-letter-messages.ts';
+import type { DeadLetter, DeadLettersReply, DeadLettersRequest, JobLookupReply, JobLookupRequest } from './dead-letter-messages.ts';
 
 export function deadLetterPage(db: Database, msg: DeadLettersRequest): DeadLettersReply {
   // One row past the page says whether another follows.

@@ -20,7 +20,7 @@
  */
 import type { Database } from '../../runtime/store/open.ts';
 import { many, type SqlValue } from '../../runtime/store/rows.ts';
-import { MUTATION_KINDS, MutationAuditEntry, MutationAuditReply, MutationAuditRequest, MutationKind } from './mutation-audit-messages.ts';
+import { MUTATION_KINDS, type MutationAuditEntry, type MutationAuditReply, type MutationAuditRequest, type MutationKind } from './mutation-audit-messages.ts';
 import { iso, prepared } from './statements.ts';
 import { encodeStoredEmailId } from './stored-email-id.ts';
 

@@ -106,7 +106,7 @@ function snippetsOf(db: Database, expression: string, ids: readonly number[]): M
   for (const row of many<{ id: number; body: string | null; names: string | null }>(prepared(db, query.sql), query.params)) {
     excerpts.set(
       row.id,
-      [row.body, row.names].flatMap((text) => (text !== null && text.includes(open) ? [text.replaceAll(open, '**').replaceAll(close, '**')] : [])),
+      [row.body, row.names].flatMap((text) => (text?.includes(open) ? [text.replaceAll(open, '**').replaceAll(close, '**')] : [])),
     );
   }
   return excerpts;

@@ -18,7 +18,7 @@
  */
 import { definePoolTask } from '../../runtime/pool/task.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import { type StoreSlice } from '../../runtime/store/store-slice.ts';
+import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
 import { answerAttachment } from './attachment.ts';
 import { deadLetterPage, lookUpJob } from './dead-letters.ts';

@@ -52,7 +52,7 @@ export class Schedule {
 
   ended(account: string, end: RunEnd, hasMore: boolean, now: number): void {
     const a = this.accounts.get(account);
-    if (!a || a.phase !== 'running') return;
+    if (a?.phase !== 'running') return;
     const failed = end === 'failed' || end === 'down';
     a.consecutiveFailures = failed ? a.consecutiveFailures + 1 : 0;
     a.phase = 'waiting';
@@ -66,7 +66,7 @@ export class Schedule {
   /** New mail was seen: a waiting account is due now (a failing one keeps its backoff). */
   wake(account: string, now: number): void {
     const a = this.accounts.get(account);
-    if (!a || a.phase !== 'waiting' || a.consecutiveFailures > 0) return;
+    if (a?.phase !== 'waiting' || a.consecutiveFailures > 0) return;
     a.nextDueAt = Math.min(a.nextDueAt ?? now, now);
   }
 

@@ -58,7 +58,10 @@ let accounting: Accounting | null = null;
 /** Build the wait4 wrapper once per bench process (in a temporary directory removed at exit); GNU time without a compiler. */
 export function processAccounting(): Accounting {
   if (accounting !== null) return accounting;
-  if (process.env.BENCH_ACCOUNTING === 'gnu-time') return (accounting = { tool: 'GNU time', path: GNU_TIME });
+  if (process.env.BENCH_ACCOUNTING === 'gnu-time') {
+    accounting = { tool: 'GNU time', path: GNU_TIME };
+    return accounting;
+  }
   const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-wait4-'));
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   const source = join(dir, 'wait4.c');

@@ -219,7 +219,7 @@ export const authOverhead: Scenario = {
       const apiKey = `mc_${randomBytes(24).toString('base64url')}`;
       writeFileSync(join(dir, 'agent.key'), apiKey);
       const manyKeys = Array.from({ length: 20 }, () => `mc_${randomBytes(24).toString('base64url')}`);
-      manyKeys.forEach((key, i) => writeFileSync(join(dir, `agent-${i + 1}.key`), key));
+      for (const [i, key] of manyKeys.entries()) writeFileSync(join(dir, `agent-${i + 1}.key`), key);
       const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
       writeFileSync(join(dir, 'signer.pem'), publicKey.export({ type: 'spki', format: 'pem' }) as string);
       const token = await provider.mintAccessToken(SUBJECT);
@@ -266,7 +266,7 @@ export const authOverhead: Scenario = {
       for (let i = 0; i < requests; i++) {
         for (let k = 0; k < subjects.length; k++) await sample(subjects[(i + k) % subjects.length]!, true);
       }
-      subjects.forEach((s, i) => (s.cpuMs = cpuMsOf(s.daemon.pid) - cpuAtStart[i]!));
+      for (const [i, s] of subjects.entries()) s.cpuMs = cpuMsOf(s.daemon.pid) - cpuAtStart[i]!;
       loadAtEnd = loadavg()[0]!;
     } finally {
       for (const subject of subjects) {

@@ -7,7 +7,7 @@
  * pay for every byte.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { AppError, Codes, type Code } from '../../runtime/errors.ts';
+import { type AppError, Codes, type Code } from '../../runtime/errors.ts';
 
 export function toolSuccess(answer: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer };

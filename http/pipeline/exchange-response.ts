@@ -42,8 +42,10 @@ export class ExchangeResponse extends ServerResponse<IncomingMessage> {
   }
 
   // The signatures below are node:http's overloads; `any` keeps the override assignable to every one of them.
+  // biome-ignore lint/suspicious/noExplicitAny: node:http's overloads (above)
   override writeHead(...args: any[]): this {
     if (this.#abandoned) return this;
+    // biome-ignore lint/suspicious/noExplicitAny: node:http's overloads
     return (super.writeHead as (...a: any[]) => this)(...args);
   }
 
@@ -52,14 +54,18 @@ export class ExchangeResponse extends ServerResponse<IncomingMessage> {
     return super.setHeader(name, value);
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: node:http's overloads
   override write(...args: any[]): boolean {
     if (this.#abandoned) return true;
+    // biome-ignore lint/suspicious/noExplicitAny: node:http's overloads
     return (super.write as (...a: any[]) => boolean)(...args);
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: node:http's overloads
   override end(...args: any[]): this {
     if (this.#abandoned) return this;
     const drained = this.#drained;
+    // biome-ignore lint/suspicious/noExplicitAny: node:http's overloads
     if (drained === null) return (super.end as (...a: any[]) => this)(...args);
     this.#drained = null;
     const callback = args.find((arg): arg is EndCallback => typeof arg === 'function');

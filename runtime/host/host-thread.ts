@@ -109,8 +109,7 @@ function forwardLines(stream: NodeJS.ReadableStream, sink: (line: string) => voi
   stream.setEncoding('utf8');
   stream.on('data', (chunk: string) => {
     pending += chunk;
-    let eol: number;
-    while ((eol = pending.indexOf('\n')) !== -1) {
+    for (let eol = pending.indexOf('\n'); eol !== -1; eol = pending.indexOf('\n')) {
       sink(pending.slice(0, eol + 1));
       pending = pending.slice(eol + 1);
     }

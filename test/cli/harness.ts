@@ -79,7 +79,7 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
   const closedPort = dovecot ? 0 : await reservePort();
   const accounts = (options.accounts ?? []).map((a) => {
     const passwordFile = join(dir, `${a.id}.password`);
-    writeFileSync(passwordFile, dovecot?.users.find((u) => u.user === a.user)!.password ?? 'unused');
+    writeFileSync(passwordFile, dovecot ? dovecot.users.find((u) => u.user === a.user)!.password : 'unused');
     return { Id: a.id, Imap: { Host: '127.0.0.1', Port: dovecot?.port ?? closedPort, Security: 'None', Username: a.user, Password: `file:${passwordFile}` }, Folders: a.folders };
   });
   const config = {

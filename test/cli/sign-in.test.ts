@@ -13,7 +13,7 @@ import { readFileSync, statSync, existsSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { ALL_PERMISSIONS, cli, cliHome, leaks, reservePort, loginWithKey, startCliService, type CliResult } from './harness.ts';
+import { ALL_PERMISSIONS, cli, cliHome, leaks, reservePort, startCliService, type CliResult } from './harness.ts';
 
 t.setTimeout(300_000);
 

@@ -76,7 +76,7 @@ t.test('every row names a setting the docs have a row or section for, and the do
     const paths = row.kind === 'refused' ? [row.setting, ...row.covers] : [row.setting];
     for (const path of paths) {
       const tableRow = lines.find((line) => line.startsWith(`| \`${path}\` |`));
-      const heading = lines.findIndex((line) => line === `## ${path}`);
+      const heading = lines.indexOf(`## ${path}`);
       if (tableRow !== undefined) t.match(tableRow, /\*\*Not served yet\*\* \(/, `${path} is marked in its row`);
       else {
         t.ok(heading >= 0, `${path} is a section or a row`);

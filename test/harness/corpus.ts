@@ -78,7 +78,7 @@ function loadAll(): CorpusMessage[] {
     if (rel.endsWith('.mbox')) {
       const pieces = splitMbox(raw);
       const width = String(pieces.length).length;
-      pieces.forEach((piece, i) => out.push({ name: `${rel}#${String(i + 1).padStart(width, '0')}`, path, raw: piece, traits: row }));
+      for (const [i, piece] of pieces.entries()) out.push({ name: `${rel}#${String(i + 1).padStart(width, '0')}`, path, raw: piece, traits: row });
     } else {
       out.push({ name: rel, path, raw, traits: row });
     }

@@ -51,7 +51,7 @@ export function uidSet(uids: Uids): string {
 export function mutf7(name: string): string {
   return name.replace(/&/g, '&-').replace(/[^\x20-\x7e]+/g, (run) => {
     const be = Buffer.from(run, 'utf16le').swap16();
-    return '&' + be.toString('base64').replace(/=+$/, '').replace(/\//g, ',') + '-';
+    return `&${be.toString('base64').replace(/=+$/, '').replace(/\//g, ',')}-`;
   });
 }
 
@@ -59,7 +59,7 @@ export function mutf7(name: string): string {
 export function mailboxDir(dovecot: Dovecot, user: string, mailbox: string): string {
   const root = dovecot.maildir(user);
   if (mailbox.toUpperCase() === 'INBOX') return root;
-  return join(root, '.' + mutf7(mailbox).replace(/\//g, '.'));
+  return join(root, `.${mutf7(mailbox).replace(/\//g, '.')}`);
 }
 
 function parseStatus(out: string): MailboxStatus {

@@ -214,7 +214,7 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
   const declared: Array<[string, string]> = [];
   const writeUsers = () => {
     const lines = users.map((u) => `${u.user}:{PLAIN}${u.password}::::${join(dir, 'home', u.user)}::`);
-    writeFileSync(usersFile, lines.join('\n') + '\n', { mode: 0o644 });
+    writeFileSync(usersFile, `${lines.join('\n')}\n`, { mode: 0o644 });
   };
   writeUsers();
   writeFileSync(specialFile, '');

@@ -76,7 +76,7 @@ export async function startFaultProxy(target: { host: string; port: number }, op
       if (reset && typeof s.resetAndDestroy === 'function' && !s.destroyed) s.resetAndDestroy();
       else s.destroy();
     }
-    c.wake.splice(0).forEach((w) => w());
+    for (const w of c.wake.splice(0)) w();
   };
 
   /** Forward `from` → `to` in order, each chunk released at arrival + latency. */
@@ -193,7 +193,7 @@ export async function startFaultProxy(target: { host: string; port: number }, op
   const port = (server.address() as { port: number }).port;
 
   const wakeAll = () => {
-    for (const c of open) c.wake.splice(0).forEach((w) => w());
+    for (const c of open) for (const w of c.wake.splice(0)) w();
   };
 
   return {

@@ -122,7 +122,7 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
   const sentence = () => {
     const first = pick(W.WORDS);
     let s = first.charAt(0).toUpperCase() + first.slice(1);
-    for (let n = int(5, 17); n > 0; n--) s += ' ' + pick(W.WORDS);
+    for (let n = int(5, 17); n > 0; n--) s += ` ${pick(W.WORDS)}`;
     return s + pick(['.', '.', '.', '?', '!']);
   };
   const foreign = (charset: Charset): string | undefined => {
@@ -215,7 +215,7 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
       if (kind === 'csv') {
         const rows = ['date,item,amount'];
         for (let len = 0; len < Math.min(size, 200_000); len += rows.at(-1)!.length + 2) rows.push(`2024-${String(int(1, 12)).padStart(2, '0')}-${String(int(1, 28)).padStart(2, '0')},${pick(W.WORDS)},${int(1, 9999)}.${int(10, 99)}`);
-        text = rows.join('\r\n') + '\r\n';
+        text = `${rows.join('\r\n')}\r\n`;
       } else {
         const uid = hex(16);
         text = ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//Example//Calendar//EN', 'METHOD:REQUEST', 'BEGIN:VEVENT', `UID:${uid}@example.org`, 'DTSTART:20240305T140000Z', 'DTEND:20240305T150000Z', `SUMMARY:${pick(W.SUBJECT_TOPICS).replace(/\{[nm]\}/g, '1')}`, 'END:VEVENT', 'END:VCALENDAR', ''].join('\r\n');
@@ -300,10 +300,10 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
       lines.push('', `On ${rfcDate(parent.lastAt, zone)}, ${parent.people[0]!.name} wrote:`);
       for (const l of parent.snippet) lines.push(`> ${l}`);
     }
-    let text = lines.join('\r\n') + '\r\n';
+    let text = `${lines.join('\r\n')}\r\n`;
     if (!encodable(text, charset)) {
       charset = 'utf-8';
-      text = lines.join('\r\n') + '\r\n';
+      text = `${lines.join('\r\n')}\r\n`;
     }
 
     const html = () => {
@@ -328,7 +328,7 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
     if (wantsHtml && root.headers.startsWith('Content-Type: multipart/alternative') && chance(0.08)) {
       const cid = `${hex(12)}@${domain}`;
       const logo = attachment(int(2_000, 20_000), charset);
-      root = multipart('related', [root, { headers: logo.headers.replace(/Content-Disposition: attachment/, 'Content-Disposition: inline') + `Content-ID: <${cid}>\r\n`, body: logo.body }]);
+      root = multipart('related', [root, { headers: `${logo.headers.replace(/Content-Disposition: attachment/, 'Content-Disposition: inline')}Content-ID: <${cid}>\r\n`, body: logo.body }]);
     }
     let attachments = 0;
     const sizes: number[] = [];

@@ -203,5 +203,5 @@ export function header(name: string, value: string): string {
     }
   }
   lines.push(line);
-  return lines.join('\r\n') + '\r\n';
+  return `${lines.join('\r\n')}\r\n`;
 }

@@ -79,7 +79,7 @@ t.test('a slow child is drained within the deadline on SIGTERM', async (t) => {
   const config = writeConfig(dir, { HealthEndpoints: { Port: 0 }, Storage: { Database: join(dir, 'm.db') } });
   const daemon = spawnDaemon([config], { script: 'test/fixtures/daemon/slow-stop-daemon.ts', env: { SLOW_STOP_MS: '1500' } });
   t.teardown(() => void daemon.child.kill('SIGKILL'));
-  const port = await waitReady(daemon);
+  await waitReady(daemon);
   const began = Date.now();
   daemon.child.kill('SIGINT');
   t.equal((await daemon.exited).code, 0);

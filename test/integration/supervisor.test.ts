@@ -180,7 +180,7 @@ t.test('shared threads: actors pack onto few threads, a handler crash spares nei
   await rejection(supervisor.ref('acct-0').ask({ type: 'exit' }));
   for (const id of sharing) await until(() => events('actor.start', id).length >= 2, 10_000, `${id} restart`);
   for (const id of sharing) t.match(events('actor.exit', id).at(-1), { reason: 'E_ACTOR_EXITED' });
-  const untouched = ids.filter((id, i) => after[i] !== thread);
+  const untouched = ids.filter((_id, i) => after[i] !== thread);
   for (const id of untouched) t.equal(events('actor.exit', id).length, 0, `${id} on another thread never stopped`);
 });
 

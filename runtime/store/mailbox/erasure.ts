@@ -39,7 +39,7 @@ const statements = perConnection((db: Database) => ({
  * never had, or a folder holding nothing, succeeds having removed nothing.
  * `now` is unused: deleted rows keep no instant.
  */
-export function erasePass(db: Database, accountId: string, alias: string, limit: number, now: number): ErasePass {
+export function erasePass(db: Database, accountId: string, alias: string, limit: number, _now: number): ErasePass {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new Error('an erasure pass needs a limit of one message or more');
   const s = statements(db);
   const apply = db.transaction((): ErasePass => {

@@ -38,7 +38,7 @@ export function rewindAssessment(db: Database, accountId: string, alias?: string
  * whose progress was discarded. `now` is unused: nothing records when (the
  * checkpoint row is gone, and the next advance sets its instant).
  */
-export function rewind(db: Database, accountId: string, alias: string | null | undefined, now: number): RewindResult {
+export function rewind(db: Database, accountId: string, alias: string | null | undefined, _now: number): RewindResult {
   const folder = folderOf(alias);
   const s = statements(db);
   const apply = db.transaction((): RewindResult => {

@@ -69,7 +69,7 @@ t.test('cursor: round trip; filters bound; anything else invalid', async (t) => 
     'equivalent filters share a fingerprint',
   );
   const forge = (text: string) => Buffer.from(text).toString('base64url');
-  for (const bad of [cursor + 'A', cursor.slice(1), forge(`1.1.2.${fp}`), forge(`2.1.2.${fp}.AAAAAAAA`), forge('junk'), 'a+b/', '']) {
+  for (const bad of [`${cursor}A`, cursor.slice(1), forge(`1.1.2.${fp}`), forge(`2.1.2.${fp}.AAAAAAAA`), forge('junk'), 'a+b/', '']) {
     t.throws(() => decodeCursor(bad, fp), { code: 'E_CURSOR_INVALID' }, JSON.stringify(bad));
   }
 });

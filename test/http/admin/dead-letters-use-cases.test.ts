@@ -31,9 +31,16 @@ t.test('dead-letter use cases ask again', async (t) => {
   let found: string | null = null;
   const queryPool = {
     id: 'mail-query',
-    ask: async (msg: { type: string }) => (asked.push({ to: 'mail-query', msg }), (msg.type === 'mail-query.job' ? { account: found } : { jobs: [], next: null }) as never),
+    ask: async (msg: { type: string }) => {
+      asked.push({ to: 'mail-query', msg });
+      return (msg.type === 'mail-query.job' ? { account: found } : { jobs: [], next: null }) as never;
+    },
   };
-  const actor = (id: string) => ({ id, ask: async (msg: { type: string }) => (asked.push({ to: id, msg }), { outcome: 'Accepted' } as never) });
+  const actor = (id: string) => ({ id, ask: async (msg: { type: string }) => {
+      asked.push({ to: id, msg });
+      return { outcome: 'Accepted' } as never;
+    },
+  });
   const cursors = createCursors(randomBytes(32));
   const deps = { config, queryPool, actor, cursors } as never;
   const reader = holding('service.admin.read');

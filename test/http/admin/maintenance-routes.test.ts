@@ -161,8 +161,13 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
         if (!pending) {
           pending = true;
           operator('/mailbox/rederivation?account=olga').then(
-            (a) => ((run = a.json().run), (pending = false)),
-            () => (pending = false),
+            (a) => {
+              run = a.json().run;
+              pending = false;
+            },
+            () => {
+              pending = false;
+            },
           );
         }
         return run !== null && !run.isOutstanding;

@@ -40,8 +40,16 @@ t.test('maintenance and audit use cases ask again', async (t) => {
   });
   const asked: unknown[] = [];
   let actorAnswer: () => unknown = () => ({});
-  const actor = (id: string) => ({ id, ask: async (msg: unknown) => (asked.push(msg), actorAnswer()) as never });
-  const queryPool = { id: 'mail-query', ask: async (msg: unknown) => (asked.push(msg), { entries: [], omittedCount: 0, next: null }) as never };
+  const actor = (id: string) => ({ id, ask: async (msg: unknown) => {
+      asked.push(msg);
+      return actorAnswer() as never;
+    },
+  });
+  const queryPool = { id: 'mail-query', ask: async (msg: unknown) => {
+      asked.push(msg);
+      return { entries: [], omittedCount: 0, next: null } as never;
+    },
+  };
   const logs = captureLog();
   const cursors = createCursors(randomBytes(32));
   const deps = { config, actor, queryPool, cursors, log: logs.log };

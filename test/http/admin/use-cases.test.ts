@@ -24,7 +24,12 @@ t.test('use cases ask again', async (t) => {
     env: {},
   });
   const asked: unknown[] = [];
-  const deps = { config, actor: (id: string) => ({ id, ask: async (msg: unknown) => (asked.push(msg), { stored: true }) as never }) };
+  const deps = { config, actor: (id: string) => ({ id, ask: async (msg: unknown) => {
+      asked.push(msg);
+      return { stored: true } as never;
+    },
+  }),
+  };
   const reader: Principal = { kind: 'caller', identity: 'reader', permissions: new Set(['service.admin.read']) };
   const writer: Principal = { kind: 'caller', identity: 'writer', permissions: new Set(['service.admin.credentials.write']) };
 

@@ -187,7 +187,11 @@ t.test('the ring held in memory: parsed once per change of the file, not per lin
     clock,
     env: {},
     setting: 'DataEncryption:KeyRing',
-    files: { stat: (p) => stat(p, { bigint: true }), readFile: (p) => ((reads += 1), readFile(p, 'utf8')) },
+    files: { stat: (p) => stat(p, { bigint: true }), readFile: (p) => {
+        reads += 1;
+        return readFile(p, 'utf8');
+      },
+    },
   });
   const links = createLinkKeyRing({ DataEncryption: { KeyRing: `file:${path}` } }, { secrets });
   t.equal(await createLinkKeyRing({ DataEncryption: {} }).fresh(), null, 'no ring configured');

@@ -186,7 +186,7 @@ t.test('jti required and well formed; nbf and iat sane; unknown crit refused', a
     .setProtectedHeader({ alg: 'ES256', typ: TYP, crit: ['urn:example:ext'], 'urn:example:ext': 1 })
     .sign(p256.privateKey, { crit: { 'urn:example:ext': true } });
   t.match(await judge(crit, now), { kind: 'refused', cause: 'malformed' }, 'a validly signed assertion with an extension we do not understand');
-  for (const garbage of ['', 'not-a-jwt', 'a.b.c', unsigned({ alg: 'ES256', typ: TYP }, {}).slice(0, -1) + 'x.y']) {
+  for (const garbage of ['', 'not-a-jwt', 'a.b.c', `${unsigned({ alg: 'ES256', typ: TYP }, {}).slice(0, -1)}x.y`]) {
     t.match(await judge(garbage, now), { kind: 'refused', cause: 'malformed' }, JSON.stringify(garbage));
   }
   t.equal(claims.filter(([id]) => id === 'short').length, 0);

@@ -20,7 +20,8 @@ export function fakeLimiterClock(start = 1_000_000): FakeLimiterClock {
   return {
     now: () => now,
     schedule(run, delayMs) {
-      const id = (seq += 1);
+      seq += 1;
+      const id = seq;
       timers.set(id, { at: now + Math.max(0, delayMs), run });
       return () => {
         timers.delete(id);

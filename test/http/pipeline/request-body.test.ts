@@ -76,7 +76,7 @@ async function writeChunked(socket: import('node:net').Socket, total: number, en
     if (socket.destroyed) return;
     socket.write(`${chunk.length.toString(16)}\r\n`);
     socket.write(chunk);
-    if (!socket.write('\r\n')) await new Promise((resolve) => (socket.once('drain', resolve), socket.once('close', resolve)));
+    if (!socket.write('\r\n')) await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
   }
   if (end && !socket.destroyed) socket.write('0\r\n\r\n');
 }
