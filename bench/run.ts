@@ -36,7 +36,9 @@ if (unknown.length > 0) {
 }
 
 const machine = provenance(clockTicks(), processAccounting().tool);
-process.stdout.write(`commit ${machine.commit}${machine.dirty ? ' (uncommitted changes)' : ''}; ${machine.cpu} x${machine.cores}, ${machine.memoryGiB} GiB; Node ${machine.node}; load ${machine.loadAverageAtStart.join(' ')}\n`);
+process.stdout.write(
+  `commit ${machine.commit}${machine.dirty ? ' (uncommitted changes)' : ''}; ${machine.cpu} x${machine.cores}, ${machine.memoryGiB} GiB; Node ${machine.node}; load ${machine.loadAverageAtStart.join(' ')}\n`,
+);
 const results: Record<string, Row[]> = {};
 for (const scenario of scenarios.filter((s) => wanted.length === 0 || wanted.includes(s.name))) {
   process.stdout.write(`\n## ${scenario.name}: ${scenario.description}\n\n`);
@@ -48,5 +50,8 @@ const dir = new URL('../../bench/results/', import.meta.url.includes('/dist/') ?
 mkdirSync(dir, { recursive: true });
 const file = new URL(`${new Date().toISOString().replace(/[:.]/g, '-')}.json`, dir);
 const loadAverageAtEnd = loadavg().map((l) => Math.round(l * 100) / 100);
-writeFileSync(file, `${JSON.stringify({ ranAt: new Date().toISOString(), commit: machine.commit, dirty: machine.dirty, machine: { ...machine, loadAverageAtEnd }, results }, null, 2)}\n`);
+writeFileSync(
+  file,
+  `${JSON.stringify({ ranAt: new Date().toISOString(), commit: machine.commit, dirty: machine.dirty, machine: { ...machine, loadAverageAtEnd }, results }, null, 2)}\n`,
+);
 process.stdout.write(`\nwrote ${file.pathname}\n`);

@@ -40,7 +40,17 @@ function message(uid: number): FetchedMessage {
   );
   const parsed = parsedOf(uid, { subject: words(6), body, attachment: 'report.pdf' });
   const passages = [0, 1, 2, 3].map((i) => body.slice(i * 1500, (i + 1) * 1500));
-  return { uid, flags: ['\\Seen'], keywords: [], modseq: BigInt(uid), internalDate: uid, size: raw.length, state: 'stored', raw, parsed: withParse ? { ...parsed, passages } : null };
+  return {
+    uid,
+    flags: ['\\Seen'],
+    keywords: [],
+    modseq: BigInt(uid),
+    internalDate: uid,
+    size: raw.length,
+    state: 'stored',
+    raw,
+    parsed: withParse ? { ...parsed, passages } : null,
+  };
 }
 
 t.test('storeBatch throughput', async (t) => {

@@ -73,7 +73,7 @@ function storeBatches(db: Database, mode: Mode): void {
     storeBatch.immediate();
     record(`batch-200x20k ${mode}`, performance.now() - started);
   }
-  const flag = db.prepare("UPDATE messages SET flags = ?, updated_at = ? WHERE id = ?");
+  const flag = db.prepare('UPDATE messages SET flags = ?, updated_at = ? WHERE id = ?');
   for (let i = 0; i < batches * 10; i += 1) {
     const started = performance.now();
     run(flag, [i % 2 === 0 ? '["\\\\Seen"]' : '[]', Date.now(), 1 + (i % uid)]);
@@ -104,5 +104,7 @@ for (const [name, histogram] of [...histograms].sort(([a], [b]) => a.localeCompa
   const perCommit = scenario.startsWith('batch') ? batchSize : 1;
   const rate = (perCommit / (median / 1e6)).toFixed(0);
   const mb = scenario.startsWith('batch') ? ((perCommit * mimeBytes) / (1024 * 1024) / (median / 1e6)).toFixed(1) : '-';
-  console.log(`${scenario.padEnd(15)} ${mode.padEnd(7)} ${String(histogram.count).padEnd(4)} ${ms(median).padStart(9)}  ${ms(histogram.percentile(95)).padStart(7)}  ${rate.padStart(15)}  ${mb.padStart(13)}`);
+  console.log(
+    `${scenario.padEnd(15)} ${mode.padEnd(7)} ${String(histogram.count).padEnd(4)} ${ms(median).padStart(9)}  ${ms(histogram.percentile(95)).padStart(7)}  ${rate.padStart(15)}  ${mb.padStart(13)}`,
+  );
 }

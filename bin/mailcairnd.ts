@@ -24,17 +24,13 @@ function fail(err: unknown): never {
 
 const prog = sade('mailcairnd').version(version).option('-c, --config', 'Configuration file (default $MAILCAIRN_CONFIG, else ./mailcairn.json)');
 
-prog
-  .command('run', 'Run the service (the default command)', { default: true })
-  .action(async (opts: Opts) => {
-    await runDaemon(opts.config ? { configFile: opts.config } : {});
-  });
+prog.command('run', 'Run the service (the default command)', { default: true }).action(async (opts: Opts) => {
+  await runDaemon(opts.config ? { configFile: opts.config } : {});
+});
 
-prog
-  .command('check-config', 'Validate the configuration, print the resolved posture and startup warnings; non-zero on a refusal')
-  .action((opts: Opts) => {
-    process.exitCode = runCheckConfig({ ...(opts.config ? { file: opts.config } : {}), out: (line) => process.stdout.write(`${line}\n`) });
-  });
+prog.command('check-config', 'Validate the configuration, print the resolved posture and startup warnings; non-zero on a refusal').action((opts: Opts) => {
+  process.exitCode = runCheckConfig({ ...(opts.config ? { file: opts.config } : {}), out: (line) => process.stdout.write(`${line}\n`) });
+});
 
 prog
   .command('keyring new', 'Create a key ring file with one fresh active key (mode 0600)')
@@ -50,15 +46,13 @@ prog
     }
   });
 
-prog
-  .command('keyring rotate <file>', 'Add a new active key to a key ring file; older keys stay to unseal what they sealed')
-  .action((file: string) => {
-    try {
-      const result = keyringRotate(file);
-      process.stderr.write(`mailcairnd: key ${result.activeKeyId} is now active in ${result.path}\n`);
-    } catch (err) {
-      fail(err);
-    }
-  });
+prog.command('keyring rotate <file>', 'Add a new active key to a key ring file; older keys stay to unseal what they sealed').action((file: string) => {
+  try {
+    const result = keyringRotate(file);
+    process.stderr.write(`mailcairnd: key ${result.activeKeyId} is now active in ${result.path}\n`);
+  } catch (err) {
+    fail(err);
+  }
+});
 
 prog.parse(process.argv);

@@ -61,7 +61,18 @@ function codeOf(err: unknown): string {
   return err instanceof Error ? err.name : 'error';
 }
 
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'ETIMEDOUT', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'ETIMEDOUT',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 const LOST = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNABORTED']);
 
 export function unreachable(endpoint: string, code: string): CliFailure {
@@ -98,7 +109,8 @@ export function networkFailure(err: unknown, endpoint: string, interrupted: bool
   if (code === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'AbortError') return notInTime(endpoint);
   if (UNTRUSTED_CODES.has(code)) return untrusted(endpoint, code);
   if (UNREACHABLE.has(code)) return unreachable(endpoint, code);
-  if (code.startsWith('HPE_') || code === 'UND_ERR_INFO' || (err instanceof Error && err.name === 'HTTPParserError')) return notIdentified(endpoint, 'it does not speak HTTP');
+  if (code.startsWith('HPE_') || code === 'UND_ERR_INFO' || (err instanceof Error && err.name === 'HTTPParserError'))
+    return notIdentified(endpoint, 'it does not speak HTTP');
   if (code.startsWith('ERR_SSL_') || code === 'EPROTO') return notIdentified(endpoint, 'no TLS was served there');
   if (LOST.has(code)) return new CliFailure(`The connection to ${endpoint} was lost before it answered (${code}).`);
   return new CliFailure(`The request to ${endpoint} failed (${code}).`);
@@ -162,7 +174,11 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       case 413:
         return new CliFailure(`The deployment refused the request: ${problem.detail ?? `status ${answer.status}, with no reason given`}`, EXIT.failed, refused);
       case 401:
-        return new CliFailure(`The deployment refused the credential of this profile (it is unknown there, expired or revoked); ${again}.`, EXIT.failed, refused);
+        return new CliFailure(
+          `The deployment refused the credential of this profile (it is unknown there, expired or revoked); ${again}.`,
+          EXIT.failed,
+          refused,
+        );
       case 403: {
         const permission = problem.permission ?? 'named in its answer';
         return new CliFailure(

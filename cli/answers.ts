@@ -28,7 +28,14 @@ export const SynchronizationAnswer = z.looseObject({
           lastSeenUid: Count.nullable(),
           progressAdvancedAt: Instant.nullable(),
           lastRun: z
-            .looseObject({ outcome: z.string(), endedAt: Instant, storedEmailCount: Count, oversizedEmailCount: Count, unreadableEmailCount: Count, hasMoreEmails: z.boolean() })
+            .looseObject({
+              outcome: z.string(),
+              endedAt: Instant,
+              storedEmailCount: Count,
+              oversizedEmailCount: Count,
+              unreadableEmailCount: Count,
+              hasMoreEmails: z.boolean(),
+            })
             .nullable(),
         }),
       ),

@@ -25,7 +25,10 @@ const CURVES = { prime256v1: 'ES256', secp384r1: 'ES384', secp521r1: 'ES512' } a
 
 export function requireKeyPath(path: string | undefined): string {
   if (path === undefined || path === '') throw usage('--mode keypair needs --private-key <absolute path of the PEM private key>.');
-  if (!isAbsolute(path)) throw usage('Name the private key by its absolute path (--private-key): the profile stores the path, and a relative one would change meaning with the directory.');
+  if (!isAbsolute(path))
+    throw usage(
+      'Name the private key by its absolute path (--private-key): the profile stores the path, and a relative one would change meaning with the directory.',
+    );
   return path;
 }
 

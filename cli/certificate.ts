@@ -49,7 +49,13 @@ export function probeCertificate(endpoint: string, timeoutMs: number): Promise<P
   const url = new URL(endpoint);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   return new Promise((resolve, reject) => {
-    const socket: TLSSocket = connect({ host, port: Number(url.port || 443), servername: serverName(url.hostname), rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] });
+    const socket: TLSSocket = connect({
+      host,
+      port: Number(url.port || 443),
+      servername: serverName(url.hostname),
+      rejectUnauthorized: false,
+      ALPNProtocols: ['http/1.1'],
+    });
     const timer = setTimeout(() => socket.destroy(Object.assign(new Error('timeout'), { name: 'TimeoutError' })), timeoutMs);
     socket.once('secureConnect', () => {
       clearTimeout(timer);

@@ -11,7 +11,9 @@ export async function confirm(io: Terminal, question: string, options: { yes: bo
   if (options.yes) return;
   const flag = options.flag ?? '--yes';
   if (!isTerminal(io.stdin)) {
-    throw new CliFailure(`Refused: this needs a confirmation, standard input is not a terminal, and piped input never answers one; pass ${flag} to agree. Nothing was changed.`);
+    throw new CliFailure(
+      `Refused: this needs a confirmation, standard input is not a terminal, and piped input never answers one; pass ${flag} to agree. Nothing was changed.`,
+    );
   }
   if (!(await askYesNo(io, question))) throw new CliFailure('Not confirmed; nothing was changed.');
 }

@@ -115,7 +115,8 @@ function sealingKey(dir: string, create: boolean): Buffer {
     writeFileSync(path, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
     if (posix) chmodSync(path, 0o600);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new CliFailure(`The key file ${path} cannot be written (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+      throw new CliFailure(`The key file ${path} cannot be written (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
   }
   return read()!;
 }
@@ -137,7 +138,9 @@ export function seal(dir: string, secret: string, binding: SealBinding): string 
 
 export function unseal(dir: string, sealed: string, binding: SealBinding): string {
   const parts = sealed.split('.');
-  const refused = new CliFailure(`The stored credential of profile ${binding.profile} cannot be opened (the key file beside it changed, or the entry was edited); log in again.`);
+  const refused = new CliFailure(
+    `The stored credential of profile ${binding.profile} cannot be opened (the key file beside it changed, or the entry was edited); log in again.`,
+  );
   if (parts.length !== 4 || parts[0] !== 'v1') throw refused;
   const [iv, body, tag] = parts.slice(1).map((p) => Buffer.from(p, 'base64url')) as [Buffer, Buffer, Buffer];
   // GCM would accept a shortened tag: only the full 16 bytes authenticate.

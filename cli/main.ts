@@ -65,25 +65,27 @@ export async function main(io: MainIo): Promise<number> {
     return EXIT.failed;
   };
   let exitCode: number = EXIT.ok;
-  const run: Run = (command) => async (...args) => {
-    const options = args.at(-1) as Options;
-    const positionals = args.slice(0, -1) as (string | undefined)[];
-    let ctx: Context | undefined;
-    try {
-      if (options._.length > 0) throw usage(`Unexpected argument ${options._[0]}; see mailcairn --help.`);
-      ctx = {
-        env: io.env,
-        dir: configDir(io.env),
-        out: createOutput(parseFormat(optionalText(options, 'output')), io, io.env),
-        io: { stdin: io.stdin, stderr: io.stderr },
-        clientVersion,
-        endpointOption: optionalText(options, 'endpoint'),
-      };
-      await command(ctx, options, positionals);
-    } catch (err) {
-      exitCode = report(err, ctx);
-    }
-  };
+  const run: Run =
+    (command) =>
+    async (...args) => {
+      const options = args.at(-1) as Options;
+      const positionals = args.slice(0, -1) as (string | undefined)[];
+      let ctx: Context | undefined;
+      try {
+        if (options._.length > 0) throw usage(`Unexpected argument ${options._[0]}; see mailcairn --help.`);
+        ctx = {
+          env: io.env,
+          dir: configDir(io.env),
+          out: createOutput(parseFormat(optionalText(options, 'output')), io, io.env),
+          io: { stdin: io.stdin, stderr: io.stderr },
+          clientVersion,
+          endpointOption: optionalText(options, 'endpoint'),
+        };
+        await command(ctx, options, positionals);
+      } catch (err) {
+        exitCode = report(err, ctx);
+      }
+    };
 
   const program = sade('mailcairn')
     .version(clientVersion)

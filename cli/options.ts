@@ -38,7 +38,19 @@ export function optionalInteger(options: Options, name: string, min: number, max
 
 /** The value options of every command, read as strings (sade's parser would turn digits into numbers). */
 export const STRING_OPTIONS = [
-  'endpoint', 'output', 'name', 'mode', 'private-key', 'client-id', 'redirect-uri', 'issuer',
-  'account', 'folder', 'type', 'page-size', 'cursor', 'job',
+  'endpoint',
+  'output',
+  'name',
+  'mode',
+  'private-key',
+  'client-id',
+  'redirect-uri',
+  'issuer',
+  'account',
+  'folder',
+  'type',
+  'page-size',
+  'cursor',
+  'job',
 ] as const;
 export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate'] as const;

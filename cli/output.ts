@@ -40,7 +40,10 @@ export function colourOn(stream: Writable, env: NodeJS.ProcessEnv): boolean {
   return stream.isTTY === true && env.NO_COLOR === undefined && env.TERM !== 'dumb';
 }
 
-const paint = (on: boolean, code: string) => (text: string): string => (on ? `\u001b[${code}m${text}\u001b[0m` : text);
+const paint =
+  (on: boolean, code: string) =>
+  (text: string): string =>
+    on ? `\u001b[${code}m${text}\u001b[0m` : text;
 
 export function createOutput(format: OutputFormat, streams: Streams, env: NodeJS.ProcessEnv): Output {
   const outColour = colourOn(streams.stdout, env);
@@ -63,7 +66,11 @@ export function createOutput(format: OutputFormat, streams: Streams, env: NodeJS
     error: (text) => err(`${red('mailcairn:')} ${text}`),
     table(header, rows) {
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-      const render = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+      const render = (cells: readonly string[]): string =>
+        cells
+          .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+          .join('  ')
+          .trimEnd();
       return [bold(render(header)), ...rows.map(render)].join('\n');
     },
     pairs(rows) {

@@ -41,7 +41,8 @@ export function parseEndpoint(text: string): string | null {
 
 export function requireEndpoint(text: string, source: string): string {
   const endpoint = parseEndpoint(text);
-  if (endpoint === null) throw usage(`${source} is not an endpoint address: write it as https://host[:port] (http:// for clear text), without user information, query or fragment.`);
+  if (endpoint === null)
+    throw usage(`${source} is not an endpoint address: write it as https://host[:port] (http:// for clear text), without user information, query or fragment.`);
   return endpoint;
 }
 

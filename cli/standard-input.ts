@@ -29,7 +29,9 @@ async function readPiped(stdin: Input, what: string): Promise<string> {
     if (size > MAX_SECRET_BYTES) throw new CliFailure(`Standard input holds more than one ${what}; send exactly one, on one line.`);
     chunks.push(buffer);
   }
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 function readHidden(io: Terminal, prompt: string): Promise<string> {

@@ -35,7 +35,10 @@ export function judgeAgreement(client: string, deployment: string, endpoint: str
   const theirs = parse(deployment);
   const versions = `${endpoint} runs ${deployment} and this client is ${client}`;
   if (ours === null || theirs === null) {
-    return { kind: 'unchecked', message: `The version agreement with ${endpoint} is unchecked: ${ours === null ? "this client's" : "the deployment's"} version cannot be read (${versions}).` };
+    return {
+      kind: 'unchecked',
+      message: `The version agreement with ${endpoint} is unchecked: ${ours === null ? "this client's" : "the deployment's"} version cannot be read (${versions}).`,
+    };
   }
   if (ours.line !== theirs.line) {
     return {
@@ -44,7 +47,10 @@ export function judgeAgreement(client: string, deployment: string, endpoint: str
     };
   }
   if (ours.build === null || theirs.build === null) {
-    return { kind: 'unchecked', message: `The version agreement with ${endpoint} is unchecked: ${ours.build === null ? 'this client' : 'the deployment'} is an unstamped build (${versions}).` };
+    return {
+      kind: 'unchecked',
+      message: `The version agreement with ${endpoint} is unchecked: ${ours.build === null ? 'this client' : 'the deployment'} is an unstamped build (${versions}).`,
+    };
   }
   if (ours.release !== theirs.release || ours.build !== theirs.build) {
     return { kind: 'other-build', message: `${versions}: not the same build and problems may occur.` };

@@ -117,7 +117,9 @@ export function renderConfigurationDocs(): string {
       if (mark !== undefined) row.meaning = `**Not served yet** (${notServedNote(mark, row.path)}). ${row.meaning}`;
     }
     parts.push('| Setting | Type | Default | Range | Meaning |\n|---|---|---|---|---|');
-    parts.push(`${keys.map((row) => `| \`${row.path}\` | ${cell(row.type)} | ${cell(row.default)} | ${cell(row.range)} | ${cell(row.meaning)} |`).join('\n')}\n`);
+    parts.push(
+      `${keys.map((row) => `| \`${row.path}\` | ${cell(row.type)} | ${cell(row.default)} | ${cell(row.range)} | ${cell(row.meaning)} |`).join('\n')}\n`,
+    );
   }
   return parts.join('\n');
 }

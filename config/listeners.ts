@@ -51,9 +51,7 @@ function redirectListener(
 ): Listener[] {
   const settings = written ?? redirect(defaultPort).parse({});
   if (!settings.Enabled) return [];
-  return [
-    { surface, role: 'redirect', section: `${surface}:Https:Redirect`, bindAddress: settings.BindAddress, port: settings.Port, profiles: [] },
-  ];
+  return [{ surface, role: 'redirect', section: `${surface}:Https:Redirect`, bindAddress: settings.BindAddress, port: settings.Port, profiles: [] }];
 }
 
 function routes(surface: ListenerSurface, bindAddress: string, port: number): Listener {

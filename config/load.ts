@@ -45,7 +45,11 @@ export function validateConfig(raw: unknown): Validation {
   const tree = { ...raw };
   if (Object.hasOwn(tree, 'Kestrel')) {
     const beside = ['McpEndpoint', 'AdminEndpoint', 'HealthEndpoints'].filter(
-      (section) => isPlainObject(tree[section]) && isPlainObject(tree[section].Https) && Array.isArray(tree[section].Https.Endpoints) && tree[section].Https.Endpoints.length > 0,
+      (section) =>
+        isPlainObject(tree[section]) &&
+        isPlainObject(tree[section].Https) &&
+        Array.isArray(tree[section].Https.Endpoints) &&
+        tree[section].Https.Endpoints.length > 0,
     );
     problems.push(
       problem(

@@ -51,7 +51,8 @@ function methods(entry: CredentialEntry, now: number): string {
   for (const block of ['ApiKey', 'PublicKey'] as const) {
     const key = entry[block];
     if (key === undefined) continue;
-    const life = key.Lifetime === Number.POSITIVE_INFINITY ? 'no limit' : `${key.Lifetime <= now ? 'expired' : 'until'} ${new Date(key.Lifetime).toISOString()}`;
+    const life =
+      key.Lifetime === Number.POSITIVE_INFINITY ? 'no limit' : `${key.Lifetime <= now ? 'expired' : 'until'} ${new Date(key.Lifetime).toISOString()}`;
     parts.push(`${block} ${key.Name} (${scheme(key.SecretReference)}, ${life})`);
   }
   if (entry.OAuth !== undefined) {

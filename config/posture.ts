@@ -31,7 +31,8 @@ function endpointWarnings(config: Config): Warning[] {
         warnings.push({
           code: 'mcp-dns-rebinding',
           setting: 'McpEndpoint:Cors:AllowedOrigins',
-          message: 'no credential is required and every origin is served: a web page can reach the endpoint by DNS rebinding; list the origins or require a credential',
+          message:
+            'no credential is required and every origin is served: a web page can reach the endpoint by DNS rebinding; list the origins or require a credential',
         });
       }
     }

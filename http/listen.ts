@@ -21,7 +21,12 @@ export function listen(server: Server, section: string, bindAddress: string, por
   server.headersTimeout = KEEP_ALIVE_MS + 1_000;
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
-      const why = err.code === 'EADDRINUSE' ? 'is already in use by another process' : err.code === 'EACCES' ? 'may not be bound by this user' : `could not be bound (${err.code ?? 'unknown'})`;
+      const why =
+        err.code === 'EADDRINUSE'
+          ? 'is already in use by another process'
+          : err.code === 'EACCES'
+            ? 'may not be bound by this user'
+            : `could not be bound (${err.code ?? 'unknown'})`;
       reject(new AppError('E_CONFIG_INVALID', { message: `${section}: ${bindAddress}:${port} ${why}` }));
     };
     server.once('error', onError);

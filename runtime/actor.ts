@@ -90,9 +90,7 @@ export type ActorDefinition<Config, Msg, State> = {
 // biome-ignore lint/suspicious/noExplicitAny: a definition of any actor; each is checked against its own types where it is written
 export type AnyActorDefinition = ActorDefinition<any, any, any>;
 
-export function defineActor<Config, Msg, State>(
-  definition: ActorDefinition<Config, Msg, State>,
-): ActorDefinition<Config, Msg, State> {
+export function defineActor<Config, Msg, State>(definition: ActorDefinition<Config, Msg, State>): ActorDefinition<Config, Msg, State> {
   return Object.freeze(definition);
 }
 

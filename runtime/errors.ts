@@ -75,7 +75,12 @@ export const Codes = {
   E_TOOL_INVALID_INPUT: { status: 400, retryable: false, public: 51001, msg: 'The tool input is invalid' },
   E_TOOL_RESULT_LIMIT: { status: 400, retryable: false, public: 51003, msg: 'At most 50 ranked results may be requested' },
   E_CURSOR_INVALID: { status: 400, retryable: false, public: 52001, msg: 'The cursor is not one this service issued; start again without it' },
-  E_CURSOR_FILTERS_CHANGED: { status: 400, retryable: false, public: 52002, msg: 'The cursor belongs to other filters or another direction; only pageSize may change between pages' },
+  E_CURSOR_FILTERS_CHANGED: {
+    status: 400,
+    retryable: false,
+    public: 52002,
+    msg: 'The cursor belongs to other filters or another direction; only pageSize may change between pages',
+  },
   E_NOT_FOUND: { status: 404, retryable: false, public: 53001, msg: 'No such account, folder or email is available to this caller' },
   E_INTERNAL: { status: 500, retryable: false, public: 54001, msg: 'Something went wrong; the reason is in the server log' },
   E_CONTENT_DAMAGED: { status: 500, retryable: false, public: 55001, msg: 'The stored content of this email is missing or damaged' },

@@ -43,9 +43,7 @@ export type LoggerOptions = {
 };
 
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const pretty =
-    options.destination === undefined &&
-    (options.format === 'Pretty' || (options.format !== 'Json' && process.stdout.isTTY === true));
+  const pretty = options.destination === undefined && (options.format === 'Pretty' || (options.format !== 'Json' && process.stdout.isTTY === true));
   const common = {
     level: options.level ?? 'info',
     base: options.base ?? { pid: process.pid },

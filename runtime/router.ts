@@ -84,10 +84,7 @@ export class Router {
       }, deadlineMs);
       timer.unref();
       this.pending.set(id, { actor: to, resolve, reject, timer });
-      route.host.post(
-        { kind: 'ask', id, to, msg, deadline: Date.now() + deadlineMs, ...(options.meta ? { meta: options.meta } : {}) },
-        options.transfer,
-      );
+      route.host.post({ kind: 'ask', id, to, msg, deadline: Date.now() + deadlineMs, ...(options.meta ? { meta: options.meta } : {}) }, options.transfer);
     });
   }
 

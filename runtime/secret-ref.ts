@@ -45,7 +45,6 @@ export function parseSecretRef(ref: string): ParsedSecretRef | null {
   return null;
 }
 
-
 function unreadable(scheme: SecretScheme | 'unknown', setting: string | undefined, why: string): AppError {
   const where = setting === undefined ? 'a secret reference' : `the secret reference of ${setting}`;
   return new AppError('E_CONFIG_SECRET_UNREADABLE', {

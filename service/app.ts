@@ -84,7 +84,10 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     try {
       const result = migrate(db);
       log.info({ event: 'store.migrated', version: result.version, applied: result.applied }, 'store.migrated');
-      const accounts = reconcileAccounts(db, config.Accounts.map((a) => a.Id));
+      const accounts = reconcileAccounts(
+        db,
+        config.Accounts.map((a) => a.Id),
+      );
       if (accounts.withdrawn.length > 0) log.info({ event: 'store.accounts-withdrawn', count: accounts.withdrawn.length }, 'store.accounts-withdrawn');
       cursorKey = deploymentSecret(db, 'cursor-signing');
     } finally {

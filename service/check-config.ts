@@ -20,7 +20,10 @@ export function runCheckConfig(options: { file?: string; env?: NodeJS.ProcessEnv
   const fileLine = !source.explicit && !existsSync(source.file) ? `${source.file} (absent: defaults apply)` : source.file;
   let posture;
   try {
-    ({ posture } = loadStartupConfig({ ...(options.file === undefined ? {} : { file: options.file }), ...(options.env === undefined ? {} : { env: options.env }) }));
+    ({ posture } = loadStartupConfig({
+      ...(options.file === undefined ? {} : { file: options.file }),
+      ...(options.env === undefined ? {} : { env: options.env }),
+    }));
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== 'E_CONFIG_INVALID') throw err;
     out(`Configuration file: ${fileLine}`);

@@ -102,7 +102,11 @@ function parseWith(ctx: ActorContext, state: State) {
     for (let i = 0; i < raws.length; i += PARSE_CHUNK) chunks.push(raws.slice(i, i + PARSE_CHUNK));
     const answers = await Promise.all(
       chunks.map((chunk) =>
-        ctx.ask(state.config.parserId, { type: 'mime-parse.parse-batch', account: state.config.account, raws: sharedCopies(chunk) }, { reply: ParseBatchReply, deadlineMs: 120_000 }),
+        ctx.ask(
+          state.config.parserId,
+          { type: 'mime-parse.parse-batch', account: state.config.account, raws: sharedCopies(chunk) },
+          { reply: ParseBatchReply, deadlineMs: 120_000 },
+        ),
       ),
     );
     return answers.flat();
@@ -154,8 +158,21 @@ export default defineActor({
   init(config, ctx) {
     const db = openSlice(config.store, { checkpoints: 'background' });
     closeInterruptedRuns(db, config.account, Date.now());
-    withdrawUnconfigured(db, config.account, config.folders.map((f) => f.alias));
-    const state: State = { db, config, tokens: new AccessTokens(db, config), client: null, watching: false, active: null, consecutiveFailures: 0, carriage: newCarriage() };
+    withdrawUnconfigured(
+      db,
+      config.account,
+      config.folders.map((f) => f.alias),
+    );
+    const state: State = {
+      db,
+      config,
+      tokens: new AccessTokens(db, config),
+      client: null,
+      watching: false,
+      active: null,
+      consecutiveFailures: 0,
+      carriage: newCarriage(),
+    };
     ctx.defer(() => {
       state.client?.close();
       db.close();
@@ -191,7 +208,9 @@ export default defineActor({
         return runStep(state, ctx);
       case 'imap-sync.record-repairs': {
         const now = Date.now();
-        const recorded = msg.repairs.filter((r) => recordRepairRequest(state.db, { messageId: r.messageId, accountId: state.config.account, reason: r.reason, now })).length;
+        const recorded = msg.repairs.filter((r) =>
+          recordRepairRequest(state.db, { messageId: r.messageId, accountId: state.config.account, reason: r.reason, now }),
+        ).length;
         return { recorded };
       }
       case 'imap-sync.store-refresh-token': {

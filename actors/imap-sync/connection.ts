@@ -57,11 +57,31 @@ export async function openSession(config: ImapSyncConfig, credentials: Credentia
 
 /** Node's socket, stream and DNS failures, which imapflow passes through with their own code. */
 const socketCodes = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL',
-  'ERR_SOCKET_CLOSED', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_WRITE_AFTER_END',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+  'ERR_SOCKET_CLOSED',
+  'ERR_STREAM_DESTROYED',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'ERR_STREAM_WRITE_AFTER_END',
 ]);
 
-const tlsCodes = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED']);
+const tlsCodes = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+]);
 
 /**
  * Every code imapflow sets (its `ImapFlowErrorCode`; `ParserError<n>` are
@@ -146,7 +166,8 @@ export function classifyImapFailure(err: unknown): AppError {
   if (kind === 'unresponsive') return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: code } });
   if (kind === 'protocol') return new AppError('E_IMAP_PROTOCOL', { details: { cause: code } });
   // A server NO/BAD to a command we sent (imapflow sets no code on these): the server is there, the answer is not usable.
-  if (kind === null && (e.responseStatus === 'NO' || e.responseStatus === 'BAD')) return new AppError('E_IMAP_PROTOCOL', { details: { cause: String(e.responseStatus) } });
+  if (kind === null && (e.responseStatus === 'NO' || e.responseStatus === 'BAD'))
+    return new AppError('E_IMAP_PROTOCOL', { details: { cause: String(e.responseStatus) } });
   if (kind === null && e.responseStatus === 'BYE') return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'BYE' } });
   throw err;
 }

@@ -9,9 +9,7 @@
  */
 export type RemoteFolder = { path: string; specialUse: string | null; flags: readonly string[] };
 
-export type AliasResolution =
-  | { alias: string; outcome: 'ok'; path: string }
-  | { alias: string; outcome: 'no-such-folder' | 'ambiguous-folder'; path: null };
+export type AliasResolution = { alias: string; outcome: 'ok'; path: string } | { alias: string; outcome: 'no-such-folder' | 'ambiguous-folder'; path: null };
 
 const specialUseOf: Readonly<Record<string, string>> = {
   sent: '\\Sent',

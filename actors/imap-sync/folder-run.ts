@@ -213,7 +213,11 @@ export class FolderRun {
     const condstore = client.enabled.has('CONDSTORE') && since !== null;
     const known = localFlags(db, binding.id, this.uidValidity);
     const changes: Array<{ uid: number; flags: string[]; keywords: string[]; modseq: bigint | null }> = [];
-    for await (const msg of client.fetch(`1:${lastUid}`, { uid: true, flags: true, ...(condstore ? { modseq: true } : {}) }, { uid: true, ...(condstore ? { changedSince: since } : {}) })) {
+    for await (const msg of client.fetch(
+      `1:${lastUid}`,
+      { uid: true, flags: true, ...(condstore ? { modseq: true } : {}) },
+      { uid: true, ...(condstore ? { changedSince: since } : {}) },
+    )) {
       const split = splitFlags(msg.flags);
       const local = known.get(msg.uid);
       if (local && !sameFlags(split, local)) changes.push({ uid: msg.uid, ...split, modseq: msg.modseq ?? null });
@@ -228,7 +232,11 @@ export class FolderRun {
   private async listNew(lastUid: number): Promise<void> {
     const found: Pending[] = [];
     const modseq = this.deps.client.enabled.has('CONDSTORE');
-    for await (const msg of this.deps.client.fetch(`${lastUid + 1}:*`, { uid: true, flags: true, size: true, internalDate: true, ...(modseq ? { modseq: true } : {}) }, { uid: true })) {
+    for await (const msg of this.deps.client.fetch(
+      `${lastUid + 1}:*`,
+      { uid: true, flags: true, size: true, internalDate: true, ...(modseq ? { modseq: true } : {}) },
+      { uid: true },
+    )) {
       // `N:*` also answers the highest message when N is above it: keep only what is new.
       if (msg.uid <= lastUid) continue;
       const date = msg.internalDate instanceof Date ? msg.internalDate.getTime() : typeof msg.internalDate === 'string' ? Date.parse(msg.internalDate) : null;

@@ -17,10 +17,23 @@ import type { ImapSyncConfig, SyncMessage } from './protocol.ts';
 import { decideJob, requestRun, type Carriage } from './rederivation-carriage.ts';
 
 type MaintenanceState = { db: Database; config: ImapSyncConfig; carriage: Carriage };
-type MaintenanceType = 'imap-sync.rewind' | 'imap-sync.rewind-assessment' | 'imap-sync.erase-pass' | 'imap-sync.rederive' | 'imap-sync.rederivation' | 'imap-sync.job-decision';
+type MaintenanceType =
+  | 'imap-sync.rewind'
+  | 'imap-sync.rewind-assessment'
+  | 'imap-sync.erase-pass'
+  | 'imap-sync.rederive'
+  | 'imap-sync.rederivation'
+  | 'imap-sync.job-decision';
 type Maintenance = Extract<SyncMessage, { type: MaintenanceType }>;
 
-const MAINTENANCE: readonly string[] = ['imap-sync.rewind', 'imap-sync.rewind-assessment', 'imap-sync.erase-pass', 'imap-sync.rederive', 'imap-sync.rederivation', 'imap-sync.job-decision'] satisfies MaintenanceType[];
+const MAINTENANCE: readonly string[] = [
+  'imap-sync.rewind',
+  'imap-sync.rewind-assessment',
+  'imap-sync.erase-pass',
+  'imap-sync.rederive',
+  'imap-sync.rederivation',
+  'imap-sync.job-decision',
+] satisfies MaintenanceType[];
 
 export function isMaintenance(msg: { type: string }): msg is Maintenance {
   return MAINTENANCE.includes(msg.type);

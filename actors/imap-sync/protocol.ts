@@ -22,9 +22,7 @@ export const ImapSyncConfig = z.strictObject({
     passwordRef: z.string().optional(),
     /** Secret reference to a PEM authority trusted for this server, read at each connection. */
     trustedCertificateRef: z.string().optional(),
-    oauth: z
-      .strictObject({ tokenEndpoint: z.string(), clientId: z.string(), clientSecretRef: z.string().optional(), scopes: z.array(z.string()) })
-      .optional(),
+    oauth: z.strictObject({ tokenEndpoint: z.string(), clientId: z.string(), clientSecretRef: z.string().optional(), scopes: z.array(z.string()) }).optional(),
   }),
   folders: z.array(z.strictObject({ alias: z.string(), path: z.string().nullable() })).min(1),
   store: StoreSlice,
@@ -58,7 +56,10 @@ export const SyncMessage = z.discriminatedUnion('type', [
   /** From the query path (55001): content found missing or damaged; answered once the requests are durable. */
   z.strictObject({
     type: z.literal('imap-sync.record-repairs'),
-    repairs: z.array(z.strictObject({ messageId: z.number().int().positive(), reason: z.enum(['missing', 'damaged']) })).min(1).max(100),
+    repairs: z
+      .array(z.strictObject({ messageId: z.number().int().positive(), reason: z.enum(['missing', 'damaged']) }))
+      .min(1)
+      .max(100),
   }),
   /**
    * From the dead-letter routes: return a dead-lettered job of this account to the queue (its run

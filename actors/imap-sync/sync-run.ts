@@ -104,7 +104,12 @@ export class SyncRun {
     const listed = await client.list();
     const remote = listed.map((f) => ({ path: f.path, specialUse: f.specialUse ?? null, flags: [...(f.flags ?? [])] }));
     const resolutions = resolveAliases(config.folders, remote);
-    const bindings = syncBindings(db, config.account, resolutions.map((r) => ({ alias: r.alias, path: r.path })), this.deps.now());
+    const bindings = syncBindings(
+      db,
+      config.account,
+      resolutions.map((r) => ({ alias: r.alias, path: r.path })),
+      this.deps.now(),
+    );
     this.folders = resolutions.map((resolution) => ({
       resolution,
       binding: bindings.find((b) => b.alias === resolution.alias)!,
@@ -182,7 +187,10 @@ export class SyncRun {
     if (run && run.unreadable > 0) {
       // The folder's count by class (each message had its own line): a parser regression shows as parser-failed:<class>.
       const level = Object.keys(run.unreadableCounts).some((c) => !(c === 'empty' || c === 'no-header')) ? 'warn' : 'info';
-      this.deps.log[level]({ event: 'sync.folder-unreadable', folder: slot.resolution.alias, unreadable: run.unreadable, byClass: run.unreadableCounts }, 'sync.folder-unreadable');
+      this.deps.log[level](
+        { event: 'sync.folder-unreadable', folder: slot.resolution.alias, unreadable: run.unreadable, byClass: run.unreadableCounts },
+        'sync.folder-unreadable',
+      );
     }
     recordFolderRun(this.deps.db, this.runId, slot.binding.id, {
       startedAt: slot.startedAt,

@@ -30,7 +30,12 @@ export function noteUnreadable(log: Logger, counts: UnreadableCounts, reply: Par
   const unreadable = unreadableClass(reply);
   counts[unreadable] = (counts[unreadable] ?? 0) + 1;
   const failed = reply && !reply.ok && reply.reason === 'parser-failed';
-  const fields = { event: 'sync.unreadable', ...where, reason: reply && !reply.ok ? reply.reason : 'no-reply', errorClass: failed ? (reply.errorClass ?? 'unknown') : null };
+  const fields = {
+    event: 'sync.unreadable',
+    ...where,
+    reason: reply && !reply.ok ? reply.reason : 'no-reply',
+    errorClass: failed ? (reply.errorClass ?? 'unknown') : null,
+  };
   if (failed || !reply) log.warn(fields, 'sync.unreadable');
   else log.info(fields, 'sync.unreadable');
 }

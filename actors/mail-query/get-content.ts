@@ -61,7 +61,8 @@ export function getContent(db: Database, request: GetContentRequest): GetContent
   const { input, scope, bodyCharacterBudget } = request;
   const bindings = visibleBindings(resolveTargets(db, scope));
   const repairs: RepairNeeded[] = [];
-  const read = (id: number, storedEmailId: string) => entry(db, id, storedEmailId, bindings, { offset: input.bodyOffset ?? 0, budget: bodyCharacterBudget }, repairs);
+  const read = (id: number, storedEmailId: string) =>
+    entry(db, id, storedEmailId, bindings, { offset: input.bodyOffset ?? 0, budget: bodyCharacterBudget }, repairs);
 
   if (input.threadId !== undefined) {
     const members = threadMembers(db, input.threadId, [...bindings.keys()]);
@@ -144,7 +145,8 @@ export function cutBody(full: string, offset: number, budget: number): EmailBody
   let end = start + budget;
   if (end >= full.length) return { text: full.slice(start), totalCharacters: full.length };
   if (isHighSurrogate(full.charCodeAt(end - 1))) end -= 1;
-  if (end <= start) end = start + 2; // a budget of one character and a pair: send the pair
+  if (end <= start)
+    end = start + 2; // a budget of one character and a pair: send the pair
   else if (!/\s/u.test(full[end]!) && !/\s/u.test(full[end - 1]!)) {
     const window = Math.min(WORD_BACKOFF, Math.floor(budget / 4));
     for (let i = end - 1; i > end - window && i > start; i -= 1) {
@@ -176,6 +178,8 @@ function threadMembers(db: Database, threadId: string, bindingIds: number[]): nu
     members.push(row);
   }
   // Undated mail first, as SQLite orders NULL.
-  members.sort((a, b) => (a.internal_date === b.internal_date ? a.id - b.id : a.internal_date === null ? -1 : b.internal_date === null ? 1 : a.internal_date - b.internal_date));
+  members.sort((a, b) =>
+    a.internal_date === b.internal_date ? a.id - b.id : a.internal_date === null ? -1 : b.internal_date === null ? 1 : a.internal_date - b.internal_date,
+  );
   return members.map((m) => m.id);
 }

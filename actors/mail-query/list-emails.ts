@@ -93,7 +93,12 @@ function readSegment(db: Database, r: Range, segment: 'dated' | 'undated', after
 }
 
 /** The SQL of one segment read (exported for the query-plan test). */
-export function segmentQuery(r: Omit<Range, 'after' | 'limit'>, segment: 'dated' | 'undated', after: Position | null, limit: number): { sql: string; params: SqlValue[] } {
+export function segmentQuery(
+  r: Omit<Range, 'after' | 'limit'>,
+  segment: 'dated' | 'undated',
+  after: Position | null,
+  limit: number,
+): { sql: string; params: SqlValue[] } {
   const order = r.direction === 'newestFirst' ? 'DESC' : 'ASC';
   const beyond = r.direction === 'newestFirst' ? '<' : '>';
   const where = ['m.account_id = ?', 'm.state = ?', `m.binding_id IN (${placeholders(r.bindingIds.length)})`];

@@ -34,7 +34,10 @@ const Uid = z.number().int().nonnegative().nullable();
 export const MutationAuditEntry = z.strictObject({
   id: z.number().int().positive().describe('The entry, stable and never reused'),
   mutation: MutationKind.describe('The change'),
-  storedEmailId: z.string().nullable().describe('The local email the change was made to (its `storedEmailId`, kept after the email is erased); null when none was stored'),
+  storedEmailId: z
+    .string()
+    .nullable()
+    .describe('The local email the change was made to (its `storedEmailId`, kept after the email is erased); null when none was stored'),
   sourceFolderPath: z.string().nullable().describe('The remote folder path the message was in'),
   targetFolderPath: z.string().nullable().describe('The remote folder path it went to (`relocate`, `copy`); null otherwise'),
   uidValidity: Uid.describe('UIDVALIDITY of the source folder'),

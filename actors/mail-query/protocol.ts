@@ -29,7 +29,18 @@ export const MAIL_QUERY_TASK = moduleUrl('./task.ts', import.meta.url);
 export { StoredEmailId, decodeStoredEmailId, encodeStoredEmailId } from './stored-email-id.ts';
 export { AttachmentReply, AttachmentRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
 export { MUTATION_KINDS, MutationAuditEntry, MutationAuditReply, MutationAuditRequest, MutationKind } from './mutation-audit-messages.ts';
-export { DeadLetter, DeadLettersReply, DeadLettersRequest, JOB_TYPES, JobLookupReply, JobLookupRequest, JobType, jobIdOf, jobRowOf, JOB_ID_PATTERN } from './dead-letter-messages.ts';
+export {
+  DeadLetter,
+  DeadLettersReply,
+  DeadLettersRequest,
+  JOB_TYPES,
+  JobLookupReply,
+  JobLookupRequest,
+  JobType,
+  jobIdOf,
+  jobRowOf,
+  JOB_ID_PATTERN,
+} from './dead-letter-messages.ts';
 
 /** Ranked results `search_emails` may be asked for (spec: at most 50; more is 51003, not a smaller window). */
 export const MAX_SEARCH_RESULTS = 50;

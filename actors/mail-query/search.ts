@@ -54,7 +54,11 @@ export function searchEmails(db: Database, scope: QueryScope, input: SearchEmail
 
   const query = rankingQuery(narrowedByAddress(expression, input), [...bindings.keys()], filterClauses(input), input.resultLimit);
   const rows = many<SummaryRow>(prepared(db, query.sql), query.params);
-  const excerpts = snippetsOf(db, expression, rows.map((row) => row.id));
+  const excerpts = snippetsOf(
+    db,
+    expression,
+    rows.map((row) => row.id),
+  );
   return answer(
     rows.map((row, i) => {
       const snippets = excerpts.get(row.id) ?? [];

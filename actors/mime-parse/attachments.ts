@@ -22,7 +22,12 @@ const MAX_FILENAME_CHARS = 500;
 
 export function filenameOf(part: Part): string | null {
   const raw = part.dispositionParams.filename ?? part.params.name ?? '';
-  const name = raw.replace(/\ufffd+$/, '').replace(/[\x00-\x1f\x7f]/g, ' ').replace(/\s+/g, ' ').trim().slice(0, MAX_FILENAME_CHARS);
+  const name = raw
+    .replace(/\ufffd+$/, '')
+    .replace(/[\x00-\x1f\x7f]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, MAX_FILENAME_CHARS);
   return name || null;
 }
 

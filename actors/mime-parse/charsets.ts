@@ -57,7 +57,10 @@ function sniff(bytes: Buffer): string {
 /** Canonical charset name of a declared value, or null when absent. */
 export function charsetName(declared: string | null | undefined): string | null {
   if (!declared) return null;
-  const trimmed = declared.trim().replace(/^charset=/i, '').replace(/^["']|["']$/g, '');
+  const trimmed = declared
+    .trim()
+    .replace(/^charset=/i, '')
+    .replace(/^["']|["']$/g, '');
   return trimmed ? libmime.normalizeCharset(trimmed).toUpperCase() : null;
 }
 

@@ -11,10 +11,41 @@
 
 const MONTHS = 'janfebmaraprmayjunjulaugsepoctnovdec';
 const ZONES: Record<string, number> = {
-  ut: 0, utc: 0, gmt: 0, z: 0, wet: 0, bst: 60, cet: 60, met: 60, cest: 120, mest: 120, eet: 120, eest: 180, msk: 180,
-  est: -300, edt: -240, cst: -360, cdt: -300, mst: -420, mdt: -360, pst: -480, pdt: -420, akst: -540, akdt: -480, hst: -600,
-  jst: 540, kst: 540, hkt: 480, sgt: 480, aest: 600, aedt: 660,
-  eastern: -300, central: -360, mountain: -420, pacific: -480, greenwich: 0,
+  ut: 0,
+  utc: 0,
+  gmt: 0,
+  z: 0,
+  wet: 0,
+  bst: 60,
+  cet: 60,
+  met: 60,
+  cest: 120,
+  mest: 120,
+  eet: 120,
+  eest: 180,
+  msk: 180,
+  est: -300,
+  edt: -240,
+  cst: -360,
+  cdt: -300,
+  mst: -420,
+  mdt: -360,
+  pst: -480,
+  pdt: -420,
+  akst: -540,
+  akdt: -480,
+  hst: -600,
+  jst: 540,
+  kst: 540,
+  hkt: 480,
+  sgt: 480,
+  aest: 600,
+  aedt: 660,
+  eastern: -300,
+  central: -360,
+  mountain: -420,
+  pacific: -480,
+  greenwich: 0,
 };
 const RFC = /(\d{1,2})[\s-]*([a-z]{3})[a-z]*\.?[\s-]*(\d{2,4})\s+(\d{1,2}):(\d{1,2})(?::(\d{1,2}))?\s*([+-]\s*[+-]?\d{3,4}|[a-z]+(?:\s+[a-z]+)*)?/i;
 const MAX_MS = Date.UTC(2200, 0, 1);
@@ -53,7 +84,11 @@ function rfcDate(text: string): number {
 /** Epoch ms of a Date header, or null when absent, unreadable or outside 1970–2199. */
 export function sentAt(value: string | null): number | null {
   if (!value) return null;
-  const text = value.replace(/\([^)]*\)/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200);
+  const text = value
+    .replace(/\([^)]*\)/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 200);
   let ms = rfcDate(text);
   if (Number.isNaN(ms)) ms = Date.parse(text);
   if (Number.isNaN(ms)) return null;

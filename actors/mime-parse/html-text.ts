@@ -19,8 +19,30 @@ const DROPPED = new Set(['head', 'title', 'script', 'style', 'template', 'xml'])
 const PARAGRAPH = new Set(['p', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'blockquote', 'table', 'ul', 'ol', 'dl', 'pre', 'hr']);
 /** Elements that end a line (`br` too; two of them end a paragraph). */
 const LINE = new Set([
-  'div', 'tr', 'li', 'dt', 'dd', 'section', 'article', 'header', 'footer', 'nav', 'aside', 'main',
-  'address', 'center', 'form', 'fieldset', 'figure', 'figcaption', 'caption', 'details', 'summary', 'option', 'body', 'html',
+  'div',
+  'tr',
+  'li',
+  'dt',
+  'dd',
+  'section',
+  'article',
+  'header',
+  'footer',
+  'nav',
+  'aside',
+  'main',
+  'address',
+  'center',
+  'form',
+  'fieldset',
+  'figure',
+  'figcaption',
+  'caption',
+  'details',
+  'summary',
+  'option',
+  'body',
+  'html',
 ]);
 /** Cells: a space keeps the words of neighbouring cells apart. */
 const CELL = new Set(['td', 'th']);

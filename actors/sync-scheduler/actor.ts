@@ -51,8 +51,20 @@ export default defineActor({
     ctx.defer(() => {
       db.close();
     });
-    const policy = { maxConcurrent: config.maxConcurrent, intervalMs: config.intervalMs, backoffInitialMs: config.backoffInitialMs, backoffMaxMs: config.backoffMaxMs, jitter: 0.2 };
-    const state: State = { db, config, schedule: new Schedule(config.accounts, policy, mathRandom, Date.now(), config.enabled), timer: null, bootAt: Date.now() };
+    const policy = {
+      maxConcurrent: config.maxConcurrent,
+      intervalMs: config.intervalMs,
+      backoffInitialMs: config.backoffInitialMs,
+      backoffMaxMs: config.backoffMaxMs,
+      jitter: 0.2,
+    };
+    const state: State = {
+      db,
+      config,
+      schedule: new Schedule(config.accounts, policy, mathRandom, Date.now(), config.enabled),
+      timer: null,
+      bootAt: Date.now(),
+    };
     if (config.enabled) ctx.schedule({ type: 'sync-scheduler.tick' }, 0);
     return state;
   },

@@ -26,7 +26,13 @@ export class Schedule {
     this.policy = policy;
     this.random = random;
     for (const account of accounts) {
-      this.accounts.set(account, { account, phase: enabled ? 'waiting' : 'not-started', nextDueAt: enabled ? now : null, consecutiveFailures: 0, readyAt: now });
+      this.accounts.set(account, {
+        account,
+        phase: enabled ? 'waiting' : 'not-started',
+        nextDueAt: enabled ? now : null,
+        consecutiveFailures: 0,
+        readyAt: now,
+      });
     }
   }
 

@@ -104,8 +104,16 @@ export async function buildNotmuchProbe(dir: string): Promise<{ probe: string } 
 }
 
 /** Per-query milliseconds inside one process, after `warmup` unmeasured runs; `returned` is what the last run read. */
-export async function probeNotmuch(probe: string, config: string, query: string, o: { limit: number; warmup: number; iterations: number }): Promise<{ samples: number[]; returned: number }> {
+export async function probeNotmuch(
+  probe: string,
+  config: string,
+  query: string,
+  o: { limit: number; warmup: number; iterations: number },
+): Promise<{ samples: number[]; returned: number }> {
   const { stdout } = await runCommand(probe, [config, String(o.limit), String(o.warmup), String(o.iterations), query]);
-  const lines = stdout.trim().split('\n').map((l) => l.split(' '));
+  const lines = stdout
+    .trim()
+    .split('\n')
+    .map((l) => l.split(' '));
   return { samples: lines.map((l) => Number(l[0])), returned: Number(lines[lines.length - 1]?.[1] ?? 0) };
 }

@@ -187,7 +187,14 @@ export function spawnTimed(command: string, args: string[], o: { env?: NodeJS.Pr
       if (code !== 0) return reject(new Error(`${command} ${args.join(' ')} exited ${code} (${text}): ${err.slice(0, 500)}`));
       if (!Number.isFinite(user) || !Number.isFinite(sys) || !Number.isFinite(maxKiB)) return reject(new Error(`${how.tool} reported ${JSON.stringify(text)}`));
       const unitMs = how.tool === 'wait4 wrapper' ? 1 / 1000 : 1000;
-      resolve({ wallMs, userMs: user! * unitMs, sysMs: sys! * unitMs, cpuMs: (user! + sys!) * unitMs, peakRssMiB: maxKiB! / 1024, stdout: Buffer.concat(out).toString('utf8') });
+      resolve({
+        wallMs,
+        userMs: user! * unitMs,
+        sysMs: sys! * unitMs,
+        cpuMs: (user! + sys!) * unitMs,
+        peakRssMiB: maxKiB! / 1024,
+        stdout: Buffer.concat(out).toString('utf8'),
+      });
     });
   });
   const targetPid = async (): Promise<number> => {

@@ -103,7 +103,13 @@ async function startDaemon(dir: string, method: Method, authentication: unknown[
       Storage: { Database: join(dir, 'mailcairn.db') },
       MailSynchronization: { Enabled: false },
       // No mail server: the account points at a closed port and is never synchronized.
-      Accounts: [{ Id: 'bench', Imap: { Host: '127.0.0.1', Port: await reservePort(), Security: 'None', Username: 'nobody', Password: `file:${join(dir, 'pw')}` }, Folders: [{ Alias: 'inbox' }] }],
+      Accounts: [
+        {
+          Id: 'bench',
+          Imap: { Host: '127.0.0.1', Port: await reservePort(), Security: 'None', Username: 'nobody', Password: `file:${join(dir, 'pw')}` },
+          Folders: [{ Alias: 'inbox' }],
+        },
+      ],
     }),
   );
   const profileDir = process.env.BENCH_CPU_PROF;
@@ -192,7 +198,10 @@ async function sample(subject: Subject, timed: boolean): Promise<void> {
 }
 
 function answers(statuses: Map<number, number>): string {
-  return [...statuses].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`).join(' ');
+  return [...statuses]
+    .sort(([a], [b]) => a - b)
+    .map(([status, n]) => `${status}×${n}`)
+    .join(' ');
 }
 
 export const authOverhead: Scenario = {
@@ -226,10 +235,16 @@ export const authOverhead: Scenario = {
 
       const methods: Array<{ method: Method; authentication: unknown[]; bearer: () => Promise<string | null> }> = [
         { method: 'none', authentication: [], bearer: async () => null },
-        { method: 'API key', authentication: [{ ApiKey: { Name: 'agent', SecretReference: `file:${join(dir, 'agent.key')}`, Lifetime: 'NoLimit' } }], bearer: async () => apiKey },
+        {
+          method: 'API key',
+          authentication: [{ ApiKey: { Name: 'agent', SecretReference: `file:${join(dir, 'agent.key')}`, Lifetime: 'NoLimit' } }],
+          bearer: async () => apiKey,
+        },
         {
           method: 'API key ×20',
-          authentication: manyKeys.map((_, i) => ({ ApiKey: { Name: `agent-${i + 1}`, SecretReference: `file:${join(dir, `agent-${i + 1}.key`)}`, Lifetime: 'NoLimit' } })),
+          authentication: manyKeys.map((_, i) => ({
+            ApiKey: { Name: `agent-${i + 1}`, SecretReference: `file:${join(dir, `agent-${i + 1}.key`)}`, Lifetime: 'NoLimit' },
+          })),
           bearer: async () => manyKeys[manyKeys.length - 1]!,
         },
         {
@@ -246,7 +261,15 @@ export const authOverhead: Scenario = {
         },
         {
           method: 'OAuth',
-          authentication: [{ OAuth: { Resource: RESOURCE, RequiredScopes: [SCOPE], AuthorizationServers: [{ Name: 'harness', Issuer: provider.issuer, AuthorizedSubjects: [SUBJECT] }] } }],
+          authentication: [
+            {
+              OAuth: {
+                Resource: RESOURCE,
+                RequiredScopes: [SCOPE],
+                AuthorizationServers: [{ Name: 'harness', Issuer: provider.issuer, AuthorizedSubjects: [SUBJECT] }],
+              },
+            },
+          ],
           bearer: async () => token,
         },
       ];

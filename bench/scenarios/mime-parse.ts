@@ -175,7 +175,18 @@ function timeHtml(bodies: string[], reduce: (html: string) => string, label: str
   }
   const s = summarize(samples, wall);
   const mb = bodies.reduce((sum, b) => sum + b.length, 0) / 1e6;
-  return { set: 'html bodies (real)', parser: label, threads: 1, messages: bodies.length, MB: round(mb), 'msg/s': s.perSecond, 'MB/s': round(mb / (wall / 1000)), 'p50 µs': s.p50Us, 'p99 µs': s.p99Us, 'µs/msg/core': round((wall / bodies.length) * 1000, 0) };
+  return {
+    set: 'html bodies (real)',
+    parser: label,
+    threads: 1,
+    messages: bodies.length,
+    MB: round(mb),
+    'msg/s': s.perSecond,
+    'MB/s': round(mb / (wall / 1000)),
+    'p50 µs': s.p50Us,
+    'p99 µs': s.p99Us,
+    'µs/msg/core': round((wall / bodies.length) * 1000, 0),
+  };
 }
 
 type Convert = (html: string, options: object) => string;
@@ -186,7 +197,13 @@ async function loadConvert(): Promise<Convert> {
   return ((await import(name)) as { convert: Convert }).convert;
 }
 
-const htmlToTextOptions = { wordwrap: false as const, selectors: [{ selector: 'a', options: { ignoreHref: true } }, { selector: 'img', format: 'skip' }] };
+const htmlToTextOptions = {
+  wordwrap: false as const,
+  selectors: [
+    { selector: 'a', options: { ignoreHref: true } },
+    { selector: 'img', format: 'skip' },
+  ],
+};
 
 export const mimeParse: Scenario = {
   name: 'mime-parse',

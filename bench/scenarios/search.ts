@@ -126,7 +126,13 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
       Storage: { Database: database },
       // One run mirrors the folder; no further run disturbs the measurements.
       MailSynchronization: { Interval: '1.00:00:00' },
-      Accounts: [{ Id: ACCOUNT, Imap: { Host: '127.0.0.1', Port: imapPort, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` }, Folders: [{ Alias: FOLDER }] }],
+      Accounts: [
+        {
+          Id: ACCOUNT,
+          Imap: { Host: '127.0.0.1', Port: imapPort, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` },
+          Folders: [{ Alias: FOLDER }],
+        },
+      ],
     }),
   );
   const logFile = join(dir, 'mailcairnd.log');
@@ -231,11 +237,27 @@ async function chooseShapes(database: string, env: NodeJS.ProcessEnv, total: num
     // Rare: in 3-10 messages, then 1-2 (in generated mail these are numbers: invoices, orders).
     const rare = await agree(db, env, 'rare word', [...terms(3, 10, /^[a-z0-9]{4,}$/), ...terms(1, 2, /^[a-z0-9]{4,}$/)].map(word));
     // Phrase: two adjacent words of a subject topic, each of 4+ letters.
-    const bigrams = [...new Set(SUBJECT_TOPICS.flatMap((topic) => {
-      const ws = topic.toLowerCase().split(/[^a-z]+/).filter((w) => w !== '');
-      return ws.slice(1).map((w, i) => [ws[i]!, w]).filter(([a, b]) => a!.length >= 4 && b!.length >= 4).map(([a, b]) => `${a} ${b}`);
-    }))];
-    const phrase = await agree(db, env, 'phrase', bigrams.map((p) => ({ queryText: `"${p}"`, notmuch: [`"${p}"`] })));
+    const bigrams = [
+      ...new Set(
+        SUBJECT_TOPICS.flatMap((topic) => {
+          const ws = topic
+            .toLowerCase()
+            .split(/[^a-z]+/)
+            .filter((w) => w !== '');
+          return ws
+            .slice(1)
+            .map((w, i) => [ws[i]!, w])
+            .filter(([a, b]) => a!.length >= 4 && b!.length >= 4)
+            .map(([a, b]) => `${a} ${b}`);
+        }),
+      ),
+    ];
+    const phrase = await agree(
+      db,
+      env,
+      'phrase',
+      bigrams.map((p) => ({ queryText: `"${p}"`, notmuch: [`"${p}"`] })),
+    );
 
     // Sender: the most frequent From addresses.
     const senders = db
@@ -248,11 +270,20 @@ async function chooseShapes(database: string, env: NodeJS.ProcessEnv, total: num
       db,
       env,
       `common word + sender`,
-      senders.map((s) => ({ queryText: common.queryText, notmuch: [common.notmuch], filters: { senderAddress: s.address }, notmuchFilter: `from:${s.address}` })),
+      senders.map((s) => ({
+        queryText: common.queryText,
+        notmuch: [common.notmuch],
+        filters: { senderAddress: s.address },
+        notmuchFilter: `from:${s.address}`,
+      })),
     );
 
     // Date range: ~10% of the mailbox around its middle, bounds halfway between two messages (whole seconds).
-    const dates = (db.prepare("SELECT internal_date AS d FROM messages WHERE state = 'stored' AND internal_date IS NOT NULL ORDER BY internal_date").all() as Array<{ d: number }>).map((r) => r.d);
+    const dates = (
+      db.prepare("SELECT internal_date AS d FROM messages WHERE state = 'stored' AND internal_date IS NOT NULL ORDER BY internal_date").all() as Array<{
+        d: number;
+      }>
+    ).map((r) => r.d);
     const bound = (i: number): number => Math.floor((dates[i - 1]! + dates[i]!) / 2 / 1000) * 1000;
     const ranges = [0.45, 0.3, 0.6].map((at) => {
       const lo = bound(Math.max(1, Math.floor(dates.length * at)));
@@ -451,7 +482,9 @@ export const search: Scenario = {
       globalThis.gc?.();
 
       // The search phase starts here: the daemon's high-water mark is reset.
-      const loadAtStart = loadavg().map((l) => round(l, 1)).join(' ');
+      const loadAtStart = loadavg()
+        .map((l) => round(l, 1))
+        .join(' ');
       const peakReset = resetPeak(d.pid);
       const before = readStats(d.pid);
 
@@ -462,7 +495,9 @@ export const search: Scenario = {
       // (in process and notmuch need no daemon); the daemon's last log lines go to stderr.
       const mcpFailed = async (err: unknown): Promise<string> => {
         const state = d.state();
-        log(`MCP call failed: ${(err as Error).message}${(err as Error).cause ? ` (${String((err as Error).cause)})` : ''}; mailcairnd ${state}; its log ends:\n${d.logTail(30)}`);
+        log(
+          `MCP call failed: ${(err as Error).message}${(err as Error).cause ? ` (${String((err as Error).cause)})` : ''}; mailcairnd ${state}; its log ends:\n${d.logTail(30)}`,
+        );
         await client?.close().catch(() => undefined);
         client = state === 'running' ? await connectClient(d.port, 'bench-search').catch(() => null) : null;
         return `MCP failed: ${(err as Error).message}; mailcairnd ${state}`;
@@ -470,7 +505,13 @@ export const search: Scenario = {
 
       // The CLI's fixed cost: a spawn of `true`, and notmuch answering a query that matches nothing.
       const spawnOnly = p(await sample(cliIterations, 3, async () => void (await runCommand('true', []))));
-      const noop = p(await sample(cliIterations, 3, async () => void (await runNotmuch(['search', '--output=messages', `--limit=${RESULTS}`, 'id:no-such-message@bench.invalid'], env))));
+      const noop = p(
+        await sample(
+          cliIterations,
+          3,
+          async () => void (await runNotmuch(['search', '--output=messages', `--limit=${RESULTS}`, 'id:no-such-message@bench.invalid'], env)),
+        ),
+      );
       const built = await buildNotmuchProbe(dir);
       if (built.probe === null) log(`no libnotmuch probe (${built.reason}): notmuch is measured through its CLI only`);
 
@@ -493,7 +534,10 @@ export const search: Scenario = {
             mcpFailure = await mcpFailed(err);
           }
           const nmArgs = ['search', '--output=messages', `--limit=${RESULTS}`, shape.notmuch];
-          const nmOut = (await runNotmuch(nmArgs, env)).stdout.trim().split('\n').filter((l) => l !== '');
+          const nmOut = (await runNotmuch(nmArgs, env)).stdout
+            .trim()
+            .split('\n')
+            .filter((l) => l !== '');
           // In rounds, each side in turn, so a burst of load elsewhere on the machine falls on every side alike.
           const samples = { inProc: [] as number[], mcp: [] as number[], nm: [] as number[], nmSummary: [] as number[], nmInProc: [] as number[] };
           const per = Math.ceil(iterations / ROUNDS);
@@ -578,7 +622,9 @@ export const search: Scenario = {
 
       // The daemon is still running: one reading at the end is exact (CPU and VmHWM only grow).
       const usage = readStats(d.pid) ?? { cpuMs: NaN, peakRssMiB: NaN };
-      const load = loadavg().map((l) => round(l, 1)).join(' ');
+      const load = loadavg()
+        .map((l) => round(l, 1))
+        .join(' ');
       rows.push(
         row({
           measure: 'mailcairnd search phase',

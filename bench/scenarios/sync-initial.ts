@@ -80,7 +80,11 @@ function medianSide(sides: Side[]): Side {
 }
 
 function sum(...sides: Side[]): Side {
-  return { wallMs: sides.reduce((n, s) => n + s.wallMs, 0), cpuMs: sides.reduce((n, s) => n + s.cpuMs, 0), peakRssMiB: Math.max(...sides.map((s) => s.peakRssMiB)) };
+  return {
+    wallMs: sides.reduce((n, s) => n + s.wallMs, 0),
+    cpuMs: sides.reduce((n, s) => n + s.cpuMs, 0),
+    peakRssMiB: Math.max(...sides.map((s) => s.peakRssMiB)),
+  };
 }
 
 /** Run both sides in the repetition's order (even: Mailcairn first); returns the order as "MP" or "PM". */
@@ -102,7 +106,8 @@ const list = (values: number[]): string => values.map((v) => s(v)).join(' / ');
 
 export const syncInitial: Scenario = {
   name: 'sync-initial',
-  description: 'mirror a Dovecot mailbox: Mailcairn vs fetch-and-discard, mbsync, mbsync + notmuch; then incremental runs (one-shot processes, and the running service)',
+  description:
+    'mirror a Dovecot mailbox: Mailcairn vs fetch-and-discard, mbsync, mbsync + notmuch; then incremental runs (one-shot processes, and the running service)',
   async run() {
     const repeat = Math.max(1, Number(process.env.BENCH_REPEAT ?? '3'));
     const initialRepeat = Math.max(1, Number(process.env.BENCH_INITIAL_REPEAT ?? '2'));
@@ -136,7 +141,14 @@ export const syncInitial: Scenario = {
       });
 
       // 1. Initial mirror, each repetition on fresh state for both sides; the last repetition's state carries on.
-      const initial = { ours: [] as Side[], visible: [] as number[], ceiling: [] as Side[], mbsync: [] as Side[], notmuch: [] as Side[], order: [] as string[] };
+      const initial = {
+        ours: [] as Side[],
+        visible: [] as number[],
+        ceiling: [] as Side[],
+        mbsync: [] as Side[],
+        notmuch: [] as Side[],
+        order: [] as string[],
+      };
       let state: { daemon: ReturnType<typeof daemonConfig>; mbsyncDir: string; rc: string } | null = null;
       for (let i = 0; i < initialRepeat; i++) {
         const repDir = join(dir, `initial-${i}`);
@@ -165,9 +177,36 @@ export const syncInitial: Scenario = {
       const ours0 = medianSide(initial.ours);
       const oursNote = `Mailcairn spawn → exit ${list(initial.ours.map((x) => x.wallMs))} s (stopped once mirrored), mirrored and visible at ${list(initial.visible)} s`;
       const order0 = initial.order.join(' ');
-      rows.push(row('initial mirror', order0, ours0, 'mbsync (bare copy)', medianSide(initial.mbsync), `${oursNote}; mbsync ${list(initial.mbsync.map((x) => x.wallMs))} s`));
-      rows.push(row('initial mirror', order0, ours0, 'mbsync + notmuch new', medianSide(initial.mbsync.map((m, i) => sum(m, initial.notmuch[i]!))), `notmuch new ${list(initial.notmuch.map((x) => x.wallMs))} s`));
-      rows.push(row('initial mirror', order0, ours0, 'imapflow fetch+discard (ceiling)', medianSide(initial.ceiling), 'ceiling in the bench process: its CPU over the fetch, no peak of its own'));
+      rows.push(
+        row(
+          'initial mirror',
+          order0,
+          ours0,
+          'mbsync (bare copy)',
+          medianSide(initial.mbsync),
+          `${oursNote}; mbsync ${list(initial.mbsync.map((x) => x.wallMs))} s`,
+        ),
+      );
+      rows.push(
+        row(
+          'initial mirror',
+          order0,
+          ours0,
+          'mbsync + notmuch new',
+          medianSide(initial.mbsync.map((m, i) => sum(m, initial.notmuch[i]!))),
+          `notmuch new ${list(initial.notmuch.map((x) => x.wallMs))} s`,
+        ),
+      );
+      rows.push(
+        row(
+          'initial mirror',
+          order0,
+          ours0,
+          'imapflow fetch+discard (ceiling)',
+          medianSide(initial.ceiling),
+          'ceiling in the bench process: its CPU over the fetch, no peak of its own',
+        ),
+      );
 
       // 2. Incremental, one-shot processes on both sides.
       const { daemon, mbsyncDir, rc } = state!;
@@ -194,7 +233,16 @@ export const syncInitial: Scenario = {
             ),
           );
         }
-        rows.push(row(`${name}, one-shot processes (median)`, order.join(' '), medianSide(ours), 'mbsync', medianSide(theirs), `Mailcairn spawn → exit ${list(ours.map((x) => x.wallMs))} s, visible at ${list(visibleAt)} s (CPU by then ${list(cpuByVisible)} s); mbsync ${list(theirs.map((x) => x.wallMs))} s`));
+        rows.push(
+          row(
+            `${name}, one-shot processes (median)`,
+            order.join(' '),
+            medianSide(ours),
+            'mbsync',
+            medianSide(theirs),
+            `Mailcairn spawn → exit ${list(ours.map((x) => x.wallMs))} s, visible at ${list(visibleAt)} s (CPU by then ${list(cpuByVisible)} s); mbsync ${list(theirs.map((x) => x.wallMs))} s`,
+          ),
+        );
         return { ours, mbsync: theirs };
       };
       const admin = mailAdmin(dovecot);

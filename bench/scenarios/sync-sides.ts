@@ -98,7 +98,13 @@ export function daemonConfig(dir: string, dovecot: Dovecot): DaemonConfig {
       Logging: { Level: 'warn', Format: 'Json' },
       Storage: { Database: database },
       MailSynchronization: { Interval: '00:00:10' },
-      Accounts: [{ Id: 'bench', Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` }, Folders: [{ Alias: 'inbox' }] }],
+      Accounts: [
+        {
+          Id: 'bench',
+          Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` },
+          Folders: [{ Alias: 'inbox' }],
+        },
+      ],
     }),
   );
   return { config, database };
@@ -114,7 +120,11 @@ export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<On
   let cpuAtVisibleMs = NaN;
   let visibleAt: number;
   try {
-    visibleAt = await until('a run that shows the change', () => lastEndedRun(d.database) > runBefore && visible(d.database, expect), () => t.child.exitCode === null);
+    visibleAt = await until(
+      'a run that shows the change',
+      () => lastEndedRun(d.database) > runBefore && visible(d.database, expect),
+      () => t.child.exitCode === null,
+    );
     cpuAtVisibleMs = readStats(pid)?.cpuMs ?? NaN;
   } catch (err) {
     if (t.child.exitCode === null) process.kill(pid, 'SIGTERM');
@@ -123,7 +133,15 @@ export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<On
   }
   process.kill(pid, 'SIGTERM');
   const done = await t.done;
-  return { wallMs: done.wallMs, cpuMs: done.cpuMs, userMs: done.userMs, sysMs: done.sysMs, peakRssMiB: done.peakRssMiB, visibleMs: visibleAt - t.startedAt, cpuAtVisibleMs };
+  return {
+    wallMs: done.wallMs,
+    cpuMs: done.cpuMs,
+    userMs: done.userMs,
+    sysMs: done.sysMs,
+    peakRssMiB: done.peakRssMiB,
+    visibleMs: visibleAt - t.startedAt,
+    cpuAtVisibleMs,
+  };
 }
 
 /** One `mbsync` run to its end; checks the Maildir then holds `expect.stored` messages. */

@@ -62,13 +62,18 @@ async function erase(ctx: Context, options: Options): Promise<void> {
   } finally {
     process.removeListener('SIGINT', onInterrupt);
   }
-  ctx.out.reading({ account, folder, erasedEmailCount: total, passes }, () => `Erased ${total} email(s) of ${what} in ${passes} pass(es); none of its mail remains stored.`);
+  ctx.out.reading(
+    { account, folder, erasedEmailCount: total, passes },
+    () => `Erased ${total} email(s) of ${what} in ${passes} pass(es); none of its mail remains stored.`,
+  );
 }
 
 export function registerFolder(program: Sade, run: Run): void {
   program
     .command('folder erase')
-    .describe('Erase the mail stored for a folder the account no longer mirrors, pass after pass until none remains. Irreversible; an interrupted erasure continues when run again.')
+    .describe(
+      'Erase the mail stored for a folder the account no longer mirrors, pass after pass until none remains. Irreversible; an interrupted erasure continues when run again.',
+    )
     .option('--account', 'Configured account identifier')
     .option('--folder', 'Folder alias the account no longer maps')
     .action(run((ctx, options) => erase(ctx, options)));

@@ -38,10 +38,13 @@ function modeOf(options: Options): Exclude<Mode, 'interactive' | 'device'> {
   const mode = (optionalText(options, 'mode') ?? 'key') as Mode;
   if (!MODES.includes(mode)) throw usage(`--mode takes key, keypair, interactive or device.`);
   if (mode === 'interactive' || mode === 'device') {
-    throw new CliFailure(`Sign-in mode ${mode} (OAuth) is not available in this release yet; use --mode key (an API key on standard input) or --mode keypair (--private-key).`);
+    throw new CliFailure(
+      `Sign-in mode ${mode} (OAuth) is not available in this release yet; use --mode key (an API key on standard input) or --mode keypair (--private-key).`,
+    );
   }
   for (const oauthOnly of ['client-id', 'redirect-uri', 'issuer']) {
-    if (optionalText(options, oauthOnly) !== undefined) throw usage(`--${oauthOnly} applies to the interactive and device modes, which this release does not offer.`);
+    if (optionalText(options, oauthOnly) !== undefined)
+      throw usage(`--${oauthOnly} applies to the interactive and device modes, which this release does not offer.`);
   }
   return mode;
 }
@@ -88,7 +91,7 @@ async function transport(ctx: Context, endpoint: string, options: Options): Prom
   if (flag(options, 'trust-untrusted-certificate')) return { pin: probe.sha256 };
   if (isTerminal(ctx.io.stdin)) {
     ctx.out.note(`${endpoint} presents a certificate this machine does not trust (${probe.reason}).\nSHA-256 fingerprint: ${probe.sha256}`);
-    if (await ask(ctx, 'Is this the fingerprint of the deployment\'s certificate? Pin it in this profile?')) return { pin: probe.sha256 };
+    if (await ask(ctx, "Is this the fingerprint of the deployment's certificate? Pin it in this profile?")) return { pin: probe.sha256 };
   }
   throw untrusted(endpoint, probe.reason ?? 'untrusted');
 }
@@ -132,12 +135,22 @@ async function login(ctx: Context, options: Options): Promise<void> {
   document.current = name;
   writeCredentialFile(ctx.dir, document);
 
-  ctx.out.reading({ profile: name, endpoint, mode, credential: session.credential, version: session.version, permissions: session.permissions, certificatePinned: pin !== undefined }, () =>
-    [
-      `Signed in to ${endpoint} as profile ${name}, now the default.`,
-      `Credential ${session.credential}; deployment version ${session.version}.`,
-      `Permissions: ${session.permissions.length > 0 ? session.permissions.join(', ') : 'none'}.`,
-    ].join('\n'),
+  ctx.out.reading(
+    {
+      profile: name,
+      endpoint,
+      mode,
+      credential: session.credential,
+      version: session.version,
+      permissions: session.permissions,
+      certificatePinned: pin !== undefined,
+    },
+    () =>
+      [
+        `Signed in to ${endpoint} as profile ${name}, now the default.`,
+        `Credential ${session.credential}; deployment version ${session.version}.`,
+        `Permissions: ${session.permissions.length > 0 ? session.permissions.join(', ') : 'none'}.`,
+      ].join('\n'),
   );
   if (replaced !== null && replaced !== endpoint) ctx.out.note(`Profile ${name} used to name ${replaced}; it now names ${endpoint}.`);
   if (pin) ctx.out.note(`Pinned the certificate with SHA-256 fingerprint ${pin}.`);

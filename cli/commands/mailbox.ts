@@ -130,9 +130,12 @@ async function rewind(ctx: Context, options: Options): Promise<void> {
   await withConnection(ctx, async ({ client }) => {
     const estimate = read(RewindAssessmentAnswer, await client.get(REWIND, scope), client.endpoint, `GET ${REWIND}`);
     // The estimate is a reading: standard output, before the question.
-    if (ctx.out.format === 'table') ctx.out.line(`Rewinding ${scopeWords(scope)} would have the next run fetch ${estimate.storedEmailCount} stored email(s) again from the mail server.`);
+    if (ctx.out.format === 'table')
+      ctx.out.line(`Rewinding ${scopeWords(scope)} would have the next run fetch ${estimate.storedEmailCount} stored email(s) again from the mail server.`);
     try {
-      await confirm(ctx.io, `Discard the synchronization progress of ${scopeWords(scope)}? Stored mail stays; flags, keywords and dates are fetched again.`, { yes });
+      await confirm(ctx.io, `Discard the synchronization progress of ${scopeWords(scope)}? Stored mail stays; flags, keywords and dates are fetched again.`, {
+        yes,
+      });
     } catch (err) {
       // A JSON reader still gets the estimate, with nothing rewound.
       if (ctx.out.format === 'json') ctx.out.reading({ estimate, rewound: null }, () => '');
@@ -152,7 +155,7 @@ async function rewind(ctx: Context, options: Options): Promise<void> {
 export function registerMailbox(program: Sade, run: Run): void {
   program
     .command('mailbox authorize')
-    .describe("Store a mailbox refresh token for one configured account; the token is read from standard input and never answered back.")
+    .describe('Store a mailbox refresh token for one configured account; the token is read from standard input and never answered back.')
     .option('--account', 'Configured account identifier (Accounts:Id)')
     .example('mailbox authorize --account pat < refresh-token.txt')
     .action(run((ctx, options) => authorize(ctx, options)));
@@ -174,7 +177,9 @@ export function registerMailbox(program: Sade, run: Run): void {
     .action(run((ctx, options) => rederiveStatus(ctx, options)));
   program
     .command('mailbox rewind')
-    .describe('Discard synchronization progress so the next run fetches the scope again (flags, keywords, dates); erases no mail. Shows the estimate, then asks.')
+    .describe(
+      'Discard synchronization progress so the next run fetches the scope again (flags, keywords, dates); erases no mail. Shows the estimate, then asks.',
+    )
     .option('--account', 'Configured account identifier')
     .option('--folder', 'Folder alias (default: every folder)')
     .option('--yes', 'Agree without being asked (needed when standard input is not a terminal)')

@@ -26,13 +26,13 @@ async function status(ctx: Context): Promise<void> {
     };
     ctx.out.reading(value, () =>
       ctx.out.pairs([
-          ['Profile', `${name}${isDefault ? ' (default)' : ''}`],
-          ['Endpoint', profile.endpoint],
-          ['Sign-in', profile.mode === 'key' ? 'API key' : `key pair (${profile.privateKey})`],
-          ['Deployment', `${session.service} ${session.version}`],
-          ['Client', ctx.clientVersion],
-          ['Credential', session.credential],
-          ['Permissions', session.permissions.length > 0 ? session.permissions.join(', ') : 'none'],
+        ['Profile', `${name}${isDefault ? ' (default)' : ''}`],
+        ['Endpoint', profile.endpoint],
+        ['Sign-in', profile.mode === 'key' ? 'API key' : `key pair (${profile.privateKey})`],
+        ['Deployment', `${session.service} ${session.version}`],
+        ['Client', ctx.clientVersion],
+        ['Credential', session.credential],
+        ['Permissions', session.permissions.length > 0 ? session.permissions.join(', ') : 'none'],
       ]),
     );
   });

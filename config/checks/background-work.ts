@@ -19,7 +19,8 @@ export function backgroundWorkProblems(config: Config): Problem[] {
   const written = Object.entries(declared).filter(([, value]) => value !== undefined);
   if (written.length > 0 && written.length < 3) {
     for (const [key, value] of Object.entries(declared)) {
-      if (value === undefined) problems.push(problem(['Embeddings', key], 'is required to declare an embedding profile (BaseAddress, Model and Dimensions together)'));
+      if (value === undefined)
+        problems.push(problem(['Embeddings', key], 'is required to declare an embedding profile (BaseAddress, Model and Dimensions together)'));
     }
   }
   if (written.length === 0 && embeddings.ApiKey !== undefined) {

@@ -57,7 +57,9 @@ function profileProblems(section: Section, profiles: readonly Profile[]): Proble
     for (const other of onPort) {
       if (other.address === profile.BindAddress) {
         if (other.protocols !== key) {
-          problems.push(problem([...at, 'HttpProtocols'], `must be identical to ${section}:Https:Endpoints:${other.index}:HttpProtocols (same address and port)`));
+          problems.push(
+            problem([...at, 'HttpProtocols'], `must be identical to ${section}:Https:Endpoints:${other.index}:HttpProtocols (same address and port)`),
+          );
         }
       } else if (isWildcardAddress(other.address) || isWildcardAddress(profile.BindAddress)) {
         problems.push(
@@ -77,7 +79,9 @@ function profileProblems(section: Section, profiles: readonly Profile[]): Proble
 function transportProblems(section: Section, transport: string, profileCount: number, redirectWritten: boolean): Problem[] {
   const problems: Problem[] = [];
   if (transport === 'Http' && profileCount > 0) {
-    problems.push(problem([section, 'Https', 'Endpoints'], `profiles are written but ${section}:Transport is Http, which terminates no TLS; choose a TLS transport`));
+    problems.push(
+      problem([section, 'Https', 'Endpoints'], `profiles are written but ${section}:Transport is Http, which terminates no TLS; choose a TLS transport`),
+    );
   }
   if (transport !== 'Http' && profileCount === 0) {
     problems.push(problem([section, 'Transport'], `${transport} needs at least one profile in ${section}:Https:Endpoints`));
@@ -98,14 +102,22 @@ export function httpsProblems(config: Config): Problem[] {
     ...transportProblems('McpEndpoint', mcp.Transport, mcp.Https.Endpoints.length, mcp.Https.Redirect !== undefined),
     ...profileProblems('McpEndpoint', mcp.Https.Endpoints),
     // The administrative endpoint has no Transport: its profiles decide.
-    ...transportProblems('AdminEndpoint', admin.Https.Endpoints.length > 0 ? 'HttpAndHttps' : 'Http', admin.Https.Endpoints.length, admin.Https.Redirect !== undefined),
+    ...transportProblems(
+      'AdminEndpoint',
+      admin.Https.Endpoints.length > 0 ? 'HttpAndHttps' : 'Http',
+      admin.Https.Endpoints.length,
+      admin.Https.Redirect !== undefined,
+    ),
     ...profileProblems('AdminEndpoint', admin.Https.Endpoints),
     ...transportProblems('HealthEndpoints', health.Transport, health.Https.Endpoints.length, false),
     ...profileProblems('HealthEndpoints', health.Https.Endpoints),
   ];
   if (mcp.ClientCertificateProfiles.length > 0 && mcp.Transport === 'Http') {
     problems.push(
-      problem(['McpEndpoint', 'ClientCertificateProfiles'], 'need a TLS connection this process terminates, but Transport is Http; choose HttpsOnly or HttpAndHttps'),
+      problem(
+        ['McpEndpoint', 'ClientCertificateProfiles'],
+        'need a TLS connection this process terminates, but Transport is Http; choose HttpsOnly or HttpAndHttps',
+      ),
     );
   }
   const names = new Map<string, number>();

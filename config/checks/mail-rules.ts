@@ -23,7 +23,10 @@ export function mailRuleProblems(config: Config): Problem[] {
     rule.Accounts?.forEach((id, accountIndex) => {
       if (!accounts.has(id)) problems.push(problem([...at, 'Accounts', accountIndex], `names no configured account (${id})`));
     });
-    for (const [key, alias] of [['When', rule.When.Folder], ['Then', rule.Then.MoveTo]] as const) {
+    for (const [key, alias] of [
+      ['When', rule.When.Folder],
+      ['Then', rule.Then.MoveTo],
+    ] as const) {
       if (alias === undefined) continue;
       const missing = targets.filter((id) => accounts.get(id)?.has(alias) === false);
       if (missing.length > 0) {

@@ -22,4 +22,7 @@ export const Embeddings = z
     RequestTimeout: timeSpan('00:00:01', '00:10:00', 'How long one provider call may take (ours)').prefault('00:01:00'),
     BatchSize: wholeNumber(1, 2_048, 'Passages sent per provider call (ours)').default(64),
   })
-  .meta({ description: 'Declared embedding profile and its spend bound (the spec names MaxInputCharactersPerPeriod and what a profile declares; the other key names are ours)' });
+  .meta({
+    description:
+      'Declared embedding profile and its spend bound (the spec names MaxInputCharactersPerPeriod and what a profile declares; the other key names are ours)',
+  });

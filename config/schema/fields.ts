@@ -92,9 +92,14 @@ export function bindAddress(description: string) {
 export function host(description: string) {
   return z
     .string({ error: 'must be text' })
-    .refine((value) => parseIp(value) !== null || /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/.test(value), {
-      error: 'must be a host name or an IP address',
-    })
+    .refine(
+      (value) =>
+        parseIp(value) !== null ||
+        /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/.test(value),
+      {
+        error: 'must be a host name or an IP address',
+      },
+    )
     .meta({ description, type: 'host' });
 }
 

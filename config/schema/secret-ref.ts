@@ -11,8 +11,7 @@
 import { z } from 'zod';
 import { parseSecretRef } from '../../runtime/secret-ref.ts';
 
-const MESSAGE =
-  'must be a secret reference (file:/absolute/path, env:NAME or systemd:NAME); the material itself is never written in configuration';
+const MESSAGE = 'must be a secret reference (file:/absolute/path, env:NAME or systemd:NAME); the material itself is never written in configuration';
 
 export function secretRef(description: string) {
   return z

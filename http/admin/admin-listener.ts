@@ -183,7 +183,10 @@ function queryOf(url: string | undefined): Record<string, string> | null {
 /** A failure for the log: an AppError by code and constant message; anything else by its name (a message might quote input). */
 function describe(err: unknown): Record<string, unknown> {
   if (err instanceof AppError) return { code: err.code, message: err.message };
-  return { type: err instanceof Error ? err.name : typeof err, ...(err instanceof Error && err.stack ? { stack: err.stack.split('\n').slice(1, 6).join('\n') } : {}) };
+  return {
+    type: err instanceof Error ? err.name : typeof err,
+    ...(err instanceof Error && err.stack ? { stack: err.stack.split('\n').slice(1, 6).join('\n') } : {}),
+  };
 }
 
 /** Whether the body is declared application/json (parameters such as charset allowed). */

@@ -32,7 +32,8 @@ const VERSION = 'a1';
 const TAG_BYTES = 16;
 
 export const NOT_ISSUED_HERE = 'The cursor was not issued by this deployment for this page; start the walk again without cursor.';
-export const OTHER_FILTERS = 'The cursor was issued under other filters; send the filters of the first page again (only pageSize may change), or start again without cursor.';
+export const OTHER_FILTERS =
+  'The cursor was issued under other filters; send the filters of the first page again (only pageSize may change), or start again without cursor.';
 
 export function createCursors(key: Buffer): Cursors {
   const tag = (body: string): Buffer => createHmac('sha256', key).update(body).digest().subarray(0, TAG_BYTES);
@@ -51,7 +52,13 @@ export function createCursors(key: Buffer): Cursors {
       const [version, name, issuedFor, position, sent] = parts as [string, string, string, string, string];
       const expected = tag(parts.slice(0, 4).join('.'));
       const given = Buffer.from(sent, 'base64url');
-      if (given.length !== TAG_BYTES || given.toString('base64url') !== sent || !timingSafeEqual(given, expected) || version !== VERSION || name !== routeName(route)) {
+      if (
+        given.length !== TAG_BYTES ||
+        given.toString('base64url') !== sent ||
+        !timingSafeEqual(given, expected) ||
+        version !== VERSION ||
+        name !== routeName(route)
+      ) {
         throw new InvalidRequest(NOT_ISSUED_HERE);
       }
       if (issuedFor !== digest(filters)) throw new InvalidRequest(OTHER_FILTERS);

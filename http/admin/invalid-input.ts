@@ -19,7 +19,9 @@ export function sentenceOf(error: z.ZodError, where: Where): string {
     case 'unrecognized_keys': {
       const keys = issue.keys.filter((k) => /^[A-Za-z0-9_.-]{1,40}$/.test(k));
       const named = keys.length > 0 ? ` ${keys.join(', ')}` : 's it does not know';
-      return where === 'query' ? `Leave out the query parameter${named}; this route does not take it.` : `Leave out the member${named}; this route does not take it.`;
+      return where === 'query'
+        ? `Leave out the query parameter${named}; this route does not take it.`
+        : `Leave out the member${named}; this route does not take it.`;
     }
     case 'invalid_type':
       if (issue.path.length === 0) return 'Send a JSON object as the body.';

@@ -19,7 +19,11 @@ export function pageSizeField(max: number, fallback: number) {
 }
 
 /** `cursor`: opaque text from the previous page's `nextCursor`. */
-export const CursorField = z.string().min(1, { error: 'Send cursor as nextCursor of the previous page, or leave it out.' }).optional().describe('`nextCursor` of the previous page');
+export const CursorField = z
+  .string()
+  .min(1, { error: 'Send cursor as nextCursor of the previous page, or leave it out.' })
+  .optional()
+  .describe('`nextCursor` of the previous page');
 
 /** An ISO 8601 instant with a zone, as a query parameter; answered as epoch milliseconds. */
 export function instantField(name: string) {

@@ -98,7 +98,6 @@ function capabilityOf(url: string | undefined): string | null {
   return token.length > 0 && !token.includes('/') ? token : null;
 }
 
-
 /** Headers of every answer, 404 included. */
 function guard(res: ServerResponse): void {
   res.setHeader('Cache-Control', 'no-store');

@@ -78,8 +78,10 @@ export function issueCapability(ring: KeyRing, target: CapabilityTarget, options
   if (!Number.isSafeInteger(lifetimeMs) || lifetimeMs <= 0 || lifetimeMs > CAPABILITY_MAX_LIFETIME_MS) {
     throw new RangeError(`an attachment link lives more than 0 and at most ${CAPABILITY_MAX_LIFETIME_MS} ms; ${lifetimeMs} was asked for`);
   }
-  if (!Number.isSafeInteger(target.messageId) || target.messageId <= 0) throw new RangeError('the message id of an attachment link must be a positive safe integer');
-  if (!Number.isSafeInteger(target.index) || target.index < 0 || target.index > MAX_INDEX) throw new RangeError(`an attachment index must be 0 to ${MAX_INDEX}`);
+  if (!Number.isSafeInteger(target.messageId) || target.messageId <= 0)
+    throw new RangeError('the message id of an attachment link must be a positive safe integer');
+  if (!Number.isSafeInteger(target.index) || target.index < 0 || target.index > MAX_INDEX)
+    throw new RangeError(`an attachment index must be 0 to ${MAX_INDEX}`);
   const account = Buffer.from(target.accountId, 'utf8');
   if (account.length === 0 || account.length > 255) throw new RangeError('the account id of an attachment link must be 1 to 255 bytes');
   const expiresAt = options.now + lifetimeMs;

@@ -77,7 +77,13 @@ export function contentDisposition(filename: string | null, contentType: string)
 
 export function safeFilename(filename: string | null, contentType: string): string {
   const base = (filename ?? '').split(/[/\\]/).pop() ?? '';
-  const cleaned = base.replace(LONE_SURROGATE, '\ufffd').replace(UNSAFE, '').replace(/\s+/g, ' ').trim().replace(/^[.\s]+/, '').replace(/[.\s]+$/, '');
+  const cleaned = base
+    .replace(LONE_SURROGATE, '\ufffd')
+    .replace(UNSAFE, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^[.\s]+/, '')
+    .replace(/[.\s]+$/, '');
   const chars = Array.from(cleaned);
   const name = chars.length > MAX_NAME_CHARS ? chars.slice(0, MAX_NAME_CHARS).join('').trimEnd() : cleaned;
   return name || `attachment${FALLBACK_EXTENSION[contentType.trim().toLowerCase()] ?? ''}`;

@@ -178,10 +178,15 @@ export function apiKeyStartupProblems(
     if (shape === 'access-token') {
       const iss = jwtParts(material)?.payload.iss;
       problems.push(
-        problem(at, `holds a token of the configured authorization server ${String(iss)}; it would be judged as an access token, so provision an opaque key instead`),
+        problem(
+          at,
+          `holds a token of the configured authorization server ${String(iss)}; it would be judged as an access token, so provision an opaque key instead`,
+        ),
       );
     } else if (shape === 'assertion') {
-      problems.push(problem(at, 'holds a client assertion (a JWT typed service-client-assertion+jwt); it would be judged as one, so provision an opaque key instead'));
+      problems.push(
+        problem(at, 'holds a client assertion (a JWT typed service-client-assertion+jwt); it would be judged as one, so provision an opaque key instead'),
+      );
     } else if (!CREDENTIAL.test(material)) {
       problems.push(problem(at, 'holds a space, control or non-ASCII character, which no client can present in a header; provision visible ASCII only'));
     }

@@ -73,8 +73,13 @@ export function createAuthenticator(surface: Surface, entries: readonly Credenti
     await secrets.fresh(apiKeyRefs);
     const judged = judgeApiKey(presented, apiKeys, now(), read);
     for (const cause of judged.causes) {
-      if (cause.cause === 'expired') log.warn({ event: 'auth.key-expired', entry: cause.name, setting: `${section}:Authentication:${cause.entryIndex}` }, 'auth.key-expired');
-      else if (cause.cause === 'material-unreadable') log.error({ event: 'auth.material-unreadable', entry: cause.name, setting: `${section}:Authentication:${cause.entryIndex}:ApiKey` }, 'auth.material-unreadable');
+      if (cause.cause === 'expired')
+        log.warn({ event: 'auth.key-expired', entry: cause.name, setting: `${section}:Authentication:${cause.entryIndex}` }, 'auth.key-expired');
+      else if (cause.cause === 'material-unreadable')
+        log.error(
+          { event: 'auth.material-unreadable', entry: cause.name, setting: `${section}:Authentication:${cause.entryIndex}:ApiKey` },
+          'auth.material-unreadable',
+        );
     }
     if (judged.kind !== 'admitted') return { kind: 'refused' };
     return { kind: 'admitted', principal: caller(judged.entryIndex, judged.name), partition: { kind: 'api-key', name: judged.name } };
@@ -92,14 +97,16 @@ export function createAuthenticator(surface: Surface, entries: readonly Credenti
       case 'assertion': {
         await secrets.fresh(publicKeyRefs);
         const judged = await judgeAssertion(bearer, publicKeys, ASSERTION_AUDIENCES[section], now(), read, deps.claimJti);
-        for (const index of judged.unreadable) log.error({ event: 'auth.material-unreadable', setting: `${section}:Authentication:${index}:PublicKey` }, 'auth.material-unreadable');
+        for (const index of judged.unreadable)
+          log.error({ event: 'auth.material-unreadable', setting: `${section}:Authentication:${index}:PublicKey` }, 'auth.material-unreadable');
         if (judged.kind === 'admitted') return { kind: 'admitted', principal: caller(judged.entryIndex, judged.name), partition: { kind: 'other' } };
         log.warn({ event: 'auth.assertion-refused', cause: judged.cause, ...(judged.name ? { entry: judged.name } : {}) }, 'auth.assertion-refused');
         return { kind: 'refused' };
       }
       case 'access-token': {
         const judged = await judgeAccessToken(bearer, entries, { overTls: origin.scheme === 'https', now: now(), keySets: deps.keySets });
-        if (judged.kind === 'admitted') return { kind: 'admitted', principal: caller(judged.entryIndex, `${judged.issuer} ${judged.subject}`), partition: { kind: 'other' } };
+        if (judged.kind === 'admitted')
+          return { kind: 'admitted', principal: caller(judged.entryIndex, `${judged.issuer} ${judged.subject}`), partition: { kind: 'other' } };
         log.info({ event: 'auth.token-refused', cause: judged.cause, ...(judged.server ? { server: judged.server } : {}) }, 'auth.token-refused');
         return judged.kind === 'refused' ? { kind: 'refused' } : { kind: 'forbidden', refusal: judged };
       }

@@ -21,8 +21,19 @@ export function credentialProblems(config: Config, env: NodeJS.ProcessEnv, now =
     const read = (ref: string): string => readSecret(ref, env, `${surface}:Authentication`);
     const issuers = serversOf(entries).map((s) => s.Issuer);
     problems.push(
-      ...apiKeyStartupProblems(surface, entries.map((e) => e.ApiKey), issuers, read, now),
-      ...publicKeyStartupProblems(surface, entries.map((e) => e.PublicKey), read, now),
+      ...apiKeyStartupProblems(
+        surface,
+        entries.map((e) => e.ApiKey),
+        issuers,
+        read,
+        now,
+      ),
+      ...publicKeyStartupProblems(
+        surface,
+        entries.map((e) => e.PublicKey),
+        read,
+        now,
+      ),
     );
   }
   return problems;

@@ -101,7 +101,14 @@ export function createMcpListener(deps: McpListenerDeps): Server {
     if (body.kind === 'gone' || admitted.timedOut()) return;
     if (body.kind === 'too-large') return answerEmpty(res, 413);
     if (body.kind === 'malformed') return answerParseError(res);
-    await handleMcpRequest(req, res, body.value, { tools, withheld, principal, context: { ...baseContext, deadlineMs: admitted.deadlineMs }, log, version: deps.version });
+    await handleMcpRequest(req, res, body.value, {
+      tools,
+      withheld,
+      principal,
+      context: { ...baseContext, deadlineMs: admitted.deadlineMs },
+      log,
+      version: deps.version,
+    });
   };
 
   // No credential: the capability is the authorization; the shared anonymous partition and the request timeout apply.
@@ -113,7 +120,13 @@ export function createMcpListener(deps: McpListenerDeps): Server {
       keyRing: () => linkRing.fresh(),
       fetch: (claims) =>
         deps.queryPool.ask(
-          { type: 'mail-query.attachment', store: deps.store, messageId: claims.messageId, index: claims.index, accounts: scope.accounts.map((a) => a.id).filter((id) => id === claims.accountId) },
+          {
+            type: 'mail-query.attachment',
+            store: deps.store,
+            messageId: claims.messageId,
+            index: claims.index,
+            accounts: scope.accounts.map((a) => a.id).filter((id) => id === claims.accountId),
+          },
           { reply: AttachmentReply, deadlineMs: admitted.deadlineMs },
         ),
     });
@@ -126,7 +139,8 @@ export function createMcpListener(deps: McpListenerDeps): Server {
       if (path === '/api/admin' || path.startsWith('/api/admin/')) return null;
       if (path === '/mcp') return mcp;
       if (isAttachmentPath(req.url)) return attachments;
-      if (path === '/readyz' && (req.method === 'GET' || req.method === 'HEAD')) return async () => answerReadiness(res, deps.readiness(), req.method === 'HEAD');
+      if (path === '/readyz' && (req.method === 'GET' || req.method === 'HEAD'))
+        return async () => answerReadiness(res, deps.readiness(), req.method === 'HEAD');
       return null;
     },
     // Only the route template reaches the log: a path may carry a capability.
@@ -140,10 +154,12 @@ async function recordRepairs(deps: McpListenerDeps, repairs: readonly RepairNeed
   await Promise.all(
     [...byAccount].map(async ([account, list]) => {
       try {
-        await deps.actor(syncActorId(account)).ask(
-          { type: 'imap-sync.record-repairs', repairs: list.map((r) => ({ messageId: r.messageId, reason: r.reason })) },
-          { reply: RecordRepairsReply, deadlineMs },
-        );
+        await deps
+          .actor(syncActorId(account))
+          .ask(
+            { type: 'imap-sync.record-repairs', repairs: list.map((r) => ({ messageId: r.messageId, reason: r.reason })) },
+            { reply: RecordRepairsReply, deadlineMs },
+          );
       } catch (err) {
         // The answer still reports 55001; the next read finds the damage again and asks again.
         deps.log.warn({ err, event: 'mcp.repair-not-recorded', account }, 'mcp.repair-not-recorded');
@@ -159,4 +175,3 @@ function answerParseError(res: ServerResponse): void {
   res.setHeader('Content-Length', Buffer.byteLength(text));
   res.end(text);
 }
-

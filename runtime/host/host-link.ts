@@ -44,10 +44,7 @@ export class HostLink {
       }, deadlineMs);
       timer.unref();
       this.pending.set(id, { resolve, reject, timer });
-      this.post(
-        { kind: 'ask', id, from, to, msg, deadline: Date.now() + deadlineMs, ...(meta ? { meta } : {}) },
-        transferList,
-      );
+      this.post({ kind: 'ask', id, from, to, msg, deadline: Date.now() + deadlineMs, ...(meta ? { meta } : {}) }, transferList);
     });
   }
 

@@ -83,7 +83,12 @@ port.on('message', (raw: unknown) => {
       const cell = cells.get(envelope.to);
       if (cell) cell.deliver(envelope);
       else if (envelope.kind === 'ask')
-        link.post({ kind: 'reply', id: envelope.id, from: envelope.to, reply: { ok: false, error: { code: 'E_ACTOR_DOWN', message: 'Actor stopped before replying', retryable: true } } });
+        link.post({
+          kind: 'reply',
+          id: envelope.id,
+          from: envelope.to,
+          reply: { ok: false, error: { code: 'E_ACTOR_DOWN', message: 'Actor stopped before replying', retryable: true } },
+        });
       return;
     }
     case 'reply':

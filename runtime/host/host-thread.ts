@@ -85,7 +85,6 @@ export class HostThread {
     });
   }
 
-
   get alive(): boolean {
     return !this.ended;
   }

@@ -30,7 +30,9 @@ export function keyringNew(options: { out?: string; force?: boolean }): { path?:
       fd = openSync(path, 'wx', ownerOnly);
     } catch (err) {
       if (isErrno(err, 'EEXIST')) {
-        throw new AppError('E_KEYRING_EXISTS', { message: `${path} already exists; keep it, rotate it with \`mailcairnd keyring rotate\`, or pass --force to replace it (every value sealed under it is then lost)` });
+        throw new AppError('E_KEYRING_EXISTS', {
+          message: `${path} already exists; keep it, rotate it with \`mailcairnd keyring rotate\`, or pass --force to replace it (every value sealed under it is then lost)`,
+        });
       }
       throw err;
     }

@@ -17,7 +17,9 @@ let last: { text: string; ring: KeyRing } | undefined;
 /** `undefined` or blank text means no key ring is configured (E_KEYRING_MISSING). */
 export function loadKeyRing(text: string | undefined): KeyRing {
   if (text === undefined || text.trim() === '') {
-    throw new AppError('E_KEYRING_MISSING', { message: 'DataEncryption:KeyRing is not configured or names an empty file; create one with `mailcairnd keyring new`' });
+    throw new AppError('E_KEYRING_MISSING', {
+      message: 'DataEncryption:KeyRing is not configured or names an empty file; create one with `mailcairnd keyring new`',
+    });
   }
   if (last !== undefined && last.text === text) return last.ring;
   const ring = parseKeyRing(text);

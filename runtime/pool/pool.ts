@@ -62,12 +62,22 @@ export function createPool(options: PoolOptions): PoolRef {
       const deadlineMs = askOptions.deadlineMs ?? DEFAULT_ASK_MS;
       seq += 1;
       inFlight += 1;
-      const envelope: ToHost = { kind: 'ask', id: `p${seq.toString(36)}`, to: options.id, msg, deadline: Date.now() + deadlineMs, ...(askOptions.meta ? { meta: askOptions.meta } : {}) };
+      const envelope: ToHost = {
+        kind: 'ask',
+        id: `p${seq.toString(36)}`,
+        to: options.id,
+        msg,
+        deadline: Date.now() + deadlineMs,
+        ...(askOptions.meta ? { meta: askOptions.meta } : {}),
+      };
       const abort = new AbortController();
       const timer = setTimeout(() => abort.abort(), deadlineMs);
       let raw: unknown;
       try {
-        raw = await piscina.run(encodeToHost(envelope), { signal: abort.signal, ...(askOptions.transfer ? { transferList: askOptions.transfer as never } : {}) });
+        raw = await piscina.run(encodeToHost(envelope), {
+          signal: abort.signal,
+          ...(askOptions.transfer ? { transferList: askOptions.transfer as never } : {}),
+        });
       } catch (err) {
         throw classifyPoolFailure(err, abort.signal.aborted);
       } finally {

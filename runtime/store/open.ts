@@ -69,7 +69,9 @@ function openEmbedded(where: Exclude<StoreLocation, { kind: 'server' }>, options
     if (where.kind === 'file') {
       const mode = readPragma(db, 'journal_mode = WAL', 'journal_mode');
       if (mode !== 'wal') {
-        throw new AppError('E_STORE_UNSUPPORTED', { message: `Storage:Database ${name} could not be put in WAL mode (it stays in ${String(mode)}); is it on a network filesystem?` });
+        throw new AppError('E_STORE_UNSUPPORTED', {
+          message: `Storage:Database ${name} could not be put in WAL mode (it stays in ${String(mode)}); is it on a network filesystem?`,
+        });
       }
       pragma(db, `journal_size_limit = ${walSizeLimitBytes}`);
       if (options.checkpoints === 'background') pragma(db, `wal_autocheckpoint = ${BACKGROUND_CHECKPOINT_PAGES}`);

@@ -41,7 +41,10 @@ export function acquireWriterLock(database: string): WriterLock {
     // The lock is taken before openStore creates the directory, so create it here.
     mkdirSync(dirname(first.path), { recursive: true });
   } catch (err) {
-    throw new AppError('E_STORE_UNAVAILABLE', { message: `the directory of Storage:Database ${first.path} could not be created (${errorCode(err)})`, cause: err });
+    throw new AppError('E_STORE_UNAVAILABLE', {
+      message: `the directory of Storage:Database ${first.path} could not be created (${errorCode(err)})`,
+      cause: err,
+    });
   }
   // Canonicalise again now that the directory exists, so symlinks in it resolve.
   const again = storeLocation(database);

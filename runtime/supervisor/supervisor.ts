@@ -101,8 +101,17 @@ export class Supervisor {
     const spec = ChildSpec.parse(input);
     if (this.stopping) return;
     const child: Child = {
-      spec, state: 'starting', incarnation: 0, host: null, restarts: 0, attempt: 0,
-      history: [], startedAt: null, lastReason: 'initial', timer: null, waiters: [],
+      spec,
+      state: 'starting',
+      incarnation: 0,
+      host: null,
+      restarts: 0,
+      attempt: 0,
+      history: [],
+      startedAt: null,
+      lastReason: 'initial',
+      timer: null,
+      waiters: [],
     };
     this.children.set(spec.id, child);
     await new Promise<void>((resolve) => {
@@ -210,7 +219,13 @@ export class Supervisor {
         child.state = 'running';
         child.startedAt = this.clock.now();
         this.router.attach(child.spec.id, host, child.spec.mailboxCapacity);
-        logEvent(this.log, 'actor.start', { actor: child.spec.id, reason: child.lastReason, restarts: child.restarts, nextDelayMs: null, thread: host.threadId });
+        logEvent(this.log, 'actor.start', {
+          actor: child.spec.id,
+          reason: child.lastReason,
+          restarts: child.restarts,
+          nextDelayMs: null,
+          thread: host.threadId,
+        });
         this.wake(child);
         return;
       case 'crashed':

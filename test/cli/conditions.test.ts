@@ -103,7 +103,10 @@ t.test('a permission the credential does not hold', async (t) => {
   t.equal((await loginWithKey(home, svc.admin, svc.keys.nothing, ['--name', 'nothing'])).code, 0);
   const status = await cli(home, ['mailbox', 'status']);
   t.equal(status.code, 1);
-  t.match(status.stderr, /The deployment refused the operation: the credential does not hold the permission service\.admin\.read\. Add service\.admin\.read to the Permissions/);
+  t.match(
+    status.stderr,
+    /The deployment refused the operation: the credential does not hold the permission service\.admin\.read\. Add service\.admin\.read to the Permissions/,
+  );
   t.equal((await loginWithKey(home, svc.admin, svc.keys.reader, ['--name', 'reader'])).code, 0);
   const rederive = await cli(home, ['mailbox', 'rederive', '--account', 'pat']);
   t.equal(rederive.code, 1);

@@ -32,10 +32,16 @@ t.test('sealing binds the profile and the endpoint', async (t) => {
 t.test('the document', async (t) => {
   const dir = join(tempDir(t), 'mailcairn');
   t.same(readCredentialFile(dir), { format: 1, current: null, profiles: {} }, 'absent: no profile');
-  writeCredentialFile(dir, { format: 1, current: 'a', profiles: { a: { endpoint: 'https://a.example', mode: 'key', sealedKey: 'v1.x.y.z', signedInAt: '2026-01-01T00:00:00Z', tokenEndpoint: 'https://as.example/token' } } });
+  writeCredentialFile(dir, {
+    format: 1,
+    current: 'a',
+    profiles: {
+      a: { endpoint: 'https://a.example', mode: 'key', sealedKey: 'v1.x.y.z', signedInAt: '2026-01-01T00:00:00Z', tokenEndpoint: 'https://as.example/token' },
+    },
+  });
   if (process.platform !== 'win32') t.equal(statSync(join(dir, CREDENTIAL_FILE)).mode & 0o777, 0o600);
   const read = readCredentialFile(dir);
-  t.equal(read.profiles.a!.tokenEndpoint, 'https://as.example/token', 'a later client\'s member is kept');
+  t.equal(read.profiles.a!.tokenEndpoint, 'https://as.example/token', "a later client's member is kept");
   writeCredentialFile(dir, read);
   t.match(readFileSync(join(dir, CREDENTIAL_FILE), 'utf8'), /tokenEndpoint/);
   writeFileSync(join(dir, CREDENTIAL_FILE), '{"format":1,');

@@ -68,7 +68,11 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
     writeFileSync(join(dir, name), content, { mode: 0o600 });
     return `file:${join(dir, name)}`;
   };
-  const keys = options.keys ?? { operator: `mc_${randomUUID().replaceAll('-', '')}`, reader: `mc_${randomUUID().replaceAll('-', '')}`, nothing: `mc_${randomUUID().replaceAll('-', '')}` };
+  const keys = options.keys ?? {
+    operator: `mc_${randomUUID().replaceAll('-', '')}`,
+    reader: `mc_${randomUUID().replaceAll('-', '')}`,
+    nothing: `mc_${randomUUID().replaceAll('-', '')}`,
+  };
   const pair = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const privateKeyPath = join(dir, 'client-private.pem');
   writeFileSync(privateKeyPath, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
@@ -80,7 +84,11 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
   const accounts = (options.accounts ?? []).map((a) => {
     const passwordFile = join(dir, `${a.id}.password`);
     writeFileSync(passwordFile, dovecot ? dovecot.users.find((u) => u.user === a.user)!.password : 'unused');
-    return { Id: a.id, Imap: { Host: '127.0.0.1', Port: dovecot?.port ?? closedPort, Security: 'None', Username: a.user, Password: `file:${passwordFile}` }, Folders: a.folders };
+    return {
+      Id: a.id,
+      Imap: { Host: '127.0.0.1', Port: dovecot?.port ?? closedPort, Security: 'None', Username: a.user, Password: `file:${passwordFile}` },
+      Folders: a.folders,
+    };
   });
   const config = {
     HealthEndpoints: { Port: 0 },
@@ -96,7 +104,13 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
         { ApiKey: { Name: 'operator', SecretReference: file('operator.key', keys.operator), Lifetime: 'NoLimit' } },
         { ApiKey: { Name: 'reader', SecretReference: file('reader.key', keys.reader), Lifetime: 'NoLimit' }, Permissions: ['service.admin.read'] },
         { ApiKey: { Name: 'nothing', SecretReference: file('nothing.key', keys.nothing), Lifetime: 'NoLimit' }, Permissions: [] },
-        { PublicKey: { Name: 'signer', SecretReference: file('client-public.pem', pair.publicKey.export({ type: 'spki', format: 'pem' }) as string), Lifetime: 'NoLimit' } },
+        {
+          PublicKey: {
+            Name: 'signer',
+            SecretReference: file('client-public.pem', pair.publicKey.export({ type: 'spki', format: 'pem' }) as string),
+            Lifetime: 'NoLimit',
+          },
+        },
       ],
       RateLimiting: { TokenCapacity: 1000, TokensPerReplenishmentPeriod: 1000, ReplenishmentPeriod: '00:01:00' },
     },
@@ -108,9 +122,24 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
     },
   };
   const logs = captureLog();
-  const service = await startService({ configFile: writeConfig(dir, config), env: {}, log: logs.log, hostLogSink: logs.write, ...(options.version ? { version: options.version } : {}) });
+  const service = await startService({
+    configFile: writeConfig(dir, config),
+    env: {},
+    log: logs.log,
+    hostLogSink: logs.write,
+    ...(options.version ? { version: options.version } : {}),
+  });
   t.teardown(() => service.stop());
-  return { service, dir, admin: `http://127.0.0.1:${service.admin!.port}`, mcp: `http://127.0.0.1:${service.mcp!.port}`, logs, keys, privateKeyPath, secrets: [...Object.values(keys)] };
+  return {
+    service,
+    dir,
+    admin: `http://127.0.0.1:${service.admin!.port}`,
+    mcp: `http://127.0.0.1:${service.mcp!.port}`,
+    logs,
+    keys,
+    privateKeyPath,
+    secrets: [...Object.values(keys)],
+  };
 }
 
 export type CliResult = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
@@ -229,8 +258,14 @@ export async function forwardingProxy(t: Teardown, target: string, options: { tl
     requests.push(`${req.method} ${path}`);
     const wait = [...delays].find(([prefix]) => path.startsWith(prefix))?.[1] ?? 0;
     setTimeout(() => {
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'keep-alive', 'transfer-encoding'].includes(name)));
-      undiciRequest(`${to}${req.url}`, { method: req.method as 'GET', headers: headers as Record<string, string>, ...(req.method === 'POST' ? { body: req } : {}) }).then(
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'keep-alive', 'transfer-encoding'].includes(name)),
+      );
+      undiciRequest(`${to}${req.url}`, {
+        method: req.method as 'GET',
+        headers: headers as Record<string, string>,
+        ...(req.method === 'POST' ? { body: req } : {}),
+      }).then(
         async (answer) => {
           const out = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !['connection', 'keep-alive', 'transfer-encoding'].includes(name)));
           res.writeHead(answer.statusCode, out as Record<string, string>);
@@ -268,7 +303,12 @@ export async function forwardingProxy(t: Teardown, target: string, options: { tl
  * step waits for `after` in what the terminal shows, then types `send`.
  * Returns everything the terminal showed, echo included.
  */
-export function onTerminal(home: CliHome, args: string[], steps: Array<{ after: RegExp; send: string }>, env: Record<string, string> = {}): Promise<{ code: number | null; screen: string }> {
+export function onTerminal(
+  home: CliHome,
+  args: string[],
+  steps: Array<{ after: RegExp; send: string }>,
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; screen: string }> {
   const quoted = ['node', '--import', 'tsx', 'bin/mailcairn.ts', ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
   const child = spawn('script', ['-qfec', quoted, '/dev/null'], {
     cwd: root,

@@ -78,7 +78,10 @@ t.test('mailbox, folder and job commands', async (t) => {
   t.match(table.stdout, /Synchronization is on\./);
   t.match(table.stdout, /pat\s+archive\s+yes/);
   const status = json<Sync>(await run(['mailbox', 'status', '--output', 'json']));
-  t.match(status.accounts[0]!.folders.find((f) => f.alias === 'archive'), { mirrored: true, lastSeenUid: 600 });
+  t.match(
+    status.accounts[0]!.folders.find((f) => f.alias === 'archive'),
+    { mirrored: true, lastSeenUid: 600 },
+  );
 
   // A refresh token: the unconfigured account is refused and nothing is stored; a configured one is stored.
   const token = `1//refresh-${Date.now()}-do-not-print`;
@@ -93,9 +96,13 @@ t.test('mailbox, folder and job commands', async (t) => {
   t.equal(refreshTokens(database), 1);
 
   // Re-derivation.
-  const started = json<{ started: boolean; run: { account: string; folder: string | null } }>(await run(['mailbox', 'rederive', '--account', 'pat', '--folder', 'inbox', '--output', 'json']));
+  const started = json<{ started: boolean; run: { account: string; folder: string | null } }>(
+    await run(['mailbox', 'rederive', '--account', 'pat', '--folder', 'inbox', '--output', 'json']),
+  );
   t.match(started, { started: true, run: { account: 'pat', folder: 'inbox' } });
-  const progress = json<{ run: { isOutstanding: boolean } | null }>(await run(['mailbox', 'rederive-status', '--account', 'pat', '--folder', 'inbox', '--output', 'json']));
+  const progress = json<{ run: { isOutstanding: boolean } | null }>(
+    await run(['mailbox', 'rederive-status', '--account', 'pat', '--folder', 'inbox', '--output', 'json']),
+  );
   t.ok(progress.run, 'the run is reported');
   const text = await run(['mailbox', 'rederive-status', '--account', 'pat', '--folder', 'inbox']);
   t.match(text.stdout, /Re-derivation of folder inbox of account pat: (under way|ended)/);
@@ -157,7 +164,10 @@ t.test('mailbox, folder and job commands', async (t) => {
   results.push(interrupted);
   t.equal(interrupted.code, 130, interrupted.stderr);
   t.match(interrupted.stderr, /Erased 250 email\(s\) of folder archive of account pat so far/, 'the running total');
-  t.match(interrupted.stderr, /Erased 250 email\(s\) of folder archive of account pat before the erasure was interrupted \(Ctrl-C\).*Run the same command again to continue\./);
+  t.match(
+    interrupted.stderr,
+    /Erased 250 email\(s\) of folder archive of account pat before the erasure was interrupted \(Ctrl-C\).*Run the same command again to continue\./,
+  );
   t.ok(mirrorStates(database, 'pat', 'archive').stored! > 0, 'mail remains after the interruption');
   const finished = await run(['folder', 'erase', '--account', 'pat', '--folder', 'archive', '--output', 'json']);
   const totals = json<{ erasedEmailCount: number; passes: number }>(finished);
@@ -168,7 +178,10 @@ t.test('mailbox, folder and job commands', async (t) => {
 
   // Dead letters: none here; the listing reads as JSON and as a table; a retry of an unknown job exits 1.
   t.same(json<{ jobs: unknown[] }>(await run(['jobs', 'dead-letters', '--output', 'json'])).jobs, []);
-  t.same(json<{ jobs: unknown[] }>(await run(['jobs', 'dead-letters', '--type', JOB_TYPES[0]!, '--account', 'pat', '--page-size', '10', '--output', 'json'])).jobs, []);
+  t.same(
+    json<{ jobs: unknown[] }>(await run(['jobs', 'dead-letters', '--type', JOB_TYPES[0]!, '--account', 'pat', '--page-size', '10', '--output', 'json'])).jobs,
+    [],
+  );
   t.match((await run(['jobs', 'dead-letters'])).stdout, /No stopped job matches\./);
   const badAccount = await run(['jobs', 'dead-letters', '--account', 'nobody']);
   t.equal(badAccount.code, 1);
@@ -181,5 +194,8 @@ t.test('mailbox, folder and job commands', async (t) => {
   const everything = results.flatMap((r) => [r.stdout, r.stderr]);
   t.same(leaks([...first.secrets, token], ...everything), [], 'no key or token in any output');
   t.same(leaks(sensitiveStrings([...archive, ...inbox].map((m) => m.raw)), ...everything), [], 'no subject or address in any output');
-  t.notOk(everything.some((o) => o.includes('\u001b')), 'no colour when piped');
+  t.notOk(
+    everything.some((o) => o.includes('\u001b')),
+    'no colour when piped',
+  );
 });

@@ -91,7 +91,11 @@ t.test('key, key pair, profiles and the endpoint order', async (t) => {
   t.equal(signer.code, 0, signer.stderr);
   t.match(signer.stdout, /Credential signer/);
   const afterPair = JSON.parse(readFileSync(file, 'utf8')) as { profiles: Record<string, Record<string, unknown>> };
-  t.same(Object.keys(afterPair.profiles.signer!).sort(), ['endpoint', 'mode', 'privateKey', 'signedInAt'], 'the key-pair profile holds the path and nothing secret');
+  t.same(
+    Object.keys(afterPair.profiles.signer!).sort(),
+    ['endpoint', 'mode', 'privateKey', 'signedInAt'],
+    'the key-pair profile holds the path and nothing secret',
+  );
   t.equal(afterPair.profiles.signer!.privateKey, svc.privateKeyPath);
   t.notMatch(readFileSync(file, 'utf8'), /PRIVATE KEY/);
   for (let i = 0; i < 2; i += 1) {
@@ -107,7 +111,14 @@ t.test('key, key pair, profiles and the endpoint order', async (t) => {
   t.equal(profiles.code, 0);
   const listed = JSON.parse(profiles.stdout) as { current: string; profiles: Array<{ name: string; default: boolean; mode: string }> };
   t.equal(listed.current, 'signer');
-  t.same(listed.profiles.map((p) => [p.name, p.default, p.mode]), [['127.0.0.1', false, 'key'], ['reader', false, 'key'], ['signer', true, 'keypair']]);
+  t.same(
+    listed.profiles.map((p) => [p.name, p.default, p.mode]),
+    [
+      ['127.0.0.1', false, 'key'],
+      ['reader', false, 'key'],
+      ['signer', true, 'keypair'],
+    ],
+  );
   t.match((await run(home, ['profiles'])).stdout, /\*\s+signer/);
 
   // switch.
@@ -148,7 +159,10 @@ t.test('key, key pair, profiles and the endpoint order', async (t) => {
 
   // Nothing any command printed holds a key; nothing was coloured (every stream was a pipe).
   t.same(leaks(svc.secrets, ...results.flatMap((r) => [r.stdout, r.stderr])), [], 'no key in any output');
-  t.notOk(results.some((r) => r.stdout.includes(ESC) || r.stderr.includes(ESC)), 'no colour when piped');
+  t.notOk(
+    results.some((r) => r.stdout.includes(ESC) || r.stderr.includes(ESC)),
+    'no colour when piped',
+  );
 });
 
 t.test('modes not in this release, clear text, usage errors', async (t) => {
@@ -179,7 +193,14 @@ t.test('modes not in this release, clear text, usage errors', async (t) => {
   t.notOk(existsSync(join(home.dir, 'credentials.json')), 'nothing stored');
 
   // Usage errors exit 2.
-  for (const args of [['status', '--bogus'], ['nosuch'], ['mailbox', 'rewind'], ['switch'], ['login', '--endpoint', 'ftp://x'], ['status', '--output', 'yaml']]) {
+  for (const args of [
+    ['status', '--bogus'],
+    ['nosuch'],
+    ['mailbox', 'rewind'],
+    ['switch'],
+    ['login', '--endpoint', 'ftp://x'],
+    ['status', '--output', 'yaml'],
+  ]) {
     const result = await cli(home, args);
     t.equal(result.code, 2, `${args.join(' ')}: exit 2`);
   }

@@ -28,7 +28,11 @@ t.test('on a terminal', { skip: spawnSync('script', ['--version']).status !== 0 
   t.equal(plain.code, 0);
   t.notOk(plain.screen.includes(ESC), 'no colour with NO_COLOR');
 
-  const declined = await onTerminal(home, ['login', '--endpoint', 'http://192.0.2.1:8090', '--name', 'far'], [{ after: /Send them anyway\? \[y\/N\] /, send: 'n\r' }]);
+  const declined = await onTerminal(
+    home,
+    ['login', '--endpoint', 'http://192.0.2.1:8090', '--name', 'far'],
+    [{ after: /Send them anyway\? \[y\/N\] /, send: 'n\r' }],
+  );
   t.equal(declined.code, 1);
   t.match(declined.screen, /Refused to sign in to http:\/\/192\.0\.2\.1:8090 over clear text/);
 

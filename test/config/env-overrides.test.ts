@@ -102,7 +102,9 @@ t.test('an unknown key via the environment is refused naming it and the variable
 
 t.test('a value out of range names the setting, range and variable', (t) => {
   const lines = refusalLines(() => load({ MAILCAIRN__McpEndpoint__RateLimiting__MaxConcurrentRequests: '0' }));
-  t.same(lines, ['McpEndpoint:RateLimiting:MaxConcurrentRequests: must be between 1 and 1000 (was 0) (set by MAILCAIRN__McpEndpoint__RateLimiting__MaxConcurrentRequests)']);
+  t.same(lines, [
+    'McpEndpoint:RateLimiting:MaxConcurrentRequests: must be between 1 and 1000 (was 0) (set by MAILCAIRN__McpEndpoint__RateLimiting__MaxConcurrentRequests)',
+  ]);
   t.end();
 });
 

@@ -40,10 +40,7 @@ t.test('a section counts as written when the tree holds it, even empty or at its
 t.test('an account key counts once, whichever accounts write it', (t) => {
   t.same(written({ Accounts: [account('a'), account('b')] }), []);
   t.same(written({ Accounts: [account('a'), account('b', { Smtp: { Host: 'smtp.example.org', Username: 'b' } })] }), ['Accounts:[]:Smtp']);
-  t.same(
-    written({ Accounts: [account('a', { Owner: 'A', Smtp: {} }), account('b', { Owner: 'B', Smtp: {} })] }),
-    ['Accounts:[]:Owner', 'Accounts:[]:Smtp'],
-  );
+  t.same(written({ Accounts: [account('a', { Owner: 'A', Smtp: {} }), account('b', { Owner: 'B', Smtp: {} })] }), ['Accounts:[]:Owner', 'Accounts:[]:Smtp']);
   t.same(written({ Accounts: {} }), [], 'not a list');
   t.end();
 });

@@ -19,7 +19,11 @@ const key = (name: string, ref = `env:${name.toUpperCase()}_KEY`) => ({ Name: na
 
 t.test('a configuration serving nothing has no warnings', (t) => {
   t.same(codes({}), []);
-  t.same(codes({ McpEndpoint: { RateLimiting: { Enabled: false } }, AdminEndpoint: { RequestTimeout: { Enabled: false } } }), [], 'disabled endpoints never warn');
+  t.same(
+    codes({ McpEndpoint: { RateLimiting: { Enabled: false } }, AdminEndpoint: { RequestTimeout: { Enabled: false } } }),
+    [],
+    'disabled endpoints never warn',
+  );
   t.end();
 });
 
@@ -42,7 +46,13 @@ t.test('limits and timeouts turned off warn once per endpoint', (t) => {
   const { warnings } = describePosture(config(raw));
   t.same(
     warnings.map((w) => w.setting),
-    ['McpEndpoint:RateLimiting:Enabled', 'McpEndpoint:RequestTimeout:Enabled', 'AdminEndpoint:Https:Endpoints', 'AdminEndpoint:RateLimiting:Enabled', 'AdminEndpoint:RequestTimeout:Enabled'],
+    [
+      'McpEndpoint:RateLimiting:Enabled',
+      'McpEndpoint:RequestTimeout:Enabled',
+      'AdminEndpoint:Https:Endpoints',
+      'AdminEndpoint:RateLimiting:Enabled',
+      'AdminEndpoint:RequestTimeout:Enabled',
+    ],
   );
   t.end();
 });
@@ -97,7 +107,13 @@ t.test('no line or warning carries a reference target or material', (t) => {
     McpEndpoint: { Enabled: true, Authentication: [{ ApiKey: key('agent', 'file:/srv/very-secret-dir/agent.key') }] },
     DataEncryption: { KeyRing: 'env:KEYRING_VARIABLE_NAME' },
     Storage: { Database: 'libsql://db.example.org', AuthToken: 'systemd:db-token-credential' },
-    Accounts: [{ Id: 'alice', Imap: { Host: 'imap.example.org', Username: 'alice.private@example.org', Password: 'file:/run/secrets/alice-pw' }, Folders: [{ Alias: 'inbox' }] }],
+    Accounts: [
+      {
+        Id: 'alice',
+        Imap: { Host: 'imap.example.org', Username: 'alice.private@example.org', Password: 'file:/run/secrets/alice-pw' },
+        Folders: [{ Alias: 'inbox' }],
+      },
+    ],
   };
   const { lines, warnings } = describePosture(config(raw));
   const text = [...lines, ...warnings.map((w) => `${w.setting} ${w.message}`)].join('\n');
@@ -135,8 +151,16 @@ t.test('a written setting this release does not serve: one not-served warning, n
   const text = lines.join('\n');
   t.notMatch(text, /^(Outbox|MailRules|Spam|Telemetry|Answering|Embeddings|EmbeddingBackfill):/m, 'no line describes them');
   t.notMatch(text, /SMTP|smtp\.example\.org/, 'the account line names no SMTP server');
-  t.ok(lines.includes('Not served by this release (accepted, no effect): Embeddings, EmbeddingBackfill, Accounts:[]:Owner, Accounts:[]:Smtp, Answering, Outbox, MailRules, Spam, Telemetry'));
-  t.same(describePosture(config(raw)).warnings.filter((w) => w.code === 'not-served'), [], 'without the written tree, nothing counts as written');
+  t.ok(
+    lines.includes(
+      'Not served by this release (accepted, no effect): Embeddings, EmbeddingBackfill, Accounts:[]:Owner, Accounts:[]:Smtp, Answering, Outbox, MailRules, Spam, Telemetry',
+    ),
+  );
+  t.same(
+    describePosture(config(raw)).warnings.filter((w) => w.code === 'not-served'),
+    [],
+    'without the written tree, nothing counts as written',
+  );
   t.same(describePosture(config({}), { written: {} }).warnings, [], 'nothing written, no warning, though Outbox defaults to Enabled');
   t.end();
 });

@@ -80,7 +80,8 @@ function parseOptions(): { port: number | null } {
   }
   if (values.port === undefined) return { port: null };
   const port = Number(values.port);
-  if (!/^\d+$/.test(values.port) || port < 1 || port > 65_535) throw new DemoExit(2, `--port: expected a port number from 1 to 65535, got ${JSON.stringify(values.port)}`);
+  if (!/^\d+$/.test(values.port) || port < 1 || port > 65_535)
+    throw new DemoExit(2, `--port: expected a port number from 1 to 65535, got ${JSON.stringify(values.port)}`);
   return { port };
 }
 
@@ -257,7 +258,13 @@ async function placeMailbox(dovecot: Dovecot): Promise<DemoMailbox> {
   const { writeMaildir } = await import('../harness/place-mail.ts');
   const mailbox: DemoMailbox = { inbox: [], archive: [], attachments: 0, replies: 0 };
   // In date order: the older part is archived, the newer part waits in INBOX; threads span both.
-  for (const m of generateMailbox({ seed: SEED, count: ARCHIVED + IN_INBOX, owner: OWNER, start: new Date('2023-01-01T00:00:00Z'), end: new Date('2025-06-30T00:00:00Z') })) {
+  for (const m of generateMailbox({
+    seed: SEED,
+    count: ARCHIVED + IN_INBOX,
+    owner: OWNER,
+    start: new Date('2023-01-01T00:00:00Z'),
+    end: new Date('2025-06-30T00:00:00Z'),
+  })) {
     (mailbox.archive.length < ARCHIVED ? mailbox.archive : mailbox.inbox).push(m);
     if (m.attachments > 0) mailbox.attachments++;
     if (m.inReplyTo) mailbox.replies++;
@@ -267,7 +274,16 @@ async function placeMailbox(dovecot: Dovecot): Promise<DemoMailbox> {
   return mailbox;
 }
 
-function demoConfig(o: { dir: string; port: number; adminPort: number; dovecot: Dovecot; passwordFile: string; keyRingFile: string; apiKeyFile: string; adminKeyFile: string }): unknown {
+function demoConfig(o: {
+  dir: string;
+  port: number;
+  adminPort: number;
+  dovecot: Dovecot;
+  passwordFile: string;
+  keyRingFile: string;
+  apiKeyFile: string;
+  adminKeyFile: string;
+}): unknown {
   return {
     McpEndpoint: {
       Enabled: true,
@@ -323,7 +339,10 @@ async function waitForFirstRun(service: Service): Promise<SynchronizationStatus>
       // the scheduler may still be starting; ask again
     }
     if (Date.now() > end) {
-      throw new DemoExit(1, `The first synchronization did not end within ${SYNC_TIMEOUT_MS / 1000} s. See the log in ${held.dir ?? 'the temporary directory'}.`);
+      throw new DemoExit(
+        1,
+        `The first synchronization did not end within ${SYNC_TIMEOUT_MS / 1000} s. See the log in ${held.dir ?? 'the temporary directory'}.`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -384,7 +403,9 @@ function printSummary(o: {
   out();
   out('Mailcairn demo');
   out(`  Dovecot     127.0.0.1:${o.dovecot.port} (pid ${o.dovecot.pid}), user ${DOVECOT_USER}: a private server for this demo`);
-  out(`  Mailbox     ${o.mailbox.inbox.length + o.mailbox.archive.length} generated messages (seed ${SEED}): INBOX ${o.mailbox.inbox.length}, Archive ${o.mailbox.archive.length}; ${o.mailbox.replies} replies in threads, ${o.mailbox.attachments} with attachments`);
+  out(
+    `  Mailbox     ${o.mailbox.inbox.length + o.mailbox.archive.length} generated messages (seed ${SEED}): INBOX ${o.mailbox.inbox.length}, Archive ${o.mailbox.archive.length}; ${o.mailbox.replies} replies in threads, ${o.mailbox.attachments} with attachments`,
+  );
   out(`  Mirrored    account "${ACCOUNT}": ${folders} (first run ${outcome}, ${(o.syncMs / 1000).toFixed(1)} s)`);
   out(`  Files       ${o.dir} (config, key ring, database, mailcairn.log); removed on Ctrl-C`);
   if (outcome !== 'ok') out(`  !           the first run ended "${outcome}": see mailcairn.log in the directory above`);
@@ -461,7 +482,11 @@ async function main(): Promise<void> {
   const port = options.port ?? (await reservePort());
   const adminPort = await reservePort();
   const configFile = join(dir, 'mailcairn.json');
-  writeFileSync(configFile, `${JSON.stringify(demoConfig({ dir, port, adminPort, dovecot, passwordFile, keyRingFile, apiKeyFile, adminKeyFile }), null, 2)}\n`, { mode: 0o600 });
+  writeFileSync(
+    configFile,
+    `${JSON.stringify(demoConfig({ dir, port, adminPort, dovecot, passwordFile, keyRingFile, apiKeyFile, adminKeyFile }), null, 2)}\n`,
+    { mode: 0o600 },
+  );
 
   note('Starting Mailcairn and mirroring the mailbox…');
   const started = Date.now();
@@ -474,7 +499,10 @@ async function main(): Promise<void> {
     });
   } catch (err) {
     const detail = err instanceof AppError ? `${err.message} (${err.code})` : err instanceof Error ? err.message : String(err);
-    throw new DemoExit(1, `Mailcairn did not start: ${detail}${options.port !== null ? `\n(--port ${options.port}: try another port, or leave --port out)` : ''}`);
+    throw new DemoExit(
+      1,
+      `Mailcairn did not start: ${detail}${options.port !== null ? `\n(--port ${options.port}: try another port, or leave --port out)` : ''}`,
+    );
   }
   // The listener keeps the process alive; this keeps it alive even if the endpoint is not served.
   held.keepAlive = setInterval(() => {}, 1 << 30);

@@ -31,7 +31,10 @@ t.test('starts, serves what the sync needs, restarts, stops by PID', { skip }, a
   });
   const messages = [...generateMailbox({ seed: 4, count: 25 })];
   const uids = await appendMessages(cyrus, 'alice', 'INBOX', messages);
-  t.same(uids, messages.map((_, i) => i + 1));
+  t.same(
+    uids,
+    messages.map((_, i) => i + 1),
+  );
   const { port, pid } = cyrus;
   await cyrus.restart();
   t.equal(cyrus.port, port);
@@ -65,7 +68,10 @@ t.test('imapAdmin changes a Cyrus mailbox behind an IDLE session', { skip }, asy
   await admin.addFlags('alice', 'Archive', [3], ['\\Seen', '$Label1']);
   await admin.expunge('alice', 'Archive', [4]);
   const archive = await admin.fetchAll('alice', 'Archive');
-  t.same(archive.map((m) => m.uid), [3, 5, 6]);
+  t.same(
+    archive.map((m) => m.uid),
+    [3, 5, 6],
+  );
   t.same(archive[0]!.flags, ['$Label1', '\\Seen']);
   await admin.createMailbox('alice', 'Receipts', '\\Important');
   const receipts = (await withImap(cyrus, 'alice', (c) => c.list())).find((m) => m.path === 'Receipts');
@@ -73,9 +79,18 @@ t.test('imapAdmin changes a Cyrus mailbox behind an IDLE session', { skip }, asy
   const reset = await admin.resetUidValidity('alice', 'Archive');
   t.not(reset.after.uidvalidity, reset.before.uidvalidity);
   const renumbered = await admin.fetchAll('alice', 'Archive');
-  t.same(renumbered.map((m) => m.uid), [1, 2, 3]);
-  t.same(renumbered.map((m) => m.sha256), archive.map((m) => m.sha256));
-  t.same(renumbered.map((m) => m.flags), archive.map((m) => m.flags));
+  t.same(
+    renumbered.map((m) => m.uid),
+    [1, 2, 3],
+  );
+  t.same(
+    renumbered.map((m) => m.sha256),
+    archive.map((m) => m.sha256),
+  );
+  t.same(
+    renumbered.map((m) => m.flags),
+    archive.map((m) => m.flags),
+  );
   const again = (await withImap(cyrus, 'alice', (c) => c.list())).find((m) => m.path === 'Archive');
   t.equal(again?.specialUse, '\\Archive', 'special-use restored');
 });

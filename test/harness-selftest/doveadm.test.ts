@@ -15,7 +15,12 @@ const msg = (i: number) => `From: a@example.org\r\nSubject: m${i}\r\nMessage-ID:
 async function fresh(t: Test, count = 5): Promise<Dovecot> {
   const d = await startDovecot();
   t.teardown(() => d.stop());
-  await appendMessages(d, 'alice', 'INBOX', Array.from({ length: count }, (_, i) => ({ raw: msg(i + 1) })));
+  await appendMessages(
+    d,
+    'alice',
+    'INBOX',
+    Array.from({ length: count }, (_, i) => ({ raw: msg(i + 1) })),
+  );
   return d;
 }
 
@@ -57,7 +62,10 @@ t.test('flags: add, remove and set system flags and keywords', async (t) => {
   t.same(flags[2], ['\\Answered']);
   t.same(flags[3], []);
   const all = await admin.fetchAll('alice', 'INBOX');
-  t.same(all.map((m) => m.flags), [['\\Seen'], ['\\Answered'], [], [], []]);
+  t.same(
+    all.map((m) => m.flags),
+    [['\\Seen'], ['\\Answered'], [], [], []],
+  );
 });
 
 t.test('flag changes raise HIGHESTMODSEQ', async (t) => {
@@ -74,13 +82,23 @@ t.test('expunge and move', async (t) => {
   const d = await fresh(t);
   const admin = mailAdmin(d);
   await admin.expunge('alice', 'INBOX', [2, 4]);
-  t.same((await admin.fetchAll('alice', 'INBOX')).map((m) => m.uid), [1, 3, 5]);
+  t.same(
+    (await admin.fetchAll('alice', 'INBOX')).map((m) => m.uid),
+    [1, 3, 5],
+  );
   await admin.move('alice', 'INBOX', 'Archive', [1, 5]);
-  t.same((await admin.fetchAll('alice', 'INBOX')).map((m) => m.uid), [3]);
+  t.same(
+    (await admin.fetchAll('alice', 'INBOX')).map((m) => m.uid),
+    [3],
+  );
   const archived = await admin.fetchAll('alice', 'Archive');
   t.equal(archived.length, 2);
   const want = [msg(1), msg(5)].map((m) => createHash('sha256').update(m).digest('hex'));
-  t.same(archived.map((m) => m.sha256), want, 'moved bytes are the originals');
+  t.same(
+    archived.map((m) => m.sha256),
+    want,
+    'moved bytes are the originals',
+  );
   const s = await admin.status('alice', 'INBOX');
   t.equal(s.messages, 1);
   t.equal(s.uidnext, 6);
@@ -113,13 +131,28 @@ t.test('resetUidValidity renumbers and changes UIDVALIDITY, as IMAP STATUS shows
   await admin.expunge('alice', 'INBOX', [1, 2]);
   await admin.addFlags('alice', 'INBOX', [3], ['\\Flagged']);
   const before = await admin.fetchAll('alice', 'INBOX');
-  t.same(before.map((m) => m.uid), [3, 4, 5]);
+  t.same(
+    before.map((m) => m.uid),
+    [3, 4, 5],
+  );
   const r = await admin.resetUidValidity('alice', 'INBOX');
   t.not(r.after.uidvalidity, r.before.uidvalidity);
   const after = await admin.fetchAll('alice', 'INBOX');
-  t.same(after.map((m) => m.uid), [1, 2, 3], 'UIDs start again at 1');
-  t.same(after.map((m) => m.sha256), before.map((m) => m.sha256), 'same messages');
-  t.same(after.map((m) => m.flags), before.map((m) => m.flags), 'flags kept');
+  t.same(
+    after.map((m) => m.uid),
+    [1, 2, 3],
+    'UIDs start again at 1',
+  );
+  t.same(
+    after.map((m) => m.sha256),
+    before.map((m) => m.sha256),
+    'same messages',
+  );
+  t.same(
+    after.map((m) => m.flags),
+    before.map((m) => m.flags),
+    'flags kept',
+  );
   const status = await withImap(d, 'alice', (c) => c.status('INBOX', { uidValidity: true, uidNext: true }));
   t.equal(status && Number(status.uidValidity), r.after.uidvalidity);
   t.equal(status === false ? false : status.uidNext, 4);
@@ -130,7 +163,10 @@ t.test('resetUidValidity without renumbering keeps UIDs', async (t) => {
   const admin = mailAdmin(d);
   const r = await admin.resetUidValidity('alice', 'INBOX', { renumber: false });
   t.equal(r.after.uidvalidity, r.before.uidvalidity + 1);
-  t.same((await admin.fetchAll('alice', 'INBOX')).map((m) => m.uid), [1, 2, 3]);
+  t.same(
+    (await admin.fetchAll('alice', 'INBOX')).map((m) => m.uid),
+    [1, 2, 3],
+  );
 });
 
 t.test('a selected session notices a UIDVALIDITY reset', async (t) => {

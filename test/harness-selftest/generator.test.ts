@@ -38,11 +38,33 @@ t.test('realistic mix: sizes, dates in order, threads, flags, unique Message-IDs
   t.ok(years.size >= 6, `dates over ${years.size} years`);
   t.ok(ms.every((m, i) => i === 0 || m.internalDate.getTime() >= ms[i - 1]!.internalDate.getTime() - 600_000));
   const text = ms.map((m) => m.raw.toString('latin1')).join('\n');
-  for (const needle of ['charset="iso-8859-1"', 'charset="windows-1252"', 'charset="iso-2022-jp"', 'charset="utf-8"', 'quoted-printable', 'base64', '=?UTF-8?B?', 'multipart/alternative', 'multipart/mixed', 'References: ']) {
+  for (const needle of [
+    'charset="iso-8859-1"',
+    'charset="windows-1252"',
+    'charset="iso-2022-jp"',
+    'charset="utf-8"',
+    'quoted-printable',
+    'base64',
+    '=?UTF-8?B?',
+    'multipart/alternative',
+    'multipart/mixed',
+    'References: ',
+  ]) {
     t.ok(text.includes(needle), needle);
   }
-  t.ok(ms.every((m) => !/(?<!\r)\n|\r(?!\n)/.test(m.raw.toString('latin1'))), 'CRLF line endings only');
-  t.ok(ms.every((m) => m.raw.toString('latin1').split('\r\n').every((l) => l.length <= 998)), 'no line over 998');
+  t.ok(
+    ms.every((m) => !/(?<!\r)\n|\r(?!\n)/.test(m.raw.toString('latin1'))),
+    'CRLF line endings only',
+  );
+  t.ok(
+    ms.every((m) =>
+      m.raw
+        .toString('latin1')
+        .split('\r\n')
+        .every((l) => l.length <= 998),
+    ),
+    'no line over 998',
+  );
 });
 
 t.test('mailparser decodes what the generator meant', async (t) => {

@@ -19,16 +19,35 @@ t.test('APPEND and Maildir placement agree with each other and with what was ask
   messages[4]!.flags = ['\\Answered', '\\Draft', '\\Deleted'];
 
   const uids = await appendMessages(d, 'alice', 'INBOX', messages);
-  t.same(uids, messages.map((_, i) => i + 1), 'UIDs in order');
+  t.same(
+    uids,
+    messages.map((_, i) => i + 1),
+    'UIDs in order',
+  );
   t.equal(await writeMaildir(d, 'alice', 'Archive', messages), messages.length);
   t.equal(await writeMaildir(d, 'alice', 'Old/2019', messages.slice(0, 5)), 5, 'creates a missing folder');
 
   const inbox = await admin.fetchAll('alice', 'INBOX');
   const archive = await admin.fetchAll('alice', 'Archive');
-  t.same(archive.map((m) => m.uid), uids, 'Maildir files numbered in the order given');
-  t.same(archive.map((m) => m.sha256), inbox.map((m) => m.sha256), 'same bytes served both ways');
-  t.same(archive.map((m) => m.flags), inbox.map((m) => m.flags), 'same flags both ways');
-  t.same(inbox.map((m) => m.flags), messages.map((m) => [...m.flags].sort()));
+  t.same(
+    archive.map((m) => m.uid),
+    uids,
+    'Maildir files numbered in the order given',
+  );
+  t.same(
+    archive.map((m) => m.sha256),
+    inbox.map((m) => m.sha256),
+    'same bytes served both ways',
+  );
+  t.same(
+    archive.map((m) => m.flags),
+    inbox.map((m) => m.flags),
+    'same flags both ways',
+  );
+  t.same(
+    inbox.map((m) => m.flags),
+    messages.map((m) => [...m.flags].sort()),
+  );
   t.same(inbox[3]!.flags, ['$Label1', 'Work', '\\Flagged', '\\Seen']);
 
   for (const box of ['INBOX', 'Archive']) {
@@ -38,7 +57,11 @@ t.test('APPEND and Maildir placement agree with each other and with what was ask
       for await (const m of c.fetch('1:*', { internalDate: true }, { uid: true })) out.push(new Date(m.internalDate!).getTime());
       return out;
     });
-    t.same(dates, messages.map((m) => m.internalDate.getTime()), `${box}: internal dates kept`);
+    t.same(
+      dates,
+      messages.map((m) => m.internalDate.getTime()),
+      `${box}: internal dates kept`,
+    );
   }
   const status = await admin.status('alice', 'Archive');
   t.equal(status.messages, 60);
@@ -56,8 +79,15 @@ t.test('writeMaildir into a mailbox that already has mail keeps numbering on', a
   ]);
   await writeMaildir(d, 'alice', 'INBOX', [{ raw: 'Subject: fourth\r\n\r\n4\r\n' }]);
   const all = await admin.fetchAll('alice', 'INBOX');
-  t.same(all.map((m) => m.uid), [1, 2, 3, 4]);
-  t.same(all.map((m) => m.flags), [['Tag1'], ['Tag2'], ['Tag1', '\\Seen'], []], 'keywords share dovecot-keywords');
+  t.same(
+    all.map((m) => m.uid),
+    [1, 2, 3, 4],
+  );
+  t.same(
+    all.map((m) => m.flags),
+    [['Tag1'], ['Tag2'], ['Tag1', '\\Seen'], []],
+    'keywords share dovecot-keywords',
+  );
   t.equal(all[2]!.size, 'Subject: third\r\n\r\n3\r\n'.length, 'LF-only file served with CRLF and the right size');
 });
 

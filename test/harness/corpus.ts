@@ -33,7 +33,9 @@ export function corpusAvailable(): boolean {
 export function readManifest(): Array<Record<string, string>> {
   const file = join(corpusDir(), 'MANIFEST.tsv');
   if (!existsSync(file)) throw new Error(`no corpus at ${corpusDir()} (set MAILCAIRN_CORPUS)`);
-  const [head, ...rows] = readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0);
+  const [head, ...rows] = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0);
   const cols = head!.split('\t');
   return rows.map((row) => {
     const cells = row.split('\t');

@@ -11,7 +11,18 @@ import { join } from 'node:path';
 import { reservePort } from '../helpers/ports.ts';
 import type { ImapPeer } from './imap-client.ts';
 import {
-  makeCertificate, passwdEntry, removeDir, run, sleep, terminate, trackDir, trackPid, untrackPid, waitForGreeting, waitListening, watchdog,
+  makeCertificate,
+  passwdEntry,
+  removeDir,
+  run,
+  sleep,
+  terminate,
+  trackDir,
+  trackPid,
+  untrackPid,
+  waitForGreeting,
+  waitListening,
+  watchdog,
 } from './processes.ts';
 
 export type CyrusOptions = {

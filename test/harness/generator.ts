@@ -79,7 +79,10 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
   const logUniform = (a: number, b: number) => Math.round(Math.exp(Math.log(a) + rnd() * (Math.log(b) - Math.log(a))));
   const hex = (n: number) => {
     let s = '';
-    while (s.length < n) s += Math.floor(rnd() * 0x100000000).toString(16).padStart(8, '0');
+    while (s.length < n)
+      s += Math.floor(rnd() * 0x100000000)
+        .toString(16)
+        .padStart(8, '0');
     return s.slice(0, n);
   };
   const profile = PROFILES[o.profile ?? 'small'];
@@ -99,7 +102,13 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
   const people: Person[] = Array.from({ length: 60 }, () => {
     const japanese = chance(0.08);
     const name = japanese ? pick(W.JAPANESE_NAMES) : `${pick(W.FIRST_NAMES)} ${pick(W.LAST_NAMES)}`;
-    const local = japanese ? `${pick(['yamada', 'sato', 'suzuki', 'tanaka'])}.${int(1, 99)}` : name.normalize('NFD').replace(/[^A-Za-z ]/g, '').toLowerCase().replace(' ', '.');
+    const local = japanese
+      ? `${pick(['yamada', 'sato', 'suzuki', 'tanaka'])}.${int(1, 99)}`
+      : name
+          .normalize('NFD')
+          .replace(/[^A-Za-z ]/g, '')
+          .toLowerCase()
+          .replace(' ', '.');
     return { name, address: `${local}@${japanese ? 'example.jp' : pick(W.DOMAINS)}` };
   });
   const open: Conversation[] = [];
@@ -171,7 +180,8 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
     const bytes = encodeText(text, charset);
     const ascii = /^[\x00-\x7f]*$/.test(text) && charset !== 'iso-2022-jp';
     let cte: string;
-    if (charset === 'iso-2022-jp') cte = '7bit'; // JIS X 0208 in escape sequences is 7-bit already
+    if (charset === 'iso-2022-jp')
+      cte = '7bit'; // JIS X 0208 in escape sequences is 7-bit already
     else if (ascii) cte = text.split('\r\n').some((l) => l.length > 990) ? 'quoted-printable' : '7bit';
     else if (charset === 'utf-8') cte = pick(['quoted-printable', 'quoted-printable', 'base64', '8bit']);
     else cte = chance(0.75) ? 'quoted-printable' : '8bit';
@@ -204,9 +214,7 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
     const [type, magic] = types[kind];
     const fileName = `${baseName}.${kind === 'jpeg' ? 'jpg' : kind}`;
     const ascii = /^[\x20-\x7e]*$/.test(fileName);
-    const nameParams = ascii
-      ? `; name="${fileName}"`
-      : `; name="${encodeWords(fileName, 'utf-8', 'B')}"`;
+    const nameParams = ascii ? `; name="${fileName}"` : `; name="${encodeWords(fileName, 'utf-8', 'B')}"`;
     const disposition = ascii
       ? `Content-Disposition: attachment; filename="${fileName}"\r\n`
       : `Content-Disposition: attachment;\r\n filename*=utf-8''${encodeURIComponent(fileName)}\r\n`;
@@ -214,13 +222,32 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
       let text: string;
       if (kind === 'csv') {
         const rows = ['date,item,amount'];
-        for (let len = 0; len < Math.min(size, 200_000); len += rows.at(-1)!.length + 2) rows.push(`2024-${String(int(1, 12)).padStart(2, '0')}-${String(int(1, 28)).padStart(2, '0')},${pick(W.WORDS)},${int(1, 9999)}.${int(10, 99)}`);
+        for (let len = 0; len < Math.min(size, 200_000); len += rows.at(-1)!.length + 2)
+          rows.push(`2024-${String(int(1, 12)).padStart(2, '0')}-${String(int(1, 28)).padStart(2, '0')},${pick(W.WORDS)},${int(1, 9999)}.${int(10, 99)}`);
         text = `${rows.join('\r\n')}\r\n`;
       } else {
         const uid = hex(16);
-        text = ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//Example//Calendar//EN', 'METHOD:REQUEST', 'BEGIN:VEVENT', `UID:${uid}@example.org`, 'DTSTART:20240305T140000Z', 'DTEND:20240305T150000Z', `SUMMARY:${pick(W.SUBJECT_TOPICS).replace(/\{[nm]\}/g, '1')}`, 'END:VEVENT', 'END:VCALENDAR', ''].join('\r\n');
+        text = [
+          'BEGIN:VCALENDAR',
+          'VERSION:2.0',
+          'PRODID:-//Example//Calendar//EN',
+          'METHOD:REQUEST',
+          'BEGIN:VEVENT',
+          `UID:${uid}@example.org`,
+          'DTSTART:20240305T140000Z',
+          'DTEND:20240305T150000Z',
+          `SUMMARY:${pick(W.SUBJECT_TOPICS).replace(/\{[nm]\}/g, '1')}`,
+          'END:VEVENT',
+          'END:VCALENDAR',
+          '',
+        ].join('\r\n');
       }
-      const part = textPart(kind === 'csv' ? 'csv' : 'calendar', text, charset === 'iso-2022-jp' ? 'utf-8' : charset === 'us-ascii' ? 'us-ascii' : 'utf-8', kind === 'ics' ? '; method=REQUEST' : nameParams);
+      const part = textPart(
+        kind === 'csv' ? 'csv' : 'calendar',
+        text,
+        charset === 'iso-2022-jp' ? 'utf-8' : charset === 'us-ascii' ? 'us-ascii' : 'utf-8',
+        kind === 'ics' ? '; method=REQUEST' : nameParams,
+      );
       return { headers: part.headers + disposition, body: part.body };
     }
     const data = Buffer.concat([Buffer.from(magic, 'latin1'), noise(Math.max(0, size - magic.length))]);
@@ -251,8 +278,12 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
     if (kind === 'newsletter') {
       from = pick(W.NEWSLETTERS);
       to = [owner];
-      subject = `${pick(['Your weekly digest', 'New this month', 'Last chance:', 'Release notes for'])} ${pick(W.SUBJECT_TOPICS).replace('{n}', String(int(1, 999))).replace('{m}', String(int(0, 9)))}`;
-      extraHeaders.push(header('List-Unsubscribe', `<https://${from.address.split('@')[1]}/unsubscribe?u=${hex(12)}>, <mailto:unsubscribe@${from.address.split('@')[1]}>`));
+      subject = `${pick(['Your weekly digest', 'New this month', 'Last chance:', 'Release notes for'])} ${pick(W.SUBJECT_TOPICS)
+        .replace('{n}', String(int(1, 999)))
+        .replace('{m}', String(int(0, 9)))}`;
+      extraHeaders.push(
+        header('List-Unsubscribe', `<https://${from.address.split('@')[1]}/unsubscribe?u=${hex(12)}>, <mailto:unsubscribe@${from.address.split('@')[1]}>`),
+      );
       extraHeaders.push('List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n', 'Precedence: bulk\r\n');
     } else if (parent) {
       from = pick(parent.people.filter((p) => p.address !== owner.address).concat(pick(people)));
@@ -267,7 +298,9 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
       subject =
         charset === 'iso-2022-jp'
           ? pick(W.JAPANESE_SUBJECTS)
-          : pick(W.SUBJECT_TOPICS).replace('{n}', String(int(1000, 99999))).replace('{m}', String(int(0, 9)));
+          : pick(W.SUBJECT_TOPICS)
+              .replace('{n}', String(int(1000, 99999)))
+              .replace('{m}', String(int(0, 9)));
       subject = subject.charAt(0).toUpperCase() + subject.slice(1);
       if (charset === 'iso-8859-1' && chance(0.4)) subject += pick([' – Rückfrage', ' (réunion)', ' für März', ' – año nuevo']).replace('–', '-');
       if (charset === 'utf-8' && chance(0.15)) subject += pick([' 🎉', ' — naïve café', ' (Überblick)', ' 件']);
@@ -308,14 +341,23 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
 
     const html = () => {
       const news = kind === 'newsletter';
-      const body = paras.map((p) => `<p style="margin:0 0 12px 0;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:20px;color:#333333;">${escapeHtml(p)}</p>`);
+      const body = paras.map(
+        (p) => `<p style="margin:0 0 12px 0;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:20px;color:#333333;">${escapeHtml(p)}</p>`,
+      );
       const blocks = news
-        ? body.map((p, i) => `<tr><td style="padding:16px 24px;border-bottom:1px solid #eeeeee;">${p}<a href="https://news.example.com/item/${i}?utm_source=newsletter&amp;utm_medium=email&amp;id=${hex(10)}" style="color:#1a73e8;text-decoration:none;">Read more</a></td></tr>`).join('\r\n')
+        ? body
+            .map(
+              (p, i) =>
+                `<tr><td style="padding:16px 24px;border-bottom:1px solid #eeeeee;">${p}<a href="https://news.example.com/item/${i}?utm_source=newsletter&amp;utm_medium=email&amp;id=${hex(10)}" style="color:#1a73e8;text-decoration:none;">Read more</a></td></tr>`,
+            )
+            .join('\r\n')
         : body.join('\r\n');
       const content = news
         ? `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="max-width:640px;margin:0 auto;background:#ffffff;">\r\n${blocks}\r\n</table>`
         : `<div dir="ltr">\r\n<p>${escapeHtml(greeting)}</p>\r\n${blocks}\r\n<p>${escapeHtml(signature)}<br>${escapeHtml(from.name)}</p>\r\n</div>`;
-      const quoted = parent ? `\r\n<blockquote type="cite" style="margin:0 0 0 .8ex;border-left:1px solid #ccc;padding-left:1ex">${parent.snippet.map(escapeHtml).join('<br>\r\n')}</blockquote>` : '';
+      const quoted = parent
+        ? `\r\n<blockquote type="cite" style="margin:0 0 0 .8ex;border-left:1px solid #ccc;padding-left:1ex">${parent.snippet.map(escapeHtml).join('<br>\r\n')}</blockquote>`
+        : '';
       return `<!DOCTYPE html>\r\n<html>\r\n<head>\r\n<meta http-equiv="Content-Type" content="text/html; charset=${charset}">\r\n<style type="text/css">body{margin:0;padding:0}p{margin:0}</style>\r\n</head>\r\n<body>\r\n${content}${quoted}\r\n</body>\r\n</html>\r\n`;
     };
 
@@ -328,7 +370,10 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
     if (wantsHtml && root.headers.startsWith('Content-Type: multipart/alternative') && chance(0.08)) {
       const cid = `${hex(12)}@${domain}`;
       const logo = attachment(int(2_000, 20_000), charset);
-      root = multipart('related', [root, { headers: `${logo.headers.replace(/Content-Disposition: attachment/, 'Content-Disposition: inline')}Content-ID: <${cid}>\r\n`, body: logo.body }]);
+      root = multipart('related', [
+        root,
+        { headers: `${logo.headers.replace(/Content-Disposition: attachment/, 'Content-Disposition: inline')}Content-ID: <${cid}>\r\n`, body: logo.body },
+      ]);
     }
     let attachments = 0;
     const sizes: number[] = [];
@@ -343,11 +388,29 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
     const received = rfcDate(deliveredAt, 0);
     const hops: string[] = [];
     for (let i = int(1, 3); i > 0; i--) {
-      hops.push(header('Received', `from mx${int(1, 9)}.${domain} (mx${int(1, 9)}.${domain} [203.0.113.${int(1, 254)}]) by mail.${owner.address.split('@')[1]} (Postfix) with ESMTPS id ${hex(10).toUpperCase()} for <${owner.address}>; ${received}`));
+      hops.push(
+        header(
+          'Received',
+          `from mx${int(1, 9)}.${domain} (mx${int(1, 9)}.${domain} [203.0.113.${int(1, 254)}]) by mail.${owner.address.split('@')[1]} (Postfix) with ESMTPS id ${hex(10).toUpperCase()} for <${owner.address}>; ${received}`,
+        ),
+      );
     }
-    const head: string[] = [`Return-Path: <${kind === 'list' ? `${list!.name}-bounces@${list!.domain}` : from.address}>\r\n`, `Delivered-To: ${owner.address}\r\n`, ...hops];
+    const head: string[] = [
+      `Return-Path: <${kind === 'list' ? `${list!.name}-bounces@${list!.domain}` : from.address}>\r\n`,
+      `Delivered-To: ${owner.address}\r\n`,
+      ...hops,
+    ];
     if (chance(0.5)) {
-      head.push(header('DKIM-Signature', `v=1; a=rsa-sha256; c=relaxed/relaxed; d=${domain}; s=s${int(1, 3)}; t=${Math.floor(t / 1000)}; h=from:to:subject:date:message-id:mime-version; bh=${Buffer.from(hex(32), 'hex').toString('base64')}; b=${noise(256).toString('base64').replace(/(.{70})/g, '$1 ')}`));
+      head.push(
+        header(
+          'DKIM-Signature',
+          `v=1; a=rsa-sha256; c=relaxed/relaxed; d=${domain}; s=s${int(1, 3)}; t=${Math.floor(t / 1000)}; h=from:to:subject:date:message-id:mime-version; bh=${Buffer.from(hex(32), 'hex').toString('base64')}; b=${noise(
+            256,
+          )
+            .toString('base64')
+            .replace(/(.{70})/g, '$1 ')}`,
+        ),
+      );
     }
     head.push(header('From', mailbox(from, charset)));
     head.push(header('To', to.map((p) => mailbox(p, charset)).join(', ')));

@@ -29,7 +29,9 @@ try {
     const [, appendMs] = await time(() => appendMessages(dovecot, 'alice', `${profile}-append`, messages));
     const [served, fetchMs] = await time(() => admin.fetchAll('alice', `${profile}-maildir`));
     const row = (what: string, ms: number) =>
-      console.log(`${profile.padEnd(6)} ${what.padEnd(22)} ${String(count).padStart(6)} msgs ${mb.padStart(7)} MB ${(ms / 1000).toFixed(2).padStart(8)} s ${(count / (ms / 1000)).toFixed(0).padStart(7)} msg/s`);
+      console.log(
+        `${profile.padEnd(6)} ${what.padEnd(22)} ${String(count).padStart(6)} msgs ${mb.padStart(7)} MB ${(ms / 1000).toFixed(2).padStart(8)} s ${(count / (ms / 1000)).toFixed(0).padStart(7)} msg/s`,
+      );
     row('generate', genMs);
     row('writeMaildir+resync', maildirMs);
     row('appendMessages (IMAP)', appendMs);

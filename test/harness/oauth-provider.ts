@@ -292,7 +292,9 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
     });
     for (const event of ['server_error', 'grant.error', 'introspection.error', 'revocation.error', 'authorization.error'] as const) {
       provider.on(event as 'server_error', (_ctx: unknown, err: Error) => {
-        errors.push(`${event}: ${err.message}${(err as { error_description?: string }).error_description ? ` (${(err as { error_description?: string }).error_description})` : ''}`);
+        errors.push(
+          `${event}: ${err.message}${(err as { error_description?: string }).error_description ? ` (${(err as { error_description?: string }).error_description})` : ''}`,
+        );
       });
     }
     return provider;
@@ -307,7 +309,9 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       const hint = typeof details.params.login_hint === 'string' ? details.params.login_hint : '';
       if (!users.has(hint)) throw new Error(`unknown user ${hint}`);
       const grant = new provider.Grant({ accountId: hint, clientId: String(details.params.client_id) });
-      const asked = String(details.params.scope ?? '').split(' ').filter(Boolean);
+      const asked = String(details.params.scope ?? '')
+        .split(' ')
+        .filter(Boolean);
       grant.addOIDCScope(asked.filter((s) => SCOPES.includes(s)).join(' '));
       if (typeof details.params.resource === 'string') grant.addResourceScope(details.params.resource, asked.filter((s) => !SCOPES.includes(s)).join(' '));
       const grantId = await grant.save();
@@ -403,7 +407,11 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
   };
 
   let minting: Promise<unknown> = Promise.resolve();
-  const form = async (endpoint: string, body: Record<string, string>, basic?: { id: string; secret: string }): Promise<{ status: number; json: Record<string, unknown> }> => {
+  const form = async (
+    endpoint: string,
+    body: Record<string, string>,
+    basic?: { id: string; secret: string },
+  ): Promise<{ status: number; json: Record<string, unknown> }> => {
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
     if (basic) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.id)}:${encodeURIComponent(basic.secret)}`).toString('base64')}`;
     const res = await request(endpoint, { method: 'POST', headers, body: new URLSearchParams(body).toString() });
@@ -439,14 +447,19 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
         });
         pendingClaims = mint.claims;
         try {
-          const { status, json } = await form(tokenEndpoint, {
-            grant_type: 'authorization_code',
-            code,
-            redirect_uri: REDIRECT_URI,
-            code_verifier: verifier,
-            resource: options.resource.indicator,
-          }, client);
-          if (status !== 200 || typeof json.access_token !== 'string') throw new Error(`no access token: HTTP ${status} ${JSON.stringify(json)} ${errors.at(-1) ?? ''}`);
+          const { status, json } = await form(
+            tokenEndpoint,
+            {
+              grant_type: 'authorization_code',
+              code,
+              redirect_uri: REDIRECT_URI,
+              code_verifier: verifier,
+              resource: options.resource.indicator,
+            },
+            client,
+          );
+          if (status !== 200 || typeof json.access_token !== 'string')
+            throw new Error(`no access token: HTTP ${status} ${JSON.stringify(json)} ${errors.at(-1) ?? ''}`);
           return json.access_token;
         } finally {
           pendingClaims = undefined;
@@ -469,12 +482,16 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       const verifier = randomBytes(32).toString('base64url');
       const challenge = createHash('sha256').update(verifier).digest('base64url');
       const code = await authorizationCode(user, challenge, randomBytes(8).toString('hex'));
-      const { status, json } = await form(tokenEndpoint, {
-        grant_type: 'authorization_code',
-        code,
-        redirect_uri: REDIRECT_URI,
-        code_verifier: verifier,
-      }, client);
+      const { status, json } = await form(
+        tokenEndpoint,
+        {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: REDIRECT_URI,
+          code_verifier: verifier,
+        },
+        client,
+      );
       if (status !== 200 || typeof json.refresh_token !== 'string') throw new Error(`no refresh token: HTTP ${status} ${JSON.stringify(json.error ?? '')}`);
       return json.refresh_token;
     },

@@ -70,7 +70,10 @@ function keywordLetters(dir: string, owner: { uid: number; gid: number } | undef
       while (used.has(idx)) idx++;
       if (idx >= 26) throw new Error('a maildir holds at most 26 keywords');
       byName.set(keyword, idx);
-      const body = [...byName].sort((a, b) => a[1] - b[1]).map(([k, i]) => `${i} ${k}\n`).join('');
+      const body = [...byName]
+        .sort((a, b) => a[1] - b[1])
+        .map(([k, i]) => `${i} ${k}\n`)
+        .join('');
       writeFileSync(file, body);
       if (owner) chownSync(file, owner.uid, owner.gid);
     }

@@ -56,8 +56,7 @@ export function removeDir(dir: string): void {
  */
 export function watchdog(pid: number, marker: string): () => void {
   const script =
-    'read -r word; [ "$word" = disarm ] && exit 0; ' +
-    'if tr "\\000" "\\n" < /proc/$1/cmdline 2>/dev/null | grep -qxF -- "$2"; then kill -TERM "$1"; fi';
+    'read -r word; [ "$word" = disarm ] && exit 0; ' + 'if tr "\\000" "\\n" < /proc/$1/cmdline 2>/dev/null | grep -qxF -- "$2"; then kill -TERM "$1"; fi';
   const dog: ChildProcess = spawn('/bin/sh', ['-c', script, 'watchdog', String(pid), marker], {
     stdio: ['pipe', 'ignore', 'ignore'],
     detached: true,
@@ -145,9 +144,23 @@ export async function makeCertificate(dir: string): Promise<{ pem: string; cert:
   const cert = join(tls, 'cert.pem');
   const key = join(tls, 'key.pem');
   await run('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', key, '-out', cert, '-days', '2',
-    '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
   ]);
   chmodSync(key, 0o644);
   return { pem: readFileSync(cert, 'utf8'), cert, key };

@@ -16,14 +16,16 @@ export type SyncService = {
   syncNow(account: string, timeoutMs?: number): Promise<SynchronizationStatus>;
 };
 
-export type AccountSpec = { id: string; user: string; folders: Array<{ Alias: string; Path?: string }>; port?: number; security?: 'Tls' | 'StartTls' | 'None'; host?: string };
+export type AccountSpec = {
+  id: string;
+  user: string;
+  folders: Array<{ Alias: string; Path?: string }>;
+  port?: number;
+  security?: 'Tls' | 'StartTls' | 'None';
+  host?: string;
+};
 
-export async function startSyncService(
-  dir: string,
-  dovecot: ImapPeer,
-  accounts: AccountSpec[],
-  extra: Record<string, unknown> = {},
-): Promise<SyncService> {
+export async function startSyncService(dir: string, dovecot: ImapPeer, accounts: AccountSpec[], extra: Record<string, unknown> = {}): Promise<SyncService> {
   const database = join(dir, 'mailcairn.db');
   const { MailSynchronization: _sync, ...sections } = extra;
   const config = {

@@ -17,7 +17,15 @@ type Behaviour = 'late-answer' | 'ok' | 'throw';
 
 async function setup(t: { teardown(fn: () => unknown): void }, tokens = 100) {
   const limiter = createRateLimiter(
-    { Enabled: true, MaxConcurrentRequests: 1, ConcurrencyQueueLimit: 0, TokenCapacity: tokens, TokensPerReplenishmentPeriod: tokens, ReplenishmentPeriod: 60_000, RequestQueueLimit: 0 },
+    {
+      Enabled: true,
+      MaxConcurrentRequests: 1,
+      ConcurrencyQueueLimit: 0,
+      TokenCapacity: tokens,
+      TokensPerReplenishmentPeriod: tokens,
+      ReplenishmentPeriod: 60_000,
+      RequestQueueLimit: 0,
+    },
     { surface: 'mcp' },
   );
   const failures: unknown[] = [];

@@ -35,13 +35,20 @@ const REFUSED: Case[] = [
   {
     name: 'MCP HttpAndHttps with a redirect listener',
     config: (dir) => ({
-      McpEndpoint: { Enabled: true, Port: 0, Transport: 'HttpAndHttps', Https: { Endpoints: [profile('mcp', dir)], Redirect: { BindAddress: '127.0.0.1', Port: 0 } } },
+      McpEndpoint: {
+        Enabled: true,
+        Port: 0,
+        Transport: 'HttpAndHttps',
+        Https: { Endpoints: [profile('mcp', dir)], Redirect: { BindAddress: '127.0.0.1', Port: 0 } },
+      },
     }),
     expect: /^McpEndpoint:Transport: only Http is served by this release/,
   },
   {
     name: 'an administrative HTTPS profile',
-    config: (dir) => ({ AdminEndpoint: { Enabled: true, Port: 0, Https: { Endpoints: [profile('admin', dir)], Redirect: { BindAddress: '127.0.0.1', Port: 0 } } } }),
+    config: (dir) => ({
+      AdminEndpoint: { Enabled: true, Port: 0, Https: { Endpoints: [profile('admin', dir)], Redirect: { BindAddress: '127.0.0.1', Port: 0 } } },
+    }),
     expect: /^AdminEndpoint:Https:Endpoints: TLS is not served by this release/,
   },
   {
@@ -52,14 +59,23 @@ const REFUSED: Case[] = [
   {
     name: 'an API key file that does not exist',
     config: (dir) => ({
-      McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: 0, Authentication: [{ ApiKey: { Name: 'agent', SecretReference: `file:${join(dir, 'absent.key')}`, Lifetime: 'NoLimit' } }] },
+      McpEndpoint: {
+        Enabled: true,
+        BindAddress: '127.0.0.1',
+        Port: 0,
+        Authentication: [{ ApiKey: { Name: 'agent', SecretReference: `file:${join(dir, 'absent.key')}`, Lifetime: 'NoLimit' } }],
+      },
     }),
     expect: /^McpEndpoint:Authentication:0:ApiKey:SecretReference: /,
   },
   {
     name: 'an API key no client can send in a header',
     config: () => ({
-      AdminEndpoint: { Enabled: true, Port: 0, Authentication: [{ ApiKey: { Name: 'operator', SecretReference: 'env:PARITY_ADMIN_KEY', Lifetime: 'NoLimit' } }] },
+      AdminEndpoint: {
+        Enabled: true,
+        Port: 0,
+        Authentication: [{ ApiKey: { Name: 'operator', SecretReference: 'env:PARITY_ADMIN_KEY', Lifetime: 'NoLimit' } }],
+      },
     }),
     env: { PARITY_ADMIN_KEY: 'has a space' },
     expect: /^AdminEndpoint:Authentication:0:ApiKey:SecretReference: holds a space/,
@@ -93,7 +109,13 @@ const REFUSED: Case[] = [
     name: 'a rule naming an alias no account maps',
     config: () => ({
       MailSynchronization: { Enabled: false },
-      Accounts: [{ Id: 'alice', Imap: { Host: '127.0.0.1', Security: 'None', Username: 'alice', Password: 'env:PARITY_UNUSED' }, Folders: [{ Alias: 'inbox', Path: 'INBOX' }] }],
+      Accounts: [
+        {
+          Id: 'alice',
+          Imap: { Host: '127.0.0.1', Security: 'None', Username: 'alice', Password: 'env:PARITY_UNUSED' },
+          Folders: [{ Alias: 'inbox', Path: 'INBOX' }],
+        },
+      ],
       MailRules: { Rules: [{ Name: 'r', When: { SenderDomain: 'example.org' }, Then: { MoveTo: 'nowhere' } }] },
     }),
     expect: /^MailRules:Rules:0:Then:MoveTo: names alias nowhere/,
@@ -104,7 +126,12 @@ const REFUSED: Case[] = [
 function checkConfigProblems(stdout: string): string[] {
   const lines = stdout.split('\n');
   const at = lines.indexOf('Refused: the service would not start.');
-  return at < 0 ? [] : lines.slice(at + 1).filter((line) => line.startsWith('  ')).map((line) => line.slice(2));
+  return at < 0
+    ? []
+    : lines
+        .slice(at + 1)
+        .filter((line) => line.startsWith('  '))
+        .map((line) => line.slice(2));
 }
 
 /** The problem lines of a startup refusal (after "mailcairnd: refused to start (CODE)" on standard error). */
@@ -130,10 +157,16 @@ for (const refused of REFUSED) {
     t.equal(checked.code, 78, 'check-config refuses with EX_CONFIG');
     t.equal(started.code, checked.code, 'startup exits with the same code');
     const problems = checkConfigProblems(check.stdout());
-    t.ok(problems.some((line) => refused.expect.test(line)), `check-config names the problem: ${problems.join(' | ')}`);
+    t.ok(
+      problems.some((line) => refused.expect.test(line)),
+      `check-config names the problem: ${problems.join(' | ')}`,
+    );
     t.same(startupProblems(start.stderr()), problems, 'startup gives the same problem lines');
     t.notOk(existsSync(database), 'startup refused before it opened the database');
-    t.notOk(start.lines().some((l) => l.event === 'listener.open'), 'no listener opened');
+    t.notOk(
+      start.lines().some((l) => l.event === 'listener.open'),
+      'no listener opened',
+    );
   });
 }
 

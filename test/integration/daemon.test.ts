@@ -53,7 +53,15 @@ t.test('starts, answers health, and stops cleanly on SIGTERM', async (t) => {
   const events = daemon.lines().map((l) => l.event);
   t.ok(events.indexOf('service.ready') < events.indexOf('service.signal'));
   const exits = daemon.lines().filter((l) => l.event === 'actor.exit');
-  t.same(exits.map((l) => [l.actor, l.reason, l.nextDelayMs]), [['sync-scheduler', 'shutdown', null], ['replay-guard', 'shutdown', null], ['store-maintenance', 'shutdown', null]], 'every child stopped, in reverse order');
+  t.same(
+    exits.map((l) => [l.actor, l.reason, l.nextDelayMs]),
+    [
+      ['sync-scheduler', 'shutdown', null],
+      ['replay-guard', 'shutdown', null],
+      ['store-maintenance', 'shutdown', null],
+    ],
+    'every child stopped, in reverse order',
+  );
   t.equal(events.at(-1), 'service.stopped');
 });
 
@@ -86,8 +94,15 @@ t.test('a slow child is drained within the deadline on SIGTERM', async (t) => {
   const took = Date.now() - began;
   t.ok(took >= 1_400 && took < 8_000, `waited for the child to finish stopping (${took} ms)`);
   const exits = daemon.lines().filter((l) => l.event === 'actor.exit');
-  t.same(exits.map((l) => l.actor), ['slow-stopper', 'sync-scheduler', 'replay-guard', 'store-maintenance'], 'reverse start order');
-  t.same(exits.map((l) => l.reason), ['shutdown', 'shutdown', 'shutdown', 'shutdown']);
+  t.same(
+    exits.map((l) => l.actor),
+    ['slow-stopper', 'sync-scheduler', 'replay-guard', 'store-maintenance'],
+    'reverse start order',
+  );
+  t.same(
+    exits.map((l) => l.reason),
+    ['shutdown', 'shutdown', 'shutdown', 'shutdown'],
+  );
 });
 
 t.test('a refused configuration exits 78 naming the setting; nothing starts', async (t) => {

@@ -7,7 +7,11 @@ import { spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
 
 t.test('check-config prints the posture and warnings and exits 0; a refusal exits 78 naming the setting', async (t) => {
   const dir = tempDir(t);
-  const ok = spawnDaemon(['check-config', '--config', writeConfig(dir, { McpEndpoint: { Enabled: true, Port: 18999 }, Storage: { Database: join(dir, 'm.db') } })]);
+  const ok = spawnDaemon([
+    'check-config',
+    '--config',
+    writeConfig(dir, { McpEndpoint: { Enabled: true, Port: 18999 }, Storage: { Database: join(dir, 'm.db') } }),
+  ]);
   t.equal((await ok.exited).code, 0);
   t.match(ok.stdout(), /McpEndpoint/);
   t.match(ok.stdout(), /authentication/i, 'the unauthenticated-posture warning is printed');

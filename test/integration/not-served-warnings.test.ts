@@ -10,10 +10,23 @@ import { NO_EFFECT } from '../../config/not-served.ts';
 import { spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
 
 /** Every setting this release does not serve, written; with the warning each must give. */
-const NOT_SERVED_SETTINGS = ['Embeddings', 'EmbeddingBackfill', 'Accounts:[]:Owner', 'Accounts:[]:Smtp', 'Answering', 'Outbox', 'MailRules', 'Spam', 'Telemetry'];
+const NOT_SERVED_SETTINGS = [
+  'Embeddings',
+  'EmbeddingBackfill',
+  'Accounts:[]:Owner',
+  'Accounts:[]:Smtp',
+  'Answering',
+  'Outbox',
+  'MailRules',
+  'Spam',
+  'Telemetry',
+];
 
 t.test('the list below covers the whole table', (t) => {
-  t.same(NO_EFFECT.map((row) => row.setting), NOT_SERVED_SETTINGS);
+  t.same(
+    NO_EFFECT.map((row) => row.setting),
+    NOT_SERVED_SETTINGS,
+  );
   t.end();
 });
 
@@ -61,7 +74,11 @@ t.test('written settings this release does not serve: one "no effect" warning ea
     t.equal(lines.length, 1, `one line names ${setting}`);
     t.ok(lines[0]?.startsWith(`  warning [not-served] ${setting}: has no effect in this release: `), `and it is the warning: ${lines[0] ?? ''}`);
   }
-  t.notMatch(check.stdout(), /\b(Outbox|MailRules|Spam|Telemetry|EmbeddingBackfill|Answering|Embeddings): (on|exported|every)\b/, 'nothing not served is said to be on');
+  t.notMatch(
+    check.stdout(),
+    /\b(Outbox|MailRules|Spam|Telemetry|EmbeddingBackfill|Answering|Embeddings): (on|exported|every)\b/,
+    'nothing not served is said to be on',
+  );
   t.notMatch(check.stdout(), /SMTP 127\.0\.0\.1/, 'no SMTP server is described as in use');
   t.match(check.stdout(), /Not served by this release \(accepted, no effect\): Embeddings, /);
 
@@ -82,8 +99,14 @@ t.test('written settings this release does not serve: one "no effect" warning ea
     const fromCheck = out.find((o) => o.startsWith(`  warning [not-served] ${String(line.setting)}: `));
     t.equal(`  warning [not-served] ${String(line.setting)}: ${String(line.msg)}`, fromCheck, 'the same words as check-config');
   }
-  const said = daemon.lines().filter((l) => l.event === 'config.warning').map((l) => String(l.msg));
-  t.notOk(said.some((msg) => /(^|: )(on|exported)\b|\bis on\b/.test(msg)), 'no warning says a not-served setting is on');
+  const said = daemon
+    .lines()
+    .filter((l) => l.event === 'config.warning')
+    .map((l) => String(l.msg));
+  t.notOk(
+    said.some((msg) => /(^|: )(on|exported)\b|\bis on\b/.test(msg)),
+    'no warning says a not-served setting is on',
+  );
   daemon.child.kill('SIGTERM');
   t.equal((await daemon.exited).code, 0);
 });

@@ -186,19 +186,21 @@ t.test('shared threads: actors pack onto few threads, a handler crash spares nei
 
 t.test('stop: reverse start order, drains, and a child that ignores stop is ended after its deadline', async (t) => {
   const { supervisor, lines } = setup(t);
-  await supervisor.start([
-    spec('first'),
-    spec('second', { config: { slowStopMs: 60_000 }, shutdownMs: 300 }),
-    spec('third', { config: { slowStopMs: 100 } }),
-  ]);
+  await supervisor.start([spec('first'), spec('second', { config: { slowStopMs: 60_000 }, shutdownMs: 300 }), spec('third', { config: { slowStopMs: 100 } })]);
   const pending = supervisor.ref('third').ask({ type: 'sleep', ms: 150 });
   const began = Date.now();
   await supervisor.stop(5_000);
   t.equal(await pending, 'slept', 'work in the mailbox was finished before stopping');
   t.ok(Date.now() - began < 4_000, 'stopped within the deadline');
   const exits = lines.filter((l) => l.event === 'actor.exit');
-  t.same(exits.map((l) => l.actor), ['third', 'second', 'first']);
-  t.same(exits.map((l) => l.reason), ['shutdown', 'E_ACTOR_TIMEOUT', 'shutdown']);
+  t.same(
+    exits.map((l) => l.actor),
+    ['third', 'second', 'first'],
+  );
+  t.same(
+    exits.map((l) => l.reason),
+    ['shutdown', 'E_ACTOR_TIMEOUT', 'shutdown'],
+  );
   t.equal(supervisor.health().healthy, false, 'a stopping supervisor is not ready');
 });
 

@@ -14,7 +14,11 @@ t.test('every code has its row in docs/errors.md, and every documented row is a 
   const rows = new Map<string, string[]>();
   for (const line of doc.split('\n')) {
     const m = /^\| `(E_[A-Z_]+)` \|(.*)\|$/.exec(line);
-    if (m) rows.set(m[1]!, m[2]!.split('|').map((c) => c.trim()));
+    if (m)
+      rows.set(
+        m[1]!,
+        m[2]!.split('|').map((c) => c.trim()),
+      );
   }
   for (const [code, row] of Object.entries(Codes)) {
     const cells = rows.get(code);

@@ -99,46 +99,49 @@ t.test('past the interval: one background stat, no re-read of an unchanged file;
   t.same([files.stats, files.reads], [3, 2]);
 });
 
-t.test('between the interval and the bound a request does not wait; past the bound it does, and never settles for an answer older than the bound', async (t) => {
-  const dir = tempDir(t);
-  const path = join(dir, 'agent.key');
-  writeSettled(path, 'key');
-  const clock = fakeClock(1_000_000);
-  let release = (): void => {};
-  const gate = { open: true };
-  const files: SecretFiles = {
-    // A slow file system: the answer is taken now and delivered when released.
-    stat: async (p) => {
-      const answer = await stat(p, { bigint: true });
-      if (!gate.open) await new Promise<void>((r) => (release = r));
-      return answer;
-    },
-    readFile: (p) => readFile(p, 'utf8'),
-  };
-  const cache = createSecretCache({ clock, files, env: {} });
-  const ref = `file:${path}`;
-  await cache.fresh([ref]);
-  gate.open = false;
+t.test(
+  'between the interval and the bound a request does not wait; past the bound it does, and never settles for an answer older than the bound',
+  async (t) => {
+    const dir = tempDir(t);
+    const path = join(dir, 'agent.key');
+    writeSettled(path, 'key');
+    const clock = fakeClock(1_000_000);
+    let release = (): void => {};
+    const gate = { open: true };
+    const files: SecretFiles = {
+      // A slow file system: the answer is taken now and delivered when released.
+      stat: async (p) => {
+        const answer = await stat(p, { bigint: true });
+        if (!gate.open) await new Promise<void>((r) => (release = r));
+        return answer;
+      },
+      readFile: (p) => readFile(p, 'utf8'),
+    };
+    const cache = createSecretCache({ clock, files, env: {} });
+    const ref = `file:${path}`;
+    await cache.fresh([ref]);
+    gate.open = false;
 
-  clock.advance(SECRET_REFRESH_MS + 1);
-  let settled = false;
-  void cache.fresh([ref]).then(() => (settled = true));
-  await new Promise((r) => setImmediate(r));
-  t.ok(settled, 'a check is due but the material is within the bound: answered at once');
+    clock.advance(SECRET_REFRESH_MS + 1);
+    let settled = false;
+    void cache.fresh([ref]).then(() => (settled = true));
+    await new Promise((r) => setImmediate(r));
+    t.ok(settled, 'a check is due but the material is within the bound: answered at once');
 
-  await new Promise((r) => setTimeout(r, 20));
-  writeSettled(path, 'rotated-key');
-  clock.advance(SECRET_MAX_AGE_MS);
-  settled = false;
-  void cache.fresh([ref]).then(() => (settled = true));
-  await new Promise((r) => setTimeout(r, 20));
-  t.notOk(settled, 'past the bound: waits for the check in flight');
-  gate.open = true;
-  release();
-  await new Promise((r) => setTimeout(r, 50));
-  t.ok(settled);
-  t.equal(cache.read(ref), 'rotated-key', 'the check in flight had looked before the rewrite: a second check was waited for');
-});
+    await new Promise((r) => setTimeout(r, 20));
+    writeSettled(path, 'rotated-key');
+    clock.advance(SECRET_MAX_AGE_MS);
+    settled = false;
+    void cache.fresh([ref]).then(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 20));
+    t.notOk(settled, 'past the bound: waits for the check in flight');
+    gate.open = true;
+    release();
+    await new Promise((r) => setTimeout(r, 50));
+    t.ok(settled);
+    t.equal(cache.read(ref), 'rotated-key', 'the check in flight had looked before the rewrite: a second check was waited for');
+  },
+);
 
 t.test('a deleted file stops the credential within the bound; a restored one works again', async (t) => {
   const dir = tempDir(t);
@@ -205,7 +208,11 @@ t.test('a check that never answers counts as failed after the check timeout', as
   const files: SecretFiles = { stat: () => new Promise(() => {}), readFile: async () => 'never' };
   const cache = createSecretCache({ clock, files, env: {}, checkTimeoutMs: 30, setting: 'DataEncryption:KeyRing' });
   await cache.fresh(['systemd:keyring']);
-  t.match(failure(() => cache.read('systemd:keyring')), { code: 'E_CONFIG_SECRET_UNREADABLE' }, 'no CREDENTIALS_DIRECTORY: refused');
+  t.match(
+    failure(() => cache.read('systemd:keyring')),
+    { code: 'E_CONFIG_SECRET_UNREADABLE' },
+    'no CREDENTIALS_DIRECTORY: refused',
+  );
   // The check's timer does not hold the process open (a listener does, in the service): hold it here.
   const alive = setInterval(() => {}, 1_000);
   t.teardown(() => clearInterval(alive));

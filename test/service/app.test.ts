@@ -45,7 +45,10 @@ t.test('a port held by another process fails startup naming the section, and rel
   const port = (blocker.address() as { port: number }).port;
   const file = writeConfig(dir, { HealthEndpoints: { Port: port }, Storage: { Database: join(dir, 'm.db') } });
   const { log } = captureLog();
-  await t.rejects(startService({ configFile: file, env: {}, log }), { code: 'E_CONFIG_INVALID', message: /HealthEndpoints: 127\.0\.0\.1:\d+ is already in use/ });
+  await t.rejects(startService({ configFile: file, env: {}, log }), {
+    code: 'E_CONFIG_INVALID',
+    message: /HealthEndpoints: 127\.0\.0\.1:\d+ is already in use/,
+  });
   const again = await startService({ configFile: writeConfig(dir, { HealthEndpoints: { Port: 0 }, Storage: { Database: join(dir, 'm.db') } }), env: {}, log });
   t.ok(again.health, 'the lock was released: a second start on the same database works');
   await again.stop();

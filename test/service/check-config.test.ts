@@ -23,7 +23,10 @@ t.test('an accepted configuration exits 0 and prints the posture and its warning
   const keyFile = join(dir, 'admin.key');
   writeFileSync(keyFile, 'admin-key-material-9f8e');
   const { code, out } = run(
-    { McpEndpoint: { Enabled: true }, AdminEndpoint: { Enabled: true, Authentication: [{ ApiKey: { Name: 'operator', SecretReference: `file:${keyFile}`, Lifetime: 'NoLimit' } }] } },
+    {
+      McpEndpoint: { Enabled: true },
+      AdminEndpoint: { Enabled: true, Authentication: [{ ApiKey: { Name: 'operator', SecretReference: `file:${keyFile}`, Lifetime: 'NoLimit' } }] },
+    },
     { MCP_KEY: 'env-material-1234' },
   );
   t.equal(code, 0);
@@ -86,7 +89,10 @@ t.test('TLS this release does not serve is refused as startup refuses it, certif
     McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
   });
   t.equal(code, 78);
-  t.same(out.slice(1), ['Refused: the service would not start.', '  McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)']);
+  t.same(out.slice(1), [
+    'Refused: the service would not start.',
+    '  McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)',
+  ]);
   t.notMatch(out.join('\n'), /https:\/\//, 'no https listener is printed');
   t.end();
 });
@@ -107,7 +113,10 @@ t.test('a written setting this release does not serve is accepted with one warni
   t.equal(code, 0);
   t.same(
     out.filter((line) => line.includes('not-served')),
-    ['  warning [not-served] Outbox: has no effect in this release: nothing is sent', '  warning [not-served] Telemetry: has no effect in this release: no trace or metric is exported'],
+    [
+      '  warning [not-served] Outbox: has no effect in this release: nothing is sent',
+      '  warning [not-served] Telemetry: has no effect in this release: no trace or metric is exported',
+    ],
   );
   t.notMatch(out.join('\n'), /Outbox: on|Telemetry: exported/);
   t.ok(out.includes('Startup warnings (2):'));

@@ -21,7 +21,10 @@ t.test('an accepted configuration gives the frozen configuration and its posture
   const { config, posture } = loadStartupConfig({ file: file({ Spam: {} }), env: {} });
   t.ok(Object.isFrozen(config));
   t.ok(posture.lines.some((line) => line.startsWith('HealthEndpoints: serving')));
-  t.same(posture.warnings.map((w) => `${w.code} ${w.setting}`), ['not-served Spam']);
+  t.same(
+    posture.warnings.map((w) => `${w.code} ${w.setting}`),
+    ['not-served Spam'],
+  );
   t.end();
 });
 
@@ -47,7 +50,10 @@ t.test('what is not served and unreadable credential material are refused togeth
 
 t.test('a validation refusal comes alone: nothing further is judged', (t) => {
   const lines = refusalLines(() =>
-    loadStartupConfig({ file: file({ McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } }, Outbox: { Tries: 3 } }), env: {} }),
+    loadStartupConfig({
+      file: file({ McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } }, Outbox: { Tries: 3 } }),
+      env: {},
+    }),
   );
   t.same(lines, ['Outbox:Tries: unknown setting']);
   t.end();

@@ -22,7 +22,9 @@ export const MutationAuditQuery = z.strictObject({
 });
 
 export const MutationAuditAnswer = z.strictObject({
-  entries: z.array(MutationAuditEntry).describe('Newest first by endedAt, then id; entries naming a change this build does not permit are left out, so a page may hold fewer than pageSize'),
+  entries: z
+    .array(MutationAuditEntry)
+    .describe('Newest first by endedAt, then id; entries naming a change this build does not permit are left out, so a page may hold fewer than pageSize'),
   nextCursor: z.string().optional().describe('Present while more remain: send it as cursor, with the same filters, for the next page'),
 });
 

@@ -21,7 +21,9 @@ export const ErasureAnswer = z.strictObject({
   account: z.string().describe('The account'),
   folder: z.string().describe('The folder alias'),
   erasedEmailCount: Count.describe(`Stored emails this pass erased (at most ${ERASURE_PASS_MESSAGES}; tombstones go too, uncounted)`),
-  emailsRemain: z.boolean().describe('More stored mail of the folder is left: ask again. False once the folder is empty (its checkpoint went with the last pass)'),
+  emailsRemain: z
+    .boolean()
+    .describe('More stored mail of the folder is left: ask again. False once the folder is empty (its checkpoint went with the last pass)'),
 });
 
 export const folderRoutes = [

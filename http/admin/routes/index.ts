@@ -9,10 +9,4 @@ import { jobRoutes } from './jobs.ts';
 import { mailboxRoutes } from './mailbox.ts';
 import { sessionRoutes } from './session.ts';
 
-export const ROUTES: readonly Route[] = [
-  ...sessionRoutes,
-  ...mailboxRoutes,
-  ...auditRoutes,
-  ...folderRoutes,
-  ...jobRoutes,
-];
+export const ROUTES: readonly Route[] = [...sessionRoutes, ...mailboxRoutes, ...auditRoutes, ...folderRoutes, ...jobRoutes];

@@ -13,7 +13,6 @@ import { FOLDER_SHAPE_OR_OMIT, OPTIONAL_FOLDER_PATTERN } from '../use-cases/scop
 import { synchronizationStatus } from '../use-cases/synchronization.ts';
 import { ADMIN_PREFIX } from './prefix.ts';
 
-
 /** A configured account identifier, as a member or query parameter. */
 export const AccountField = z
   .string({ error: 'Name the account in account (one of the configured Accounts:Id values).' })
@@ -39,7 +38,9 @@ const OptionalFolder = z
 export const ScopeQuery = z.strictObject({ account: AccountField, folder: OptionalFolder.optional() });
 export const ScopeBody = z.strictObject({
   account: AccountField,
-  folder: OptionalFolder.nullable().optional().describe('A folder alias; absent, null or blank: every folder the account holds mail in, withdrawn mappings included'),
+  folder: OptionalFolder.nullable()
+    .optional()
+    .describe('A folder alias; absent, null or blank: every folder the account holds mail in, withdrawn mappings included'),
 });
 
 const Count = z.number().int().nonnegative();
@@ -73,7 +74,9 @@ export const RederivationAnswer = z.strictObject({
   carriage: z
     .enum(['carried', 'queue-at-capacity', 'stopped'])
     .nullable()
-    .describe('How the run is carried: `carried` by a background job; `queue-at-capacity`: the job queue had no room for it; `stopped`: its job was dead-lettered (outstanding) or dropped (ended). Null with no run'),
+    .describe(
+      'How the run is carried: `carried` by a background job; `queue-at-capacity`: the job queue had no room for it; `stopped`: its job was dead-lettered (outstanding) or dropped (ended). Null with no run',
+    ),
   run: RederivationRunAnswer.nullable().describe("The scope's latest run; null for a scope never asked about"),
 });
 
@@ -105,7 +108,7 @@ export const mailboxRoutes = [
     method: 'GET',
     path: `${ADMIN_PREFIX}/mailbox/rewind`,
     permission: 'service.admin.read',
-    summary: 'How much stored mail discarding the scope\'s synchronization progress would have fetched again; discards nothing',
+    summary: "How much stored mail discarding the scope's synchronization progress would have fetched again; discards nothing",
     query: ScopeQuery,
     answer: RewindAssessmentAnswer,
     async handle({ principal, deadlineMs, query }, deps) {
@@ -116,7 +119,7 @@ export const mailboxRoutes = [
     method: 'POST',
     path: `${ADMIN_PREFIX}/mailbox/rewind`,
     permission: 'service.admin.operate',
-    summary: 'Discards the synchronization progress of the scope\'s folder bindings, so the next run fetches those folders again; erases no mail',
+    summary: "Discards the synchronization progress of the scope's folder bindings, so the next run fetches those folders again; erases no mail",
     body: ScopeBody,
     bodyLimit: WRITE_BODY_BYTES,
     answer: RewindAnswer,
@@ -128,7 +131,7 @@ export const mailboxRoutes = [
     method: 'POST',
     path: `${ADMIN_PREFIX}/mailbox/rederivation`,
     permission: 'service.admin.operate',
-    summary: 'Records a run re-reading the scope\'s stored raw MIME into its derived properties, or returns the run under way',
+    summary: "Records a run re-reading the scope's stored raw MIME into its derived properties, or returns the run under way",
     body: ScopeBody,
     bodyLimit: WRITE_BODY_BYTES,
     answer: RederivationAnswer,
@@ -140,7 +143,7 @@ export const mailboxRoutes = [
     method: 'GET',
     path: `${ADMIN_PREFIX}/mailbox/rederivation`,
     permission: 'service.admin.read',
-    summary: 'Progress or ending of the scope\'s latest re-derivation run',
+    summary: "Progress or ending of the scope's latest re-derivation run",
     query: ScopeQuery,
     answer: RederivationAnswer,
     async handle({ principal, deadlineMs, query }, deps) {

@@ -27,7 +27,12 @@ export const ERASURE_PASS_MESSAGES = 250;
 export type ErasureRequest = { account: string; folder: string };
 export type ErasureAnswer = { account: string; folder: string; erasedEmailCount: number; emailsRemain: boolean };
 
-export async function eraseFolderPass(deps: Pick<AdminDeps, 'config' | 'actor'>, principal: Principal | null, request: ErasureRequest, deadlineMs: number): Promise<ErasureAnswer> {
+export async function eraseFolderPass(
+  deps: Pick<AdminDeps, 'config' | 'actor'>,
+  principal: Principal | null,
+  request: ErasureRequest,
+  deadlineMs: number,
+): Promise<ErasureAnswer> {
   requirePrincipal(principal, 'service.admin.erase');
   const account = configuredAccount(deps.config, request.account);
   const folder = requiredFolder(request.folder);
@@ -37,7 +42,9 @@ export async function eraseFolderPass(deps: Pick<AdminDeps, 'config' | 'actor'>,
   // The configuration read at startup is what the account mirrors, even before its first run made a binding.
   if (deps.config.Accounts[index]!.Folders.some((f) => f.Alias === folder)) throw stillMirrored();
   try {
-    const pass = await deps.actor(syncActorId(account)).ask({ type: 'imap-sync.erase-pass', folder, limit: ERASURE_PASS_MESSAGES }, { reply: ErasePassReply, deadlineMs });
+    const pass = await deps
+      .actor(syncActorId(account))
+      .ask({ type: 'imap-sync.erase-pass', folder, limit: ERASURE_PASS_MESSAGES }, { reply: ErasePassReply, deadlineMs });
     return { account, folder, ...pass };
   } catch (err) {
     if (err instanceof AppError && err.code === 'E_SYNC_FOLDER_MIRRORED') throw stillMirrored();

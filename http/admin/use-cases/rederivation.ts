@@ -12,11 +12,21 @@ import { askScoped, type FolderScope } from './scope.ts';
 
 export type RederivationAnswer = { started: boolean; carriage: RederiveReply['carriage'] | null; run: RederiveReply['run'] | null };
 
-export function requestRederivation(deps: Pick<AdminDeps, 'config' | 'actor'>, principal: Principal | null, scope: FolderScope, deadlineMs: number): Promise<RederivationAnswer> {
+export function requestRederivation(
+  deps: Pick<AdminDeps, 'config' | 'actor'>,
+  principal: Principal | null,
+  scope: FolderScope,
+  deadlineMs: number,
+): Promise<RederivationAnswer> {
   return askScoped(deps, principal, 'service.admin.operate', scope, { type: 'imap-sync.rederive', reply: RederiveReply, deadlineMs });
 }
 
-export async function rederivationStatus(deps: Pick<AdminDeps, 'config' | 'actor'>, principal: Principal | null, scope: FolderScope, deadlineMs: number): Promise<RederivationAnswer> {
+export async function rederivationStatus(
+  deps: Pick<AdminDeps, 'config' | 'actor'>,
+  principal: Principal | null,
+  scope: FolderScope,
+  deadlineMs: number,
+): Promise<RederivationAnswer> {
   const reply = await askScoped(deps, principal, 'service.admin.read', scope, { type: 'imap-sync.rederivation', reply: RederivationReply, deadlineMs });
   // A reading starts nothing.
   return { started: false, carriage: reply.carriage ?? null, run: reply.run };

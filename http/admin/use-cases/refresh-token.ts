@@ -11,10 +11,20 @@ import { requireAccount, requirePrincipal } from './guard.ts';
 
 export type RefreshTokenGrant = { account: string; refreshToken: string };
 
-export async function storeRefreshToken(deps: Pick<AdminDeps, 'config' | 'actor'>, principal: Principal | null, grant: RefreshTokenGrant, deadlineMs: number): Promise<void> {
+export async function storeRefreshToken(
+  deps: Pick<AdminDeps, 'config' | 'actor'>,
+  principal: Principal | null,
+  grant: RefreshTokenGrant,
+  deadlineMs: number,
+): Promise<void> {
   requirePrincipal(principal, 'service.admin.credentials.write');
-  requireAccount(deps.config.Accounts.map((a) => a.Id), grant.account);
+  requireAccount(
+    deps.config.Accounts.map((a) => a.Id),
+    grant.account,
+  );
   // Nothing about the request was wrong: a generic failure (admin-surface "Refresh-token route" 4).
   if (deps.config.DataEncryption.KeyRing === undefined) throw new AppError('E_KEYRING_MISSING');
-  await deps.actor(syncActorId(grant.account)).ask({ type: 'imap-sync.store-refresh-token', refreshToken: grant.refreshToken }, { reply: StoreRefreshTokenReply, deadlineMs });
+  await deps
+    .actor(syncActorId(grant.account))
+    .ask({ type: 'imap-sync.store-refresh-token', refreshToken: grant.refreshToken }, { reply: StoreRefreshTokenReply, deadlineMs });
 }

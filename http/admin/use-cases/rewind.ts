@@ -12,7 +12,12 @@ import { askScoped, type FolderScope } from './scope.ts';
 export type RewindAssessment = RewindAssessmentReply;
 export type RewindResult = RewindReply;
 
-export function rewindAssessment(deps: Pick<AdminDeps, 'config' | 'actor'>, principal: Principal | null, scope: FolderScope, deadlineMs: number): Promise<RewindAssessment> {
+export function rewindAssessment(
+  deps: Pick<AdminDeps, 'config' | 'actor'>,
+  principal: Principal | null,
+  scope: FolderScope,
+  deadlineMs: number,
+): Promise<RewindAssessment> {
   return askScoped(deps, principal, 'service.admin.read', scope, { type: 'imap-sync.rewind-assessment', reply: RewindAssessmentReply, deadlineMs });
 }
 

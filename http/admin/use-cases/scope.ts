@@ -19,7 +19,8 @@ export const ALIAS_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const OPTIONAL_FOLDER_PATTERN = /^(?:\s*|[a-z0-9][a-z0-9_-]{0,62})$/;
 
 export const FOLDER_SHAPE = 'Send folder as a folder alias (1 to 63 lower-case letters, digits, - or _, starting with a letter or digit).';
-export const FOLDER_SHAPE_OR_OMIT = 'Send folder as a folder alias (1 to 63 lower-case letters, digits, - or _, starting with a letter or digit), or leave it out for every folder.';
+export const FOLDER_SHAPE_OR_OMIT =
+  'Send folder as a folder alias (1 to 63 lower-case letters, digits, - or _, starting with a letter or digit), or leave it out for every folder.';
 export const FOLDER_REQUIRED = 'Name the folder alias to erase in folder.';
 
 /** An account, optionally narrowed to one folder alias. */
@@ -46,7 +47,10 @@ export function requiredFolder(folder: string | null | undefined): string {
   return folder;
 }
 
-type ScopedMessage = Extract<SyncMessage, { type: 'imap-sync.rewind-assessment' | 'imap-sync.rewind' | 'imap-sync.rederive' | 'imap-sync.rederivation' }>['type'];
+type ScopedMessage = Extract<
+  SyncMessage,
+  { type: 'imap-sync.rewind-assessment' | 'imap-sync.rewind' | 'imap-sync.rederive' | 'imap-sync.rederivation' }
+>['type'];
 
 /**
  * The shape every scoped maintenance use case shares: ask again for the

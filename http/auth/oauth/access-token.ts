@@ -218,7 +218,14 @@ export async function judgeAccessToken(token: string, entries: readonly OAuthEnt
     short ??= candidate;
   }
   if (short !== undefined) {
-    return { kind: 'insufficient-scope', status: 403, cause: 'scope', scopes: [...short.oauth.RequiredScopes], entryIndex: short.entryIndex, server: short.server.Name };
+    return {
+      kind: 'insufficient-scope',
+      status: 403,
+      cause: 'scope',
+      scopes: [...short.oauth.RequiredScopes],
+      entryIndex: short.entryIndex,
+      server: short.server.Name,
+    };
   }
   return { kind: 'other-subject', status: 403, cause: 'subject', server: serverName };
 }

@@ -129,7 +129,10 @@ export function createDiscovery(options: DiscoveryOptions = {}): Discovery {
       const now = clock.now();
       if (doc !== undefined) {
         if (state.doc === undefined || state.doc.jwksUri !== doc.jwksUri || state.doc.foundAt !== doc.foundAt) {
-          options.log?.info({ event: 'oauth.discovered', server: server.Name, issuer: server.Issuer, url: doc.foundAt, jwksUri: doc.jwksUri }, 'oauth.discovered');
+          options.log?.info(
+            { event: 'oauth.discovered', server: server.Name, issuer: server.Issuer, url: doc.foundAt, jwksUri: doc.jwksUri },
+            'oauth.discovered',
+          );
         }
         state.doc = doc;
         state.fetchedAt = now;
@@ -141,7 +144,15 @@ export function createDiscovery(options: DiscoveryOptions = {}): Discovery {
       const delayMs = retryDelayMs(state.failures, backoff, random.next());
       state.retryAt = now + delayMs;
       options.log?.warn(
-        { event: 'oauth.discovery-failed', server: server.Name, issuer: server.Issuer, attempts, failures: state.failures, retryInMs: delayMs, stale: state.doc !== undefined },
+        {
+          event: 'oauth.discovery-failed',
+          server: server.Name,
+          issuer: server.Issuer,
+          attempts,
+          failures: state.failures,
+          retryInMs: delayMs,
+          stale: state.doc !== undefined,
+        },
         'oauth.discovery-failed',
       );
     })()

@@ -90,7 +90,16 @@ export function createKeySets(options: KeySetsOptions = {}): KeySets {
       const delayMs = retryDelayMs(state.failures, backoff, random.next());
       state.retryAt = clock.now() + delayMs;
       options.log?.warn(
-        { event: 'oauth.keys-failed', server: server.Name, issuer: server.Issuer, reason, ...extra, failures: state.failures, retryInMs: delayMs, stale: state.keys !== undefined },
+        {
+          event: 'oauth.keys-failed',
+          server: server.Name,
+          issuer: server.Issuer,
+          reason,
+          ...extra,
+          failures: state.failures,
+          retryInMs: delayMs,
+          stale: state.keys !== undefined,
+        },
         'oauth.keys-failed',
       );
     };

@@ -15,8 +15,18 @@ import { perConnection } from './prepared.ts';
 
 /** Values of the derived columns, in `derivedColumnList` order. */
 export const derivedColumnList = [
-  'header_message_id', 'in_reply_to', 'references_json', 'thread_id', 'from_json', 'to_json', 'cc_json',
-  'subject', 'sent_at', 'has_attachments', 'attachments_json', 'parse_version',
+  'header_message_id',
+  'in_reply_to',
+  'references_json',
+  'thread_id',
+  'from_json',
+  'to_json',
+  'cc_json',
+  'subject',
+  'sent_at',
+  'has_attachments',
+  'attachments_json',
+  'parse_version',
 ] as const;
 
 export function derivedValues(parsed: DerivedMessage | null): SqlValue[] {
@@ -33,9 +43,7 @@ export function derivedValues(parsed: DerivedMessage | null): SqlValue[] {
     parsed.sentAt,
     // Inline parts (images of an HTML body) are not what a reader calls an attachment.
     parsed.attachments.some((attachment) => !attachment.inline) ? 1 : 0,
-    JSON.stringify(
-      parsed.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, size: a.size, sha256: a.sha256, inline: a.inline })),
-    ),
+    JSON.stringify(parsed.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, size: a.size, sha256: a.sha256, inline: a.inline }))),
     parsed.parseVersion,
   ];
 }

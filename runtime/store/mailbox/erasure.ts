@@ -25,9 +25,7 @@ const inIds = 'IN (SELECT value FROM json_each(?))';
 
 const statements = perConnection((db: Database) => ({
   page: db.prepare(`SELECT id, state FROM messages WHERE ${inBindings} ORDER BY id LIMIT ?`),
-  children: ['message_raw', 'search_documents', 'passages', 'repair_requests'].map((table) =>
-    db.prepare(`DELETE FROM ${table} WHERE message_id ${inIds}`),
-  ),
+  children: ['message_raw', 'search_documents', 'passages', 'repair_requests'].map((table) => db.prepare(`DELETE FROM ${table} WHERE message_id ${inIds}`)),
   messages: db.prepare(`DELETE FROM messages WHERE id ${inIds}`),
   remains: db.prepare(`SELECT 1 AS found FROM messages WHERE ${inBindings} LIMIT 1`),
   checkpoints: db.prepare(`DELETE FROM checkpoints WHERE ${inBindings}`),

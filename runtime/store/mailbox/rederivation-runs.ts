@@ -64,9 +64,7 @@ const columns = 'id, account_id, folder_alias, carriage, requested_at, last_mess
 const statements = perConnection((db: Database) => ({
   latest: db.prepare(`SELECT ${columns} FROM rederivation_runs WHERE account_id = ? AND folder_alias IS ? ORDER BY id DESC LIMIT 1`),
   byId: db.prepare(`SELECT ${columns} FROM rederivation_runs WHERE id = ?`),
-  insert: db.prepare(
-    'INSERT INTO rederivation_runs (account_id, folder_alias, requested_at, last_message_id, updated_at) VALUES (?, ?, ?, 0, ?)',
-  ),
+  insert: db.prepare('INSERT INTO rederivation_runs (account_id, folder_alias, requested_at, last_message_id, updated_at) VALUES (?, ?, ?, 0, ?)'),
   // Totals, not increments, and only a position beyond the recorded one
   // moves the run: a segment recorded twice (a retry) changes nothing.
   advance: db.prepare(

@@ -97,24 +97,26 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export function synchronizationStatus(db: Database, input: StatusInput): SynchronizationStatus {
   const s = statements(db);
   // One read transaction, so folders and runs agree with each other.
-  const read = db.transaction((): SynchronizationStatus => ({
-    synchronizationEnabled: input.enabled,
-    accounts: input.accounts.map((account) => ({
-      account: account.id,
-      phase: account.phase,
-      nextRunDueAt: account.nextRunDueAt === null ? null : iso(account.nextRunDueAt),
-      consecutiveFailureCount: account.consecutiveFailureCount,
-      lastRun: lastRun(one<RunRow>(s.run, [account.id, input.since])),
-      folders: many<FolderRow>(s.folders, [account.id]).map((folder) => ({
-        alias: folder.alias,
-        mirrored: folder.mirrored === 1,
-        uidValidity: folder.uidvalidity,
-        lastSeenUid: folder.highest_uid,
-        progressAdvancedAt: folder.advanced_at === null ? null : iso(folder.advanced_at),
-        lastRun: folderLastRun(one<FolderRunRow>(s.folderRun, [folder.id, input.since])),
+  const read = db.transaction(
+    (): SynchronizationStatus => ({
+      synchronizationEnabled: input.enabled,
+      accounts: input.accounts.map((account) => ({
+        account: account.id,
+        phase: account.phase,
+        nextRunDueAt: account.nextRunDueAt === null ? null : iso(account.nextRunDueAt),
+        consecutiveFailureCount: account.consecutiveFailureCount,
+        lastRun: lastRun(one<RunRow>(s.run, [account.id, input.since])),
+        folders: many<FolderRow>(s.folders, [account.id]).map((folder) => ({
+          alias: folder.alias,
+          mirrored: folder.mirrored === 1,
+          uidValidity: folder.uidvalidity,
+          lastSeenUid: folder.highest_uid,
+          progressAdvancedAt: folder.advanced_at === null ? null : iso(folder.advanced_at),
+          lastRun: folderLastRun(one<FolderRunRow>(s.folderRun, [folder.id, input.since])),
+        })),
       })),
-    })),
-  }));
+    }),
+  );
   return read.deferred();
 }
 

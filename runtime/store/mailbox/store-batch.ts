@@ -105,7 +105,9 @@ export function storeBatch(db: Database, input: StoreBatchInput): StoreBatchResu
     if (progress.account_id !== input.accountId) throw new Error(`folder binding ${input.bindingId} belongs to another account`);
     const hasCheckpoint = progress.uidvalidity !== null;
     const moved =
-      input.expectedEpoch === null ? hasCheckpoint : progress.progress_epoch !== input.expectedEpoch || (hasCheckpoint && progress.uidvalidity !== input.uidValidity);
+      input.expectedEpoch === null
+        ? hasCheckpoint
+        : progress.progress_epoch !== input.expectedEpoch || (hasCheckpoint && progress.uidvalidity !== input.uidValidity);
     if (moved) return { ok: false, reason: 'checkpoint-moved' };
     // Without a checkpoint (first run, or after a rewind) nothing says which
     // UIDVALIDITY the held rows belong to; rows under another one are stale
@@ -118,8 +120,20 @@ export function storeBatch(db: Database, input: StoreBatchInput): StoreBatchResu
       const keywords = flagSet(m.keywords);
       const parsed = m.state === 'stored' ? m.parsed : null;
       const result = run(s.insertMessage, [
-        input.accountId, input.bindingId, input.uidValidity, m.uid, m.state, m.internalDate, m.size, flags, keywords, m.modseq,
-        ...derivedValues(parsed), parsed === null ? null : input.now, input.now, input.now,
+        input.accountId,
+        input.bindingId,
+        input.uidValidity,
+        m.uid,
+        m.state,
+        m.internalDate,
+        m.size,
+        flags,
+        keywords,
+        m.modseq,
+        ...derivedValues(parsed),
+        parsed === null ? null : input.now,
+        input.now,
+        input.now,
       ]);
       if (result.changes === 0) {
         refreshed += run(s.refresh, [flags, keywords, m.modseq, m.internalDate, input.now, input.bindingId, input.uidValidity, m.uid]).changes;

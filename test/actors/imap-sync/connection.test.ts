@@ -12,13 +12,30 @@ const coded = (code: string, message = 'x'): Error => Object.assign(new Error(me
 const codeOf = (err: unknown): string => classifyImapFailure(err).code;
 
 t.test('the wire, the server and the login', async (t) => {
-  for (const code of ['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'NoConnection', 'EConnectionClosed', 'ETIMEOUT', 'CONNECT_TIMEOUT', 'GREETING_TIMEOUT', 'ClosedAfterConnectText', 'ETHROTTLE']) {
+  for (const code of [
+    'ECONNRESET',
+    'ECONNREFUSED',
+    'ETIMEDOUT',
+    'EPIPE',
+    'ENOTFOUND',
+    'NoConnection',
+    'EConnectionClosed',
+    'ETIMEOUT',
+    'CONNECT_TIMEOUT',
+    'GREETING_TIMEOUT',
+    'ClosedAfterConnectText',
+    'ETHROTTLE',
+  ]) {
     t.equal(codeOf(coded(code)), 'E_IMAP_UNRESPONSIVE', code);
   }
   for (const code of ['ParserError3', 'ParserErrorExchange', 'InvalidResponse', 'MissingTag', 'LiteralTooLarge', 'TooManyResponses']) {
     t.equal(codeOf(coded(code)), 'E_IMAP_PROTOCOL', code);
   }
-  t.equal(codeOf(Object.assign(new Error('Command failed'), { responseStatus: 'NO', responseText: 'Mailbox was deleted under us' })), 'E_IMAP_PROTOCOL', 'a NO answer');
+  t.equal(
+    codeOf(Object.assign(new Error('Command failed'), { responseStatus: 'NO', responseText: 'Mailbox was deleted under us' })),
+    'E_IMAP_PROTOCOL',
+    'a NO answer',
+  );
   t.equal(codeOf(Object.assign(new Error('Command failed'), { responseStatus: 'BAD' })), 'E_IMAP_PROTOCOL', 'a BAD answer');
   t.equal(codeOf(Object.assign(new Error('Command failed'), { responseStatus: 'BYE' })), 'E_IMAP_UNRESPONSIVE', 'a BYE');
   t.equal(codeOf(Object.assign(new Error('Authentication failed'), { authenticationFailed: true })), 'E_IMAP_AUTH');
@@ -61,7 +78,12 @@ t.test('every imapflow error code has a decided kind', async (t) => {
 });
 
 t.test('what may be logged of an IMAP failure: codes only', async (t) => {
-  const err = Object.assign(new Error('Command failed'), { responseStatus: 'NO', responseText: 'Subject: secret plans', code: 'ParserError2', parserContext: { input: 'secret@example.org' } });
+  const err = Object.assign(new Error('Command failed'), {
+    responseStatus: 'NO',
+    responseText: 'Subject: secret plans',
+    code: 'ParserError2',
+    parserContext: { input: 'secret@example.org' },
+  });
   const fields = imapFailureFields(err);
   t.same(fields, { type: 'Error', code: 'ParserError2', responseStatus: 'NO', serverResponseCode: null });
   t.notMatch(JSON.stringify(fields), /secret/);

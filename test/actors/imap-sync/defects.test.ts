@@ -32,7 +32,12 @@ t.test('a store fault crashes and restarts the actor and is not recorded as an I
   const generated = [...generateMailbox({ seed: 41, count: 30, profile: 'small' })];
   const headerless = Buffer.from('nothing here reads as a header: zebracorn-unreadable-marker\r\n');
   const raws = [...generated.map((m) => m.raw), headerless];
-  await writeMaildir(dovecot, 'dee', 'INBOX', raws.map((raw) => ({ raw })));
+  await writeMaildir(
+    dovecot,
+    'dee',
+    'INBOX',
+    raws.map((raw) => ({ raw })),
+  );
 
   // The database exists before the service starts, with the fault in place, so the first run meets it.
   const dir = tempDir(t);
@@ -80,7 +85,9 @@ t.test('a store fault crashes and restarts the actor and is not recorded as an I
   t.teardown(() => db.close());
   const runOutcomes = (db.prepare("SELECT outcome FROM sync_runs WHERE account_id = 'dee'").all() as Array<{ outcome: string | null }>).map((r) => r.outcome);
   const folderOutcomes = (
-    db.prepare("SELECT f.outcome FROM sync_folder_runs f JOIN sync_runs r ON r.id = f.sync_run_id WHERE r.account_id = 'dee'").all() as Array<{ outcome: string | null }>
+    db.prepare("SELECT f.outcome FROM sync_folder_runs f JOIN sync_runs r ON r.id = f.sync_run_id WHERE r.account_id = 'dee'").all() as Array<{
+      outcome: string | null;
+    }>
   ).map((r) => r.outcome);
   t.ok(runOutcomes.includes('interrupted'), `the crashed run reads as interrupted (runs: ${runOutcomes.join(', ')})`);
   t.notOk(runOutcomes.includes('failed'), 'no run recorded as failed');

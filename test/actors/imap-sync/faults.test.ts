@@ -20,7 +20,13 @@ import { startSyncService, type SyncService } from '../../helpers/sync-service.t
 t.setTimeout(300_000);
 
 const fastFailure = {
-  MailSynchronization: { BatchSize: 25, Interval: '00:00:10', CommandTimeout: '00:00:02', ConnectTimeout: '00:00:02', Backoff: { Initial: '00:00:01', Maximum: '00:00:03' } },
+  MailSynchronization: {
+    BatchSize: 25,
+    Interval: '00:00:10',
+    CommandTimeout: '00:00:02',
+    ConnectTimeout: '00:00:02',
+    Backoff: { Initial: '00:00:01', Maximum: '00:00:03' },
+  },
 };
 
 type Observed = { maxFailures: number; outcomes: Set<string> };
@@ -46,7 +52,13 @@ function observe(sync: SyncService, account: string): { stop(): Observed } {
   };
 }
 
-async function converge(t: Test, sync: SyncService, dovecotFetch: () => Promise<Array<{ uid: number; flags: string[]; sha256: string }>>, account: string, alias: string): Promise<void> {
+async function converge(
+  t: Test,
+  sync: SyncService,
+  dovecotFetch: () => Promise<Array<{ uid: number; flags: string[]; sha256: string }>>,
+  account: string,
+  alias: string,
+): Promise<void> {
   const server = (await dovecotFetch()).map((m) => ({ uid: m.uid, flags: [...m.flags].sort(), sha256: m.sha256 }));
   const deadline = Date.now() + 120_000;
   let mirror = readMirror(sync.database, account, alias);
@@ -78,8 +90,7 @@ t.test('cuts, stalls and latency mid-run: runs defer, back off, and converge', a
       proxy.cutAfterBytes(1_000 + Math.floor(random.next() * 200_000), { which: 'all', reset: random.next() < 0.5 });
       await new Promise((r) => setTimeout(r, 1_500));
       proxy.clearCut();
-    }
-    else if (pick < 0.7) {
+    } else if (pick < 0.7) {
       proxy.stallAfterBytes(Math.floor(random.next() * 50_000), { which: 'open' });
       await new Promise((r) => setTimeout(r, 2_500));
       proxy.resume();
@@ -101,7 +112,10 @@ t.test('cuts, stalls and latency mid-run: runs defer, back off, and converge', a
   t.equal(sync.logs.events('actor.exit').length, 0, 'faults on the wire never crashed the actor');
   // The actor's own lines (its thread's) are captured too, so the privacy scans see them.
   const failed = sync.logs.events('sync.run-failed', undefined);
-  t.ok(failed.length > 0 && failed.every((l) => l.reason === 'E_IMAP_UNRESPONSIVE' || l.reason === 'E_IMAP_PROTOCOL'), 'failed runs logged by the account thread, by code only');
+  t.ok(
+    failed.length > 0 && failed.every((l) => l.reason === 'E_IMAP_UNRESPONSIVE' || l.reason === 'E_IMAP_PROTOCOL'),
+    'failed runs logged by the account thread, by code only',
+  );
 });
 
 t.test('Dovecot stopped mid-run and restarted: deferred, growing backoff, recovery', async (t) => {

@@ -16,5 +16,6 @@ t.test('classes, codes and constant sentences', async (t) => {
   t.match(classifyJobFailure(new AppError('E_PROTOCOL_INVALID')), { classification: 'unexpected', code: 'E_PROTOCOL_INVALID' });
   t.match(classifyJobFailure(new TypeError('x is undefined')), { classification: 'unexpected', code: 'E_INTERNAL' });
   t.match(classifyJobFailure('a string'), { classification: 'unexpected', code: 'E_INTERNAL' });
-  for (const err of [sqlite('SQLITE_BUSY'), sqlite('SQLITE_IOERR')]) t.notMatch(JSON.stringify(classifyJobFailure(err)), /secret|example\.org/, 'the message is never kept');
+  for (const err of [sqlite('SQLITE_BUSY'), sqlite('SQLITE_IOERR')])
+    t.notMatch(JSON.stringify(classifyJobFailure(err)), /secret|example\.org/, 'the message is never kept');
 });

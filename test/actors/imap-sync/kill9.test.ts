@@ -33,7 +33,13 @@ t.test(`SIGKILL at ${KILLS} random moments of an initial mirror: the final mirro
     HealthEndpoints: { Port: 0 },
     Storage: { Database: database },
     MailSynchronization: { BatchSize: 25, Interval: '00:00:10' },
-    Accounts: [{ Id: 'kim', Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: 'kim', Password: `file:${join(dir, 'pw')}` }, Folders: [{ Alias: 'inbox' }] }],
+    Accounts: [
+      {
+        Id: 'kim',
+        Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: 'kim', Password: `file:${join(dir, 'pw')}` },
+        Folders: [{ Alias: 'inbox' }],
+      },
+    ],
   });
   const random = seededRandom(20261123);
   const progress: number[] = [];
@@ -51,7 +57,10 @@ t.test(`SIGKILL at ${KILLS} random moments of an initial mirror: the final mirro
     t.comment(`kill ${kill}: ${progress.at(-1)} stored`);
   }
   t.ok(progress.at(-1)! < TOTAL, `every kill landed during the initial mirror (stored after each kill: ${progress.join(', ')})`);
-  t.ok(progress.every((n, i) => i === 0 || n >= progress[i - 1]!), 'progress was never lost');
+  t.ok(
+    progress.every((n, i) => i === 0 || n >= progress[i - 1]!),
+    'progress was never lost',
+  );
 
   const final = spawnDaemon(['--config', config]);
   t.teardown(() => void final.child.kill('SIGKILL'));

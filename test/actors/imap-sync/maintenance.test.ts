@@ -19,7 +19,15 @@ import { startSyncService } from '../../helpers/sync-service.ts';
 t.setTimeout(240_000);
 
 function message(i: number): string {
-  return [`From: M ${i} <m${i}@example.com>`, 'To: Ops <ops@example.com>', `Subject: Maintenance ${i}`, `Message-ID: <x${i}@example.com>`, '', `Text ${i}`, ''].join('\r\n');
+  return [
+    `From: M ${i} <m${i}@example.com>`,
+    'To: Ops <ops@example.com>',
+    `Subject: Maintenance ${i}`,
+    `Message-ID: <x${i}@example.com>`,
+    '',
+    `Text ${i}`,
+    '',
+  ].join('\r\n');
 }
 
 t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
@@ -29,7 +37,12 @@ t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
   await admin.createMailbox('olga', 'Old');
   // More than one re-derivation segment (200), so a second ask finds the run under way.
   await writeMaildir(dovecot, 'olga', 'INBOX', generateMailbox({ seed: 3, count: 230, profile: 'small' }));
-  await appendMessages(dovecot, 'olga', 'Old', Array.from({ length: 25 }, (_, i) => ({ raw: message(100 + i) })));
+  await appendMessages(
+    dovecot,
+    'olga',
+    'Old',
+    Array.from({ length: 25 }, (_, i) => ({ raw: message(100 + i) })),
+  );
   const dir = tempDir(t);
   const folders = [{ Alias: 'inbox' }, { Alias: 'old', Path: 'Old' }];
   let sync = await startSyncService(dir, dovecot, [{ id: 'olga', user: 'olga', folders }]);
@@ -50,13 +63,17 @@ t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
   t.match(started, { started: true, carriage: 'carried', run: { isOutstanding: true } });
   t.equal(again!.started, false, 'asking again returns the run under way');
   let run: { isOutstanding: boolean; rederivedEmailCount: number } | null = null;
-  await until(() => {
-    actor.ask({ type: 'imap-sync.rederivation', folder: null }).then(
-      (r) => (run = (r as { run: typeof run }).run),
-      () => {},
-    );
-    return run !== null && !run.isOutstanding;
-  }, 20_000, 're-derivation to end');
+  await until(
+    () => {
+      actor.ask({ type: 'imap-sync.rederivation', folder: null }).then(
+        (r) => (run = (r as { run: typeof run }).run),
+        () => {},
+      );
+      return run !== null && !run.isOutstanding;
+    },
+    20_000,
+    're-derivation to end',
+  );
   t.equal(run!.rederivedEmailCount, 256, 'every stored message re-read from its raw MIME');
   t.same(await actor.ask({ type: 'imap-sync.rederivation', folder: 'never-asked' }), { run: null }, 'a scope never asked about has no run');
 
@@ -76,7 +93,11 @@ t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
   sync = await startSyncService(dir, dovecot, [{ id: 'olga', user: 'olga', folders: [{ Alias: 'inbox' }] }]);
   t.teardown(() => sync.service.stop());
   const status = await sync.status();
-  t.match(status.accounts[0]?.folders.find((f) => f.alias === 'old'), { mirrored: false }, 'a mapped folder no longer mirrored is listed and marked');
+  t.match(
+    status.accounts[0]?.folders.find((f) => f.alias === 'old'),
+    { mirrored: false },
+    'a mapped folder no longer mirrored is listed and marked',
+  );
   const eraser = sync.service.supervisor.ref('imap-sync:olga');
   const passes: Array<{ erasedEmailCount: number; emailsRemain: boolean }> = [];
   for (let i = 0; i < 10; i++) {
@@ -84,7 +105,10 @@ t.test('IDLE, re-derivation, rewind and folder erasure', async (t) => {
     passes.push(pass);
     if (!pass.emailsRemain) break;
   }
-  t.same(passes.map((p) => p.erasedEmailCount), [10, 10, 5]);
+  t.same(
+    passes.map((p) => p.erasedEmailCount),
+    [10, 10, 5],
+  );
   t.same(mirrorStates(sync.database, 'olga', 'old'), {}, 'nothing of the folder is left');
   t.equal(readMirror(sync.database, 'olga', 'inbox').length, 231, 'other folders untouched');
 });

@@ -34,7 +34,13 @@ t.setTimeout(120_000);
 const MESSAGES = 450; // three segments of 200, 200, 50
 const SUBJECT = 'Quarterly figures for Zanzibar';
 
-type Harness = { db: Database; state: { db: Database; config: ImapSyncConfig; carriage: Carriage }; ctx: ActorContext; scheduled: Array<{ type: string; delayMs: number }>; logs: ReturnType<typeof captureLog> };
+type Harness = {
+  db: Database;
+  state: { db: Database; config: ImapSyncConfig; carriage: Carriage };
+  ctx: ActorContext;
+  scheduled: Array<{ type: string; delayMs: number }>;
+  logs: ReturnType<typeof captureLog>;
+};
 
 function harness(db: Database): Harness {
   const logs = captureLog();
@@ -102,14 +108,22 @@ t.test('retry with backoff, dead letter, operator retry, drop', async (t) => {
     await carryStep(state, ctx, poolDown);
     const job = jobById(h.db, jobId)!;
     if (attempt < 5) {
-      t.match(job, { state: 'queued', attemptCount: attempt, failureClass: 'parser-unavailable', failureCode: 'E_ACTOR_TIMEOUT' }, `attempt ${attempt} recorded`);
+      t.match(
+        job,
+        { state: 'queued', attemptCount: attempt, failureClass: 'parser-unavailable', failureCode: 'E_ACTOR_TIMEOUT' },
+        `attempt ${attempt} recorded`,
+      );
       t.same(scheduled.splice(0), [{ type: 'imap-sync.rederive-step', delayMs: 1_000 * 2 ** (attempt - 1) }], 'retried after the backoff');
     } else {
       t.match(job, { state: 'dead', attemptCount: 5, failureClass: 'parser-unavailable' }, 'the fifth failure dead-letters the job');
       t.same(scheduled.splice(0), [], 'nothing more is scheduled for it');
     }
   }
-  t.match(rederivationRecordById(h.db, runId), { carriage: 'stopped', lastMessageId: 200, run: { isOutstanding: true, rederivedEmailCount: 200 } }, 'the run is stopped at its position');
+  t.match(
+    rederivationRecordById(h.db, runId),
+    { carriage: 'stopped', lastMessageId: 200, run: { isOutstanding: true, rederivedEmailCount: 200 } },
+    'the run is stopped at its position',
+  );
   t.equal(requestRun(state, ctx, null).carriage, 'stopped', 'asking again returns the stopped run');
 
   t.same(decideJob(state, ctx, 999, 'retry'), { outcome: 'JobUnknown' });
@@ -120,7 +134,11 @@ t.test('retry with backoff, dead letter, operator retry, drop', async (t) => {
   t.same(decideJob(state, ctx, jobId, 'drop'), { outcome: 'JobNotDeadLettered' });
   t.same(scheduled.splice(0), [{ type: 'imap-sync.rederive-step', delayMs: 0 }]);
   while (state.carriage.queue.length > 0) await carryStep(state, ctx, parses);
-  t.match(rederivationRecordById(h.db, runId), { run: { isOutstanding: false, rederivedEmailCount: MESSAGES, unreadableEmailCount: 0, missingContentEmailCount: 0 } }, 'the run went on from its position to the end');
+  t.match(
+    rederivationRecordById(h.db, runId),
+    { run: { isOutstanding: false, rederivedEmailCount: MESSAGES, unreadableEmailCount: 0, missingContentEmailCount: 0 } },
+    'the run went on from its position to the end',
+  );
   t.equal(jobById(h.db, jobId)!.state, 'done');
 
   // Drop: the run ends and the scope can start afresh.
@@ -130,13 +148,25 @@ t.test('retry with backoff, dead letter, operator retry, drop', async (t) => {
   t.equal(jobById(h.db, secondJob)!.state, 'dead');
   t.same(decideJob(state, ctx, secondJob, 'drop'), { outcome: 'Accepted' });
   t.match(jobById(h.db, secondJob), { state: 'dropped' });
-  t.match(rederivationRecordById(h.db, secondRun), { carriage: 'stopped', lastMessageId: null, run: { isOutstanding: false, rederivedEmailCount: second.run.rederivedEmailCount } }, 'the dropped run ended');
+  t.match(
+    rederivationRecordById(h.db, secondRun),
+    { carriage: 'stopped', lastMessageId: null, run: { isOutstanding: false, rederivedEmailCount: second.run.rederivedEmailCount } },
+    'the dropped run ended',
+  );
   t.same(state.carriage.queue, []);
   t.equal(requestRun(state, ctx, 'inbox').started, true, 'a new request of the scope starts a new run');
   t.same(decideJob(state, ctx, secondJob, 'retry'), { outcome: 'JobNotDeadLettered' }, 'a dropped job never runs');
 
   const lines = h.logs.lines.filter((l) => String(l.event).startsWith('job.'));
-  t.same([...new Set(lines.map((l) => l.event))].sort(), ['job.attempt-failed', 'job.completed', 'job.dead-lettered', 'job.dropped', 'job.enqueued', 'job.retried', 'job.started']);
+  t.same([...new Set(lines.map((l) => l.event))].sort(), [
+    'job.attempt-failed',
+    'job.completed',
+    'job.dead-lettered',
+    'job.dropped',
+    'job.enqueued',
+    'job.retried',
+    'job.started',
+  ]);
   for (const line of lines) t.match(line, { job: /^j\d+$/, type: 'rederivation', account: 'alice' });
   t.match(h.logs.events('job.dead-lettered')[0], { job: jobIdOf(jobId), code: 'E_ACTOR_TIMEOUT', attempt: 5 });
   t.notOk(/Zanzibar|treasurer/.test(h.logs.raw()), 'no subject or address in the log');
@@ -152,7 +182,10 @@ t.test('the database locked by another connection: counted in memory, the dead l
   t.teardown(() => holder.close());
   holder.exec('BEGIN IMMEDIATE');
   for (let attempt = 1; attempt <= 5; attempt++) await carryStep(state, ctx, parses);
-  t.match(h.logs.events('job.attempt-failed').map((l) => [l.attempt, l.classification, l.code]), [1, 2, 3, 4, 5].map((a) => [a, 'database-busy', /^SQLITE_BUSY/]));
+  t.match(
+    h.logs.events('job.attempt-failed').map((l) => [l.attempt, l.classification, l.code]),
+    [1, 2, 3, 4, 5].map((a) => [a, 'database-busy', /^SQLITE_BUSY/]),
+  );
   t.equal(jobById(db, jobId)!.state, 'queued', 'nothing could be recorded while the lock is held');
   t.same(state.carriage.queue, [], 'but the job is no longer carried');
   t.same(scheduled.at(-1), { type: 'imap-sync.job-record', delayMs: 1_000 });

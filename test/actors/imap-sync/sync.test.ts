@@ -33,14 +33,28 @@ t.test('mirrors folders, follows changes made on the server, and never shows a m
   const dovecot = await startDovecot({ users: [{ user: 'alice', password: 'pw-alice' }] });
   t.teardown(() => dovecot.stop());
   const admin = mailAdmin(dovecot);
-  await appendMessages(dovecot, 'alice', 'INBOX', Array.from({ length: 120 }, (_, i) => ({ raw: message(i), flags: i % 3 === 0 ? ['\\Seen'] : [] })));
-  await appendMessages(dovecot, 'alice', 'Sent', Array.from({ length: 5 }, (_, i) => ({ raw: message(1000 + i), flags: ['\\Seen'] })));
+  await appendMessages(
+    dovecot,
+    'alice',
+    'INBOX',
+    Array.from({ length: 120 }, (_, i) => ({ raw: message(i), flags: i % 3 === 0 ? ['\\Seen'] : [] })),
+  );
+  await appendMessages(
+    dovecot,
+    'alice',
+    'Sent',
+    Array.from({ length: 5 }, (_, i) => ({ raw: message(1000 + i), flags: ['\\Seen'] })),
+  );
   await admin.createMailbox('alice', 'Projects');
   await appendMessages(dovecot, 'alice', 'Projects', [{ raw: message(2000) }]);
 
   const dir = tempDir(t);
   const sync = await startSyncService(dir, dovecot, [
-    { id: 'alice', user: 'alice', folders: [{ Alias: 'inbox' }, { Alias: 'sent' }, { Alias: 'projects', Path: 'Projects' }, { Alias: 'elsewhere', Path: 'NoSuchFolder' }] },
+    {
+      id: 'alice',
+      user: 'alice',
+      folders: [{ Alias: 'inbox' }, { Alias: 'sent' }, { Alias: 'projects', Path: 'Projects' }, { Alias: 'elsewhere', Path: 'NoSuchFolder' }],
+    },
   ]);
   t.teardown(() => sync.service.stop());
 
@@ -89,7 +103,12 @@ t.test('a server offering neither CONDSTORE nor QRESYNC: flags and expunges are 
   });
   t.teardown(() => dovecot.stop());
   const admin = mailAdmin(dovecot);
-  await appendMessages(dovecot, 'sam', 'INBOX', Array.from({ length: 40 }, (_, i) => ({ raw: message(3000 + i) })));
+  await appendMessages(
+    dovecot,
+    'sam',
+    'INBOX',
+    Array.from({ length: 40 }, (_, i) => ({ raw: message(3000 + i) })),
+  );
   const sync = await startSyncService(tempDir(t), dovecot, [{ id: 'sam', user: 'sam', folders: [{ Alias: 'inbox' }] }]);
   t.teardown(() => sync.service.stop());
   const compare = async (what: string): Promise<void> => {
@@ -107,7 +126,12 @@ t.test('a server offering neither CONDSTORE nor QRESYNC: flags and expunges are 
 t.test('implicit TLS and STARTTLS to a server whose authority the account trusts; an untrusted certificate is refused', async (t) => {
   const dovecot = await startDovecot({ users: [{ user: 'tina', password: 'pw-tina' }], tls: true });
   t.teardown(() => dovecot.stop());
-  await appendMessages(dovecot, 'tina', 'INBOX', Array.from({ length: 12 }, (_, i) => ({ raw: message(4000 + i) })));
+  await appendMessages(
+    dovecot,
+    'tina',
+    'INBOX',
+    Array.from({ length: 12 }, (_, i) => ({ raw: message(4000 + i) })),
+  );
   const sync = await startSyncService(tempDir(t), dovecot, [
     { id: 'implicit', user: 'tina', host: 'localhost', port: dovecot.tlsPort!, security: 'Tls', folders: [{ Alias: 'inbox' }] },
     { id: 'upgrade', user: 'tina', host: 'localhost', port: dovecot.port, security: 'StartTls', folders: [{ Alias: 'inbox' }] },

@@ -107,7 +107,10 @@ async function startOAuthService(t: Test, dovecot: Dovecot, provider: OAuthProvi
   const db = openSlice(storeSlice(config));
   try {
     migrate(db);
-    reconcileAccounts(db, accounts.map((a) => a.id));
+    reconcileAccounts(
+      db,
+      accounts.map((a) => a.id),
+    );
     for (const a of accounts) {
       storeRefreshToken(db, ImapSyncConfig.parse(children.find((c) => c.id === syncActorId(a.id))!.config), a.refreshToken, Date.now());
     }
@@ -134,7 +137,9 @@ async function startOAuthService(t: Test, dovecot: Dovecot, provider: OAuthProvi
       await until(
         () => {
           if (gone) throw new Error(`mailcairnd exited: ${daemon.stderr()}`);
-          const found = read<RunRow>('SELECT outcome, consecutive_failures FROM sync_runs WHERE account_id = ? AND ended_at IS NOT NULL ORDER BY id LIMIT 1', [account]);
+          const found = read<RunRow>('SELECT outcome, consecutive_failures FROM sync_runs WHERE account_id = ? AND ended_at IS NOT NULL ORDER BY id LIMIT 1', [
+            account,
+          ]);
           if (found) row = { outcome: found.outcome, consecutive_failures: Number(found.consecutive_failures) };
           return row !== undefined;
         },
@@ -169,7 +174,11 @@ function assertNoSecrets(t: Test, output: string, provider: OAuthProvider, minte
     ['the client secret', provider.client.secret],
     ['the resource server secret', provider.resourceServer.secret],
   ];
-  t.same(secrets.filter(([, value]) => output.includes(value)).map(([what]) => what), [], 'no line carries an access token, a refresh token or the client secret');
+  t.same(
+    secrets.filter(([, value]) => output.includes(value)).map(([what]) => what),
+    [],
+    'no line carries an access token, a refresh token or the client secret',
+  );
   t.notMatch(output, /Bearer |access_token|refresh_token|client_secret|auth=/i, 'no line quotes a token request, a token answer or an XOAUTH2 payload');
 }
 
@@ -186,8 +195,18 @@ t.test('XOAUTH2 against oidc-provider and a Dovecot oauth2 passdb', async (t) =>
   });
   t.teardown(() => dovecot.stop());
   const admin = mailAdmin(dovecot);
-  await appendMessages(dovecot, 'alice', 'INBOX', Array.from({ length: 30 }, (_, i) => ({ raw: message(i), flags: i % 4 === 0 ? ['\\Seen'] : [] })));
-  await appendMessages(dovecot, 'bob', 'INBOX', Array.from({ length: 3 }, (_, i) => ({ raw: message(100 + i) })));
+  await appendMessages(
+    dovecot,
+    'alice',
+    'INBOX',
+    Array.from({ length: 30 }, (_, i) => ({ raw: message(i), flags: i % 4 === 0 ? ['\\Seen'] : [] })),
+  );
+  await appendMessages(
+    dovecot,
+    'bob',
+    'INBOX',
+    Array.from({ length: 3 }, (_, i) => ({ raw: message(100 + i) })),
+  );
   await appendMessages(dovecot, 'dave', 'INBOX', [{ raw: message(200) }]);
 
   await t.test('the mail arrives, and the rotated refresh token replaces the stored one', async (t) => {
@@ -249,7 +268,11 @@ t.test('XOAUTH2 against oidc-provider and a Dovecot oauth2 passdb', async (t) =>
       t.same(run, { outcome: 'failed', consecutive_failures: 1 }, `${id}: the run is recorded as failed`);
       t.same(readMirror(sync.database, id, 'inbox'), [], `${id}: nothing mirrored`);
       await until(() => events(sync.lines(), 'sync.run-failed', id).length > 0, 10_000, `${id}: sync.run-failed`);
-      t.same(events(sync.lines(), 'sync.run-failed', id).map((l) => l.reason), ['E_OAUTH_REFRESH_REFUSED'], `${id}: the cause is the refused refresh token`);
+      t.same(
+        events(sync.lines(), 'sync.run-failed', id).map((l) => l.reason),
+        ['E_OAUTH_REFRESH_REFUSED'],
+        `${id}: the cause is the refused refresh token`,
+      );
       // No login was tried, so no lockout risk: the actor stays up to store the token an operator places next.
       t.same(events(sync.lines(), 'actor.exit', id), [], `${id}: the actor neither stopped nor crashed`);
       t.equal(sync.storedToken(id)?.token, id === 'revoked' ? revoked : unknown, `${id}: the stored token is left for an operator to replace`);
@@ -257,7 +280,11 @@ t.test('XOAUTH2 against oidc-provider and a Dovecot oauth2 passdb', async (t) =>
     t.notMatch(dovecot.log().slice(logFrom), /user=<(bob|carol)>/, 'no login was attempted without an access token');
     t.equal((await sync.firstRun('healthy')).outcome, 'ok', 'the other account synchronized');
     t.equal(readMirror(sync.database, 'healthy', 'inbox').length, 30);
-    t.same(provider.errors().filter((e) => !/^grant\.error: invalid_grant/.test(e)), [], 'the provider only refused the two grants');
+    t.same(
+      provider.errors().filter((e) => !/^grant\.error: invalid_grant/.test(e)),
+      [],
+      'the provider only refused the two grants',
+    );
     t.equal(await sync.stop(), 0, 'mailcairnd stopped cleanly');
     assertNoSecrets(t, sync.output(), provider, [revoked, good, unknown]);
   });
@@ -269,8 +296,16 @@ t.test('XOAUTH2 against oidc-provider and a Dovecot oauth2 passdb', async (t) =>
     const sync = await startOAuthService(t, dovecot, provider, [{ id: 'dave', user: 'dave', refreshToken: minted }]);
     t.same(await sync.firstRun('dave'), { outcome: 'failed', consecutive_failures: 1 }, 'the run is recorded as failed');
     await until(() => events(sync.lines(), 'actor.exit', 'dave').length > 0, 10_000, 'actor.exit');
-    t.same(events(sync.lines(), 'sync.run-failed', 'dave').map((l) => l.reason), ['E_IMAP_AUTH'], 'the cause is the refused login');
-    t.same(events(sync.lines(), 'actor.exit', 'dave').map((l) => l.reason), ['E_IMAP_AUTH'], 'the actor stopped for it');
+    t.same(
+      events(sync.lines(), 'sync.run-failed', 'dave').map((l) => l.reason),
+      ['E_IMAP_AUTH'],
+      'the cause is the refused login',
+    );
+    t.same(
+      events(sync.lines(), 'actor.exit', 'dave').map((l) => l.reason),
+      ['E_IMAP_AUTH'],
+      'the actor stopped for it',
+    );
     t.match(dovecot.log().slice(logFrom), /auth failed, 1 attempts[^\n]*user=<dave>, method=XOAUTH2/, 'Dovecot refused dave’s XOAUTH2 login');
     t.same(readMirror(sync.database, 'dave', 'inbox'), [], 'nothing mirrored');
     t.equal(await sync.stop(), 0, 'mailcairnd stopped cleanly');

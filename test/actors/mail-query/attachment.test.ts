@@ -62,7 +62,15 @@ function store(db: Database, bindingId: number, uid: number, raw: Buffer, derive
     parsed: derived ? reply.message : null,
   };
   // Each test stores uid 1 first into a fresh binding: no checkpoint yet (null), then epoch 0.
-  const result = storeBatch(db, { accountId: 'alice', bindingId, uidValidity: 1, expectedEpoch: uid === 1 ? null : 0, messages: [message], advanceTo: { lastUid: uid, highestModseq: null }, now: 1 });
+  const result = storeBatch(db, {
+    accountId: 'alice',
+    bindingId,
+    uidValidity: 1,
+    expectedEpoch: uid === 1 ? null : 0,
+    messages: [message],
+    advanceTo: { lastUid: uid, highestModseq: null },
+    now: 1,
+  });
   if (!result.ok) throw new Error('store refused');
   return idOf(db, bindingId, uid);
 }

@@ -27,13 +27,31 @@ t.test('page, next position and lookup', async (t) => {
   const base = { type: 'mail-query.dead-letters' as const, store, accounts: ['alice', 'bob'], pageSize: 1 };
   const first = DeadLettersReply.parse(deadLetterPage(db, base));
   t.same(first, {
-    jobs: [{ job: `j${b}`, type: 'rederivation', account: 'bob', attemptCount: 5, failureClassification: 'database-busy', failureReason: failure.reason, enqueuedAt: new Date(5).toISOString(), deadLetteredAt: new Date(2_000).toISOString() }],
+    jobs: [
+      {
+        job: `j${b}`,
+        type: 'rederivation',
+        account: 'bob',
+        attemptCount: 5,
+        failureClassification: 'database-busy',
+        failureReason: failure.reason,
+        enqueuedAt: new Date(5).toISOString(),
+        deadLetteredAt: new Date(2_000).toISOString(),
+      },
+    ],
     next: [2_000, b],
   });
   const second = deadLetterPage(db, { ...base, after: first.next! });
   t.same([second.jobs.map((j) => j.job), second.next], [[`j${a}`], null], 'the last page says nothing follows');
-  t.same(deadLetterPage(db, { ...base, accounts: ['alice'], pageSize: 10 }).jobs.map((j) => j.job), [`j${a}`], 'an unconfigured account is not listed');
-  t.same(deadLetterPage(db, { ...base, account: 'alice', pageSize: 10 }).jobs.map((j) => j.job), [`j${a}`]);
+  t.same(
+    deadLetterPage(db, { ...base, accounts: ['alice'], pageSize: 10 }).jobs.map((j) => j.job),
+    [`j${a}`],
+    'an unconfigured account is not listed',
+  );
+  t.same(
+    deadLetterPage(db, { ...base, account: 'alice', pageSize: 10 }).jobs.map((j) => j.job),
+    [`j${a}`],
+  );
 
   const lookup = { type: 'mail-query.job' as const, store, accounts: ['alice', 'bob'] };
   t.same(lookUpJob(db, { ...lookup, job: a }), { account: 'alice' });

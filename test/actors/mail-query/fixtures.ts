@@ -39,7 +39,15 @@ export function world(t: TestLike): World {
   t.teardown(() => db.close());
   migrate(db);
   reconcileAccounts(db, ['alice', 'bob'], 1);
-  const alice = syncBindings(db, 'alice', [{ alias: 'inbox', path: 'INBOX' }, { alias: 'archive', path: 'Archive' }], 1);
+  const alice = syncBindings(
+    db,
+    'alice',
+    [
+      { alias: 'inbox', path: 'INBOX' },
+      { alias: 'archive', path: 'Archive' },
+    ],
+    1,
+  );
   const bob = syncBindings(db, 'bob', [{ alias: 'inbox', path: 'INBOX' }], 1);
   return {
     db,
@@ -83,7 +91,8 @@ export function rawMime(mail: Mail): Buffer {
     'MIME-Version: 1.0',
   ];
   const body = mail.body ?? `Hello, this is letter ${mail.uid}.`;
-  if (!mail.attachment) return Buffer.from([...headers, 'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: 8bit', '', body, ''].join('\r\n'));
+  if (!mail.attachment)
+    return Buffer.from([...headers, 'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: 8bit', '', body, ''].join('\r\n'));
   const a = mail.attachment;
   return Buffer.from(
     [
@@ -144,10 +153,23 @@ export function deliver(db: Database, accountId: string, bindingId: number, mail
 }
 
 /** Records a synchronization run of an account whose folders ended as given. */
-export function recordRun(db: Database, accountId: string, at: number, folders: ReadonlyArray<{ bindingId: number; outcome: 'ok' | 'unexpected'; hasMore?: boolean }>): void {
+export function recordRun(
+  db: Database,
+  accountId: string,
+  at: number,
+  folders: ReadonlyArray<{ bindingId: number; outcome: 'ok' | 'unexpected'; hasMore?: boolean }>,
+): void {
   const runId = beginRun(db, accountId, at - 1000);
   for (const f of folders) {
-    recordFolderRun(db, runId, f.bindingId, { startedAt: at - 1000, endedAt: at, outcome: f.outcome, stored: 0, oversized: 0, unreadable: 0, hasMore: f.hasMore ?? false });
+    recordFolderRun(db, runId, f.bindingId, {
+      startedAt: at - 1000,
+      endedAt: at,
+      outcome: f.outcome,
+      stored: 0,
+      oversized: 0,
+      unreadable: 0,
+      hasMore: f.hasMore ?? false,
+    });
   }
   endRun(db, runId, { endedAt: at, outcome: 'ok', foldersFailed: 0, consecutiveFailures: 0, nextDueAt: null });
 }

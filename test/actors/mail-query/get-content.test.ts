@@ -7,13 +7,7 @@
  */
 import t from 'tap';
 import { cutBody } from '../../../actors/mail-query/get-content.ts';
-import {
-  encodeStoredEmailId,
-  GetContentReply,
-  GetEmailContentInput,
-  type EmailContent,
-  type EmailContentError,
-} from '../../../actors/mail-query/protocol.ts';
+import { encodeStoredEmailId, GetContentReply, GetEmailContentInput, type EmailContent, type EmailContentError } from '../../../actors/mail-query/protocol.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { run } from '../../../runtime/store/rows.ts';
 import type { TestLike } from '../../runtime/store/fixtures/scratch.ts';
@@ -112,7 +106,11 @@ t.test('the body is cut at the budget and bodyOffset reads on to exactly the ful
 t.test('cutting: never inside a surrogate pair; a word boundary when one is near', async (t) => {
   const emoji = 'ab😀cd';
   t.same(cutBody(emoji, 0, 3), { text: 'ab', totalCharacters: 6, truncatedBy: 'characterBudget', nextBodyOffset: 2 });
-  t.same(cutBody(emoji, 2, 1), { text: '😀', totalCharacters: 6, truncatedBy: 'characterBudget', nextBodyOffset: 4 }, 'a one-character budget still moves past a pair');
+  t.same(
+    cutBody(emoji, 2, 1),
+    { text: '😀', totalCharacters: 6, truncatedBy: 'characterBudget', nextBodyOffset: 4 },
+    'a one-character budget still moves past a pair',
+  );
   const words = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu';
   t.equal(cutBody(words, 0, 40).text, 'alpha beta gamma delta epsilon zeta eta ', 'a cut at a space stays');
   const cut = cutBody(words, 0, 42);
@@ -204,7 +202,11 @@ t.test('a thread: visible members, one per Message-ID, oldest first, the newest 
   t.equal(reply.threadMessageCount, 12, 'twelve distinct messages; the archived copy counted once');
   t.equal(reply.emails.length, 10, 'bounded by ten');
   const bodies = reply.emails.map((e) => (e as EmailContent).body!.text);
-  t.same(bodies, Array.from({ length: 10 }, (_, i) => `Message ${i + 3} of the thread.`), 'the newest ten, oldest first');
+  t.same(
+    bodies,
+    Array.from({ length: 10 }, (_, i) => `Message ${i + 3} of the thread.`),
+    'the newest ten, oldest first',
+  );
   t.same(new Set(reply.emails.map((e) => (e as EmailContent).folderAlias)), new Set(['inbox', 'archive']), 'across folders');
   t.equal((reply.emails[0] as EmailContent).storedEmailId, sid(w, w.bindings.aliceInbox, 3), 'the copy stored first stands for its Message-ID');
   t.same((reply.emails[1] as EmailContent).references, [root]);
@@ -216,9 +218,15 @@ t.test('a thread: visible members, one per Message-ID, oldest first, the newest 
   const archiveOnly = { accounts: [{ id: 'alice', folders: ['archive'] }] };
   const scoped = GetContentReply.parse(ask(w, { type: 'mail-query.get-content', scope: archiveOnly, input: { threadId }, bodyCharacterBudget: 50 }));
   t.equal(scoped.threadMessageCount, 5, 'only the folders in scope');
-  t.equal(refusalCode(() => content(w, { threadId: 'no-such-thread' })), 'E_NOT_FOUND', 'a thread with nothing visible');
   t.equal(
-    refusalCode(() => ask(w, { type: 'mail-query.get-content', scope: { accounts: [{ id: 'bob', folders: ['inbox'] }] }, input: { threadId }, bodyCharacterBudget: 50 })),
+    refusalCode(() => content(w, { threadId: 'no-such-thread' })),
+    'E_NOT_FOUND',
+    'a thread with nothing visible',
+  );
+  t.equal(
+    refusalCode(() =>
+      ask(w, { type: 'mail-query.get-content', scope: { accounts: [{ id: 'bob', folders: ['inbox'] }] }, input: { threadId }, bodyCharacterBudget: 50 }),
+    ),
     'E_NOT_FOUND',
     "another owner's thread reads like none",
   );

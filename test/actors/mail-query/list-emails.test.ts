@@ -24,7 +24,12 @@ const aliceInbox: Mail[] = [
   { uid: 5, subject: 'Follow-up', keywords: ['$Important'] },
   { uid: 6, subject: 'For Carol', to: ['Carol <carol@example.net>'] },
   { uid: 7, subject: 'Copy to Dave', cc: ['dave@example.net'], flags: ['\\Seen'] },
-  { uid: 8, subject: 'Invoice 1002', from: 'Billing Desk <billing@vendor.example>', attachment: { filename: 'inv.pdf', contentType: 'application/pdf', content: '%PDF-1.4' } },
+  {
+    uid: 8,
+    subject: 'Invoice 1002',
+    from: 'Billing Desk <billing@vendor.example>',
+    attachment: { filename: 'inv.pdf', contentType: 'application/pdf', content: '%PDF-1.4' },
+  },
   // uids 9 and 10 share an internal date: the id breaks the tie.
   { uid: 9, subject: 'Tie A', at: T0 + 100 * HOUR },
   { uid: 10, subject: 'Tie B', at: T0 + 100 * HOUR },
@@ -81,11 +86,16 @@ t.test('a walk visits every visible email once, in order, both directions', asyn
   t.equal(new Set(newest.emails.map((e) => e.storedEmailId)).size, total, 'each once');
   t.equal(newest.pages, Math.ceil(total / 4) + (total % 4 === 0 ? 1 : 0));
   const dated = newest.emails.filter((e) => e.receivedAt !== undefined);
-  t.same(newest.emails.slice(dated.length).map((e) => e.receivedAt), [undefined, undefined], 'undated mail comes last, newest first');
+  t.same(
+    newest.emails.slice(dated.length).map((e) => e.receivedAt),
+    [undefined, undefined],
+    'undated mail comes last, newest first',
+  );
   for (let i = 1; i < dated.length; i += 1) {
     const a = dated[i - 1]!;
     const b = dated[i]!;
-    const ordered = a.receivedAt! > b.receivedAt! || (a.receivedAt === b.receivedAt && decodeStoredEmailId(a.storedEmailId)! > decodeStoredEmailId(b.storedEmailId)!);
+    const ordered =
+      a.receivedAt! > b.receivedAt! || (a.receivedAt === b.receivedAt && decodeStoredEmailId(a.storedEmailId)! > decodeStoredEmailId(b.storedEmailId)!);
     if (!ordered) t.fail(`out of order at ${i}`);
   }
   const tie = subjects(newest.emails).filter((s) => s.startsWith('Tie'));
@@ -97,10 +107,18 @@ t.test('a walk visits every visible email once, in order, both directions', asyn
     [...newest.emails].reverse().map((e) => e.storedEmailId),
     'oldest first is exactly the reverse',
   );
-  t.same(oldest.emails.slice(0, 2).map((e) => e.receivedAt), [undefined, undefined], 'undated mail first');
+  t.same(
+    oldest.emails.slice(0, 2).map((e) => e.receivedAt),
+    [undefined, undefined],
+    'undated mail first',
+  );
 
   const one = walk(w, {}, 1);
-  t.same(one.emails.map((e) => e.storedEmailId), newest.emails.map((e) => e.storedEmailId), 'page size 1 walks the same sequence');
+  t.same(
+    one.emails.map((e) => e.storedEmailId),
+    newest.emails.map((e) => e.storedEmailId),
+    'page size 1 walks the same sequence',
+  );
   const whole = page(w, { pageSize: 100 });
   t.equal(whole.emails.length, total);
   t.equal(whole.nextCursor, null, 'a single page that holds everything has no next cursor');
@@ -112,7 +130,10 @@ t.test('walks with filters, and pageSize may change between pages', async (t) =>
   const w = populated(t);
   const unread = { accounts: ['alice'], folders: ['inbox'], isSeen: false };
   // Unparsed mail (oversized, unreadable) has no subject to show.
-  const expected = aliceInbox.filter((m) => !(m.flags ?? []).includes('\\Seen')).map((m) => (m.state === undefined ? m.subject! : '')).sort();
+  const expected = aliceInbox
+    .filter((m) => !(m.flags ?? []).includes('\\Seen'))
+    .map((m) => (m.state === undefined ? m.subject! : ''))
+    .sort();
   for (const direction of ['newestFirst', 'oldestFirst']) {
     const got = walk(w, { ...unread, direction }, 2);
     t.same(subjects(got.emails).sort(), expected, `${direction}: exactly the unread inbox mail`);
@@ -129,35 +150,88 @@ t.test('cursors are bound to their filters and direction; garbage is refused', a
   const first = page(w, { pageSize: 1, subjectFragment: 'invoice' });
   const cursor = first.nextCursor!;
   t.ok(/^[A-Za-z0-9_-]+$/.test(cursor), 'base64url');
-  t.equal(refusalCode(() => page(w, { pageSize: 2, cursor })), 'E_CURSOR_FILTERS_CHANGED', 'filter dropped');
-  t.equal(refusalCode(() => page(w, { pageSize: 2, subjectFragment: 'lunch', cursor })), 'E_CURSOR_FILTERS_CHANGED', 'filter changed');
-  t.equal(refusalCode(() => page(w, { pageSize: 2, subjectFragment: 'invoice', direction: 'oldestFirst', cursor })), 'E_CURSOR_FILTERS_CHANGED', 'direction changed');
-  t.equal(refusalCode(() => page(w, { pageSize: 9, subjectFragment: 'INVOICE', cursor })), 'answered', 'pageSize may change; an equivalent filter spelling is the same filter');
-  t.equal(refusalCode(() => page(w, { cursor: 'not-a-cursor' })), 'E_CURSOR_INVALID');
-  t.equal(refusalCode(() => page(w, { cursor: '!!!' })), 'E_CURSOR_INVALID');
+  t.equal(
+    refusalCode(() => page(w, { pageSize: 2, cursor })),
+    'E_CURSOR_FILTERS_CHANGED',
+    'filter dropped',
+  );
+  t.equal(
+    refusalCode(() => page(w, { pageSize: 2, subjectFragment: 'lunch', cursor })),
+    'E_CURSOR_FILTERS_CHANGED',
+    'filter changed',
+  );
+  t.equal(
+    refusalCode(() => page(w, { pageSize: 2, subjectFragment: 'invoice', direction: 'oldestFirst', cursor })),
+    'E_CURSOR_FILTERS_CHANGED',
+    'direction changed',
+  );
+  t.equal(
+    refusalCode(() => page(w, { pageSize: 9, subjectFragment: 'INVOICE', cursor })),
+    'answered',
+    'pageSize may change; an equivalent filter spelling is the same filter',
+  );
+  t.equal(
+    refusalCode(() => page(w, { cursor: 'not-a-cursor' })),
+    'E_CURSOR_INVALID',
+  );
+  t.equal(
+    refusalCode(() => page(w, { cursor: '!!!' })),
+    'E_CURSOR_INVALID',
+  );
   const flipped = cursor.slice(0, 5) + (cursor[5] === 'A' ? 'B' : 'A') + cursor.slice(6);
-  t.equal(refusalCode(() => page(w, { pageSize: 2, subjectFragment: 'invoice', cursor: flipped })), 'E_CURSOR_INVALID', 'a retyped character');
+  t.equal(
+    refusalCode(() => page(w, { pageSize: 2, subjectFragment: 'invoice', cursor: flipped })),
+    'E_CURSOR_INVALID',
+    'a retyped character',
+  );
   const forged = Buffer.from('1.zz.1.AAAAAAAAAAAA.AAAAAAAA').toString('base64url');
-  t.equal(refusalCode(() => page(w, { cursor: forged })), 'E_CURSOR_INVALID', 'a hand-made cursor without a valid check');
-  t.equal(refusalCode(() => page(w, { cursor: cursor.slice(0, -2) })), 'E_CURSOR_INVALID', 'a cut cursor');
+  t.equal(
+    refusalCode(() => page(w, { cursor: forged })),
+    'E_CURSOR_INVALID',
+    'a hand-made cursor without a valid check',
+  );
+  t.equal(
+    refusalCode(() => page(w, { cursor: cursor.slice(0, -2) })),
+    'E_CURSOR_INVALID',
+    'a cut cursor',
+  );
 });
 
 t.test('the scope is enforced: outside it reads like nothing at all', async (t) => {
   const w = populated(t);
-  t.equal(refusalCode(() => page(w, { accounts: ['carol'] })), 'E_NOT_FOUND', 'unknown account');
-  t.equal(refusalCode(() => page(w, { folders: ['spam'] })), 'E_NOT_FOUND', 'unknown alias');
-  t.equal(refusalCode(() => page(w, { accounts: ['bob'], folders: ['archive'] })), 'E_NOT_FOUND', 'an alias the selected account does not configure');
+  t.equal(
+    refusalCode(() => page(w, { accounts: ['carol'] })),
+    'E_NOT_FOUND',
+    'unknown account',
+  );
+  t.equal(
+    refusalCode(() => page(w, { folders: ['spam'] })),
+    'E_NOT_FOUND',
+    'unknown alias',
+  );
+  t.equal(
+    refusalCode(() => page(w, { accounts: ['bob'], folders: ['archive'] })),
+    'E_NOT_FOUND',
+    'an alias the selected account does not configure',
+  );
   const aliceOnly = { accounts: [{ id: 'alice', folders: ['inbox'] }] };
   t.equal(
     refusalCode(() => ask(w, { type: 'mail-query.list-emails', scope: aliceOnly, input: { accounts: ['bob'] } })),
     'E_NOT_FOUND',
     'an account in the store but outside the owner scope',
   );
-  t.equal(refusalCode(() => ask(w, { type: 'mail-query.list-emails', scope: aliceOnly, input: { folders: ['archive'] } })), 'E_NOT_FOUND', 'a folder not configured');
+  t.equal(
+    refusalCode(() => ask(w, { type: 'mail-query.list-emails', scope: aliceOnly, input: { folders: ['archive'] } })),
+    'E_NOT_FOUND',
+    'a folder not configured',
+  );
   const narrowed = ask<ListEmailsResult>(w, { type: 'mail-query.list-emails', scope: aliceOnly, input: { pageSize: 100 } });
   t.equal(narrowed.emails.length, aliceInbox.length, 'only the scope is listed');
   t.ok(narrowed.emails.every((e) => e.accountId === 'alice' && e.folderAlias === 'inbox'));
-  t.same(narrowed.folderFreshness.map((f) => `${f.accountId}/${f.folderAlias}`), ['alice/inbox']);
+  t.same(
+    narrowed.folderFreshness.map((f) => `${f.accountId}/${f.folderAlias}`),
+    ['alice/inbox'],
+  );
   const bobs = page(w, { accounts: ['bob'], pageSize: 100 });
   t.same(subjects(bobs.emails).sort(), ['Bob mail 1', 'Bob mail 2', 'Bob mail 3']);
   const inboxes = page(w, { folders: ['inbox'], pageSize: 100 });
@@ -216,7 +290,11 @@ t.test('summaries follow the omission rule and carry what agents need', async (t
   t.match(invoice.storedEmailId, /^e[0-9a-z]+$/);
   t.equal(decodeStoredEmailId(invoice.storedEmailId), idOf(w.db, w.bindings.aliceInbox, 8), 'the id is stable over messages.id');
   const oversized = all.find((e) => e.contentState === 'oversized')!;
-  t.same(Object.keys(oversized).sort(), ['accountId', 'contentState', 'folderAlias', 'receivedAt', 'sizeBytes', 'storedEmailId'], 'unparsed mail: only what the server told');
+  t.same(
+    Object.keys(oversized).sort(),
+    ['accountId', 'contentState', 'folderAlias', 'receivedAt', 'sizeBytes', 'storedEmailId'],
+    'unparsed mail: only what the server told',
+  );
   t.same(all.find((e) => e.subject === 'Invoice 1001')!.flags, ['\\Seen']);
   t.same(all.find((e) => e.subject === 'Follow-up')!.keywords, ['$Important']);
   const json = JSON.stringify(all);
@@ -231,7 +309,15 @@ t.test('tombstones, retired generations and unmirrored folders are invisible', a
   t.equal(inbox.length, aliceInbox.length - 2);
 
   // The archive alias now resolves to another remote folder: a new, empty generation.
-  syncBindings(w.db, 'alice', [{ alias: 'inbox', path: 'INBOX' }, { alias: 'archive', path: 'Archive2' }], 2);
+  syncBindings(
+    w.db,
+    'alice',
+    [
+      { alias: 'inbox', path: 'INBOX' },
+      { alias: 'archive', path: 'Archive2' },
+    ],
+    2,
+  );
   t.same(allSubjects({ folders: ['archive'] }, w), [], 'the retired generation keeps its mail out of sight');
   // bob's inbox is withdrawn from his configuration while the scope still names it.
   withdrawUnconfigured(w.db, 'bob', []);
@@ -254,7 +340,11 @@ t.test('a never-synchronized deployment answers an empty page with wasSynchroniz
   });
   const unbound = { accounts: [{ id: 'carol', folders: ['inbox'] }] };
   const accounts = ask<ListAccountsResult>(w, { type: 'mail-query.list-accounts', scope: unbound, input: {} });
-  t.same(accounts, { accounts: [{ accountId: 'carol', folders: [{ alias: 'inbox', wasSynchronized: false, synchronizedAt: null }] }] }, 'an account with no row at all');
+  t.same(
+    accounts,
+    { accounts: [{ accountId: 'carol', folders: [{ alias: 'inbox', wasSynchronized: false, synchronizedAt: null }] }] },
+    'an account with no row at all',
+  );
 });
 
 t.test('freshness: a checkpoint, a complete pass, and a pass cut short', async (t) => {
@@ -266,18 +356,22 @@ t.test('freshness: a checkpoint, a complete pass, and a pass cut short', async (
   ]);
   recordRun(w.db, 'alice', done + HOUR, [{ bindingId: w.bindings.aliceInbox, outcome: 'unexpected' }]);
   const accounts = ask<ListAccountsResult>(w, { type: 'mail-query.list-accounts', input: {} });
-  t.same(accounts, {
-    accounts: [
-      {
-        accountId: 'alice',
-        folders: [
-          { alias: 'inbox', wasSynchronized: true, synchronizedAt: new Date(done).toISOString() },
-          { alias: 'archive', wasSynchronized: true, synchronizedAt: null },
-        ],
-      },
-      { accountId: 'bob', folders: [{ alias: 'inbox', wasSynchronized: true, synchronizedAt: null }] },
-    ],
-  }, 'the latest complete pass counts; a failed later pass does not move it; a checkpoint alone is a partial mirror');
+  t.same(
+    accounts,
+    {
+      accounts: [
+        {
+          accountId: 'alice',
+          folders: [
+            { alias: 'inbox', wasSynchronized: true, synchronizedAt: new Date(done).toISOString() },
+            { alias: 'archive', wasSynchronized: true, synchronizedAt: null },
+          ],
+        },
+        { accountId: 'bob', folders: [{ alias: 'inbox', wasSynchronized: true, synchronizedAt: null }] },
+      ],
+    },
+    'the latest complete pass counts; a failed later pass does not move it; a checkpoint alone is a partial mirror',
+  );
   t.same(page(w, { accounts: ['alice'], folders: ['inbox'], pageSize: 1 }).folderFreshness, [
     { accountId: 'alice', folderAlias: 'inbox', wasSynchronized: true, synchronizedAt: new Date(done).toISOString() },
   ]);
@@ -289,11 +383,19 @@ t.test('each segment read seeks the listing index; no sort, no full scan', async
   for (const direction of ['newestFirst', 'oldestFirst'] as const) {
     for (const segment of ['dated', 'undated'] as const) {
       const after = segment === 'dated' ? { internalDate: T0, id: 5 } : { internalDate: null, id: 5 };
-      const q = segmentQuery({ accountId: 'alice', state: 'stored', bindingIds: [w.bindings.aliceInbox, w.bindings.aliceArchive], clauses, direction }, segment, after, 26);
+      const q = segmentQuery(
+        { accountId: 'alice', state: 'stored', bindingIds: [w.bindings.aliceInbox, w.bindings.aliceArchive], clauses, direction },
+        segment,
+        after,
+        26,
+      );
       const plan = many<{ detail: string }>(w.db.prepare(`EXPLAIN QUERY PLAN ${q.sql}`), q.params).map((r) => r.detail);
       const top = plan.filter((d) => !d.startsWith('CORRELATED') && !d.includes('json_each'));
       t.match(top[0] ?? '', /SEARCH m USING INDEX messages_listing \(account_id=\? AND state=\? AND internal_date/, `${direction} ${segment}: ${top[0]}`);
-      t.notOk(plan.some((d) => /TEMP B-TREE/.test(d)), `${direction} ${segment}: no sort`);
+      t.notOk(
+        plan.some((d) => /TEMP B-TREE/.test(d)),
+        `${direction} ${segment}: no sort`,
+      );
     }
   }
 });

@@ -57,7 +57,11 @@ t.test('storedEmailId: stable, strict, one spelling per id', async (t) => {
 
 t.test('cursor: round trip; filters bound; anything else invalid', async (t) => {
   const fp = fingerprint({ isSeen: false }, { direction: 'newestFirst' });
-  for (const position of [{ internalDate: 1_700_000_000_000, id: 42 }, { internalDate: null, id: 7 }, { internalDate: -5_000, id: 1 }]) {
+  for (const position of [
+    { internalDate: 1_700_000_000_000, id: 42 },
+    { internalDate: null, id: 7 },
+    { internalDate: -5_000, id: 1 },
+  ]) {
     t.same(decodeCursor(encodeCursor(position, fp), fp), position);
   }
   const cursor = encodeCursor({ internalDate: 1, id: 2 }, fp);

@@ -20,7 +20,12 @@ const alice: Mail[] = [
   { uid: 2, subject: 'Lunch', body: 'We discussed the budget and the quarterly numbers over lunch.' },
   { uid: 3, subject: 'Budgeting tips', body: 'Some budgeting advice for the new year.' },
   { uid: 4, subject: 'Holiday plans', body: 'Trip to Lisbon in May.' },
-  { uid: 5, subject: 'Invoice', body: 'Invoice for services rendered.', attachment: { filename: 'invoice-2025.pdf', contentType: 'application/pdf', content: '%PDF' } },
+  {
+    uid: 5,
+    subject: 'Invoice',
+    body: 'Invoice for services rendered.',
+    attachment: { filename: 'invoice-2025.pdf', contentType: 'application/pdf', content: '%PDF' },
+  },
   { uid: 6, subject: 'Lisbon hotel', from: 'Travel Agency <trips@travel.example>', body: 'Hotel booking confirmed.', flags: ['\\Seen'] },
   { uid: 7, subject: 'Réunion', body: 'Réunion à Genève mardi prochain.' },
   {
@@ -51,8 +56,16 @@ t.test('the query syntax compiles to a quoted FTS5 expression', async (t) => {
   t.equal(compileQuery('budget report'), '"budget" AND "report"', 'bare words: all');
   t.equal(compileQuery('"quarterly budget"'), '"quarterly budget"', 'a phrase');
   t.equal(compileQuery('budg*'), '"budg" *', 'a prefix');
-  t.equal(refusalCode(() => compileQuery('bu*')), 'E_TOOL_INVALID_INPUT', 'a prefix of two characters');
-  t.equal(refusalCode(() => compileQuery('-x*')), 'E_TOOL_INVALID_INPUT', 'also when excluded');
+  t.equal(
+    refusalCode(() => compileQuery('bu*')),
+    'E_TOOL_INVALID_INPUT',
+    'a prefix of two characters',
+  );
+  t.equal(
+    refusalCode(() => compileQuery('-x*')),
+    'E_TOOL_INVALID_INPUT',
+    'also when excluded',
+  );
   t.equal(compileQuery('"the bud"*'), '"the bud" *', 'a phrase prefix counts its last token');
   t.equal(compileQuery('"quarterly bud"*'), '"quarterly bud" *', 'a phrase ending in a prefix');
   t.equal(compileQuery('invoice paid OR overdue'), '"invoice" AND ("paid" OR "overdue")', 'OR binds tighter than AND');
@@ -67,15 +80,42 @@ t.test('the query syntax compiles to a quoted FTS5 expression', async (t) => {
   t.equal(compileQuery('"a ""b"" c"'), '"a " AND "b" AND " c"', 'quotes end phrases; no escape reaches FTS5 unquoted');
   t.equal(compileQuery('x - y'), '"x" AND "y"', 'a lone minus is no exclusion');
   for (const refused of ['', '   ', '!!!', '-budget', '-a -"b c"', 'OR', '*', '"', '- -']) {
-    t.equal(refusalCode(() => compileQuery(refused)), 'E_TOOL_INVALID_INPUT', `refused: ${JSON.stringify(refused)}`);
+    t.equal(
+      refusalCode(() => compileQuery(refused)),
+      'E_TOOL_INVALID_INPUT',
+      `refused: ${JSON.stringify(refused)}`,
+    );
   }
-  t.equal(refusalCode(() => compileQuery(Array.from({ length: 33 }, (_, i) => `w${i}`).join(' '))), 'E_TOOL_INVALID_INPUT', 'too many terms');
+  t.equal(
+    refusalCode(() => compileQuery(Array.from({ length: 33 }, (_, i) => `w${i}`).join(' '))),
+    'E_TOOL_INVALID_INPUT',
+    'too many terms',
+  );
 });
 
 t.test('hostile and odd queries run without an FTS5 syntax error', async (t) => {
   const w = populated(t);
-  for (const text of ['a"b', 'NEAR(a b)', '^budget', 'budget + report', 'AND', 'NOT budget', '***budget', 'col:budget', "'; DROP TABLE messages; --", 'e-mail', 'ann@example.org', '\u0000x', 'x\u0000"', 'bud\u0000get*']) {
-    t.equal(refusalCode(() => search(w, { queryText: text })), 'answered', JSON.stringify(text));
+  for (const text of [
+    'a"b',
+    'NEAR(a b)',
+    '^budget',
+    'budget + report',
+    'AND',
+    'NOT budget',
+    '***budget',
+    'col:budget',
+    "'; DROP TABLE messages; --",
+    'e-mail',
+    'ann@example.org',
+    '\u0000x',
+    'x\u0000"',
+    'bud\u0000get*',
+  ]) {
+    t.equal(
+      refusalCode(() => search(w, { queryText: text })),
+      'answered',
+      JSON.stringify(text),
+    );
   }
 });
 
@@ -94,10 +134,17 @@ t.test('phrases, words, prefixes, OR and exclusions select and rank', async (t) 
   t.same(found(w, '"invoice 2025"'), ['Invoice'], 'attachment names are indexed');
   t.same(found(w, 'hotel'), ['Lisbon hotel', 'Weekend'], 'a subject match outranks a body-only one; oversized mail has no text');
   const ranked = search(w, { queryText: 'quarterly budget' });
-  t.same(ranked.matches.map((m) => m.rank), [1, 2, 3], 'rank is the position, best first');
+  t.same(
+    ranked.matches.map((m) => m.rank),
+    [1, 2, 3],
+    'rank is the position, best first',
+  );
   t.equal(ranked.retrievalMode, 'lexical');
   t.equal(ranked.semanticSearch, 'inactive');
-  t.same(ranked.folderFreshness.map((f) => `${f.accountId}/${f.folderAlias}`), ['alice/inbox', 'alice/archive', 'bob/inbox']);
+  t.same(
+    ranked.folderFreshness.map((f) => `${f.accountId}/${f.folderAlias}`),
+    ['alice/inbox', 'alice/archive', 'bob/inbox'],
+  );
 });
 
 t.test('filters and scope apply to search', async (t) => {
@@ -109,10 +156,17 @@ t.test('filters and scope apply to search', async (t) => {
   t.same(found(w, 'budget', { hasAttachments: true }), []);
   t.same(found(w, 'invoice', { hasAttachments: true }), ['Invoice']);
   t.same(found(w, 'budget', { subjectFragment: 'lunch' }), ['Lunch']);
-  t.equal(refusalCode(() => search(w, { queryText: 'budget', accounts: ['carol'] })), 'E_NOT_FOUND');
+  t.equal(
+    refusalCode(() => search(w, { queryText: 'budget', accounts: ['carol'] })),
+    'E_NOT_FOUND',
+  );
   const aliceOnly = { accounts: [{ id: 'alice', folders: ['inbox'] }] };
   const scoped = ask<SearchEmailsResult>(w, { type: 'mail-query.search', scope: aliceOnly, input: { queryText: 'quarterly budget' } });
-  t.same(scoped.matches.map((m) => m.accountId), ['alice', 'alice'], "another owner's mail never matches");
+  t.same(
+    scoped.matches.map((m) => m.accountId),
+    ['alice', 'alice'],
+    "another owner's mail never matches",
+  );
   tombstone(w.db, w.bindings.aliceInbox, 7, [6], 'expunged', 1);
   t.same(found(w, 'hotel'), ['Weekend'], 'tombstoned mail is not found');
 });
@@ -126,7 +180,11 @@ t.test('address filters narrow inside the index and keep their exact meaning', a
     { uid: 4, subject: 'Hotel four', from: 'Agency <trips@sub.travel.example>', body: 'hotel' },
     { uid: 5, subject: 'Hotel five', from: 'Agency <desk@travel.example>', to: ['Trips <trips@travel.example>'], body: 'hotel' },
   ]);
-  t.same(found(w, 'hotel', { senderAddress: 'trips@travel.example' }).sort(), ['Hotel one', 'Hotel two'], 'exact address, any case; a display name holding its words is not it');
+  t.same(
+    found(w, 'hotel', { senderAddress: 'trips@travel.example' }).sort(),
+    ['Hotel one', 'Hotel two'],
+    'exact address, any case; a display name holding its words is not it',
+  );
   t.same(found(w, 'hotel', { senderAddress: '@travel.example' }).sort(), ['Hotel five', 'Hotel one', 'Hotel two'], 'a domain, not its subdomains');
   t.same(found(w, 'hotel', { recipientAddress: 'trips@travel.example' }), ['Hotel five']);
   t.same(found(w, 'hotel', { senderAddress: '@.' }), [], 'an address with no letters narrows nothing and matches nothing');
@@ -150,24 +208,40 @@ t.test('snippets are short, mark the matched terms, and are left out when nothin
 
 t.test('the result limit: default 20, at most 50, refused above', async (t) => {
   const w = populated(t);
-  t.equal(refusalCode(() => search(w, { queryText: 'budget', resultLimit: 51 })), 'E_TOOL_RESULT_LIMIT');
+  t.equal(
+    refusalCode(() => search(w, { queryText: 'budget', resultLimit: 51 })),
+    'E_TOOL_RESULT_LIMIT',
+  );
   t.equal(search(w, { queryText: 'budget', resultLimit: 50 }).matches.length, 3);
   t.equal(search(w, { queryText: 'budget', resultLimit: 1 }).matches.length, 1);
   t.ok(SearchEmailsInput.safeParse({ queryText: 'x', resultLimit: 51 }).success, 'the schema leaves 51 to the search (51003)');
   t.notOk(SearchEmailsInput.safeParse({ queryText: 'x', resultLimit: 0 }).success, '0 is invalid input (51001)');
   t.notOk(SearchEmailsInput.safeParse({ queryText: 'x', resultLimit: -3 }).success);
   t.equal(SearchEmailsInput.parse({ queryText: 'x' }).resultLimit, 20);
-  t.equal(refusalCode(() => search(w, { queryText: '-budget' })), 'E_TOOL_INVALID_INPUT', 'exclusions alone');
+  t.equal(
+    refusalCode(() => search(w, { queryText: '-budget' })),
+    'E_TOOL_INVALID_INPUT',
+    'exclusions alone',
+  );
 });
 
 t.test('the ranking query starts from the full-text index and joins by primary key', async (t) => {
   const w = populated(t);
-  const q = rankingQuery(compileQuery('budget -lunch'), [w.bindings.aliceInbox, w.bindings.bobInbox], filterClauses({ isSeen: false, senderAddress: '@corp.example' }), 20);
+  const q = rankingQuery(
+    compileQuery('budget -lunch'),
+    [w.bindings.aliceInbox, w.bindings.bobInbox],
+    filterClauses({ isSeen: false, senderAddress: '@corp.example' }),
+    20,
+  );
   const plan = many<{ detail: string }>(w.db.prepare(`EXPLAIN QUERY PLAN ${q.sql}`), q.params).map((r) => r.detail);
   const top = plan.filter((d) => !d.startsWith('CORRELATED') && !d.includes('json_each') && !d.startsWith('USE TEMP'));
   t.match(top[0] ?? '', /^SCAN search_index VIRTUAL TABLE INDEX/, String(top[0]));
   t.match(top[1] ?? '', /^SEARCH m USING INTEGER PRIMARY KEY \(rowid=\?\)/, String(top[1]));
   const excerpts = snippetQuery(compileQuery('budg*'), [1, 2, 3]);
   const excerptPlan = many<{ detail: string }>(w.db.prepare(`EXPLAIN QUERY PLAN ${excerpts.sql}`), excerpts.params).map((r) => r.detail);
-  t.match(excerptPlan.join(' | '), /^SCAN search_index VIRTUAL TABLE INDEX \d+:M\d*$/, 'excerpts: one MATCH pass; the id list is a filter, not one lookup (and expansion) per id');
+  t.match(
+    excerptPlan.join(' | '),
+    /^SCAN search_index VIRTUAL TABLE INDEX \d+:M\d*$/,
+    'excerpts: one MATCH pass; the id list is a filter, not one lookup (and expansion) per id',
+  );
 });

@@ -42,27 +42,47 @@ t.test('the pool answers the four read tools and the attachment route', async (t
   const base = { store: w.slice, scope };
 
   const accounts = await pool.ask({ type: 'mail-query.list-accounts', ...base, input: {} }, { reply: ListAccountsResult });
-  t.same(accounts.accounts.map((a) => a.accountId), ['alice', 'bob']);
+  t.same(
+    accounts.accounts.map((a) => a.accountId),
+    ['alice', 'bob'],
+  );
 
   const first = await pool.ask({ type: 'mail-query.list-emails', ...base, input: { pageSize: 2 } }, { reply: ListEmailsResult });
-  t.same(first.emails.map((e) => e.subject), ['Third', 'Agenda']);
+  t.same(
+    first.emails.map((e) => e.subject),
+    ['Third', 'Agenda'],
+  );
   const second = await pool.ask({ type: 'mail-query.list-emails', ...base, input: { pageSize: 2, cursor: first.nextCursor } }, { reply: ListEmailsResult });
-  t.same(second.emails.map((e) => e.subject), ['Quarterly report']);
+  t.same(
+    second.emails.map((e) => e.subject),
+    ['Quarterly report'],
+  );
   t.equal(second.nextCursor, null);
 
   const found = await pool.ask({ type: 'mail-query.search', ...base, input: { queryText: 'quarterly' } }, { reply: SearchEmailsResult });
-  t.same(found.matches.map((m) => [m.subject, m.rank]), [['Quarterly report', 1]]);
+  t.same(
+    found.matches.map((m) => [m.subject, m.rank]),
+    [['Quarterly report', 1]],
+  );
 
   const damagedId = idOf(w.db, w.bindings.aliceInbox, 3);
   run(w.db.prepare("UPDATE message_raw SET mime = CAST('x' AS BLOB) WHERE message_id = ?"), [damagedId]);
   const agendaId = idOf(w.db, w.bindings.aliceInbox, 2);
   const content = await pool.ask(
-    { type: 'mail-query.get-content', ...base, input: { storedEmailIds: [encodeStoredEmailId(agendaId), encodeStoredEmailId(damagedId)] }, bodyCharacterBudget: 6 },
+    {
+      type: 'mail-query.get-content',
+      ...base,
+      input: { storedEmailIds: [encodeStoredEmailId(agendaId), encodeStoredEmailId(damagedId)] },
+      bodyCharacterBudget: 6,
+    },
     { reply: GetContentReply },
   );
   const agenda = content.emails[0]!;
   t.ok(!('error' in agenda) && agenda.body?.text === 'Agenda' && agenda.body.nextBodyOffset === 6, 'the body is cut at the budget');
-  t.same(content.emails[1], { storedEmailId: encodeStoredEmailId(damagedId), error: { code: 55001, message: 'The stored content of this email is missing or damaged' } });
+  t.same(content.emails[1], {
+    storedEmailId: encodeStoredEmailId(damagedId),
+    error: { code: 55001, message: 'The stored content of this email is missing or damaged' },
+  });
   t.same(content.repairs, [{ messageId: damagedId, accountId: 'alice', reason: 'damaged' }]);
 
   const attachment = await pool.ask(
@@ -70,7 +90,10 @@ t.test('the pool answers the four read tools and the attachment route', async (t
     { reply: AttachmentReply },
   );
   t.equal(Buffer.from(attachment!.content).toString(), 'item one', 'the attachment route is served by the same pool');
-  t.equal(await pool.ask({ type: 'mail-query.attachment', store: w.slice, messageId: agendaId, index: 0, accounts: ['bob'] }, { reply: AttachmentReply }), null);
+  t.equal(
+    await pool.ask({ type: 'mail-query.attachment', store: w.slice, messageId: agendaId, index: 0, accounts: ['bob'] }, { reply: AttachmentReply }),
+    null,
+  );
 });
 
 t.test('refusals cross the thread as their codes', async (t) => {
@@ -84,7 +107,11 @@ t.test('refusals cross the thread as their codes', async (t) => {
   t.equal(await code(pool.ask({ type: 'mail-query.search', ...base, input: { queryText: '-x' } })), 'E_TOOL_INVALID_INPUT');
   t.equal(await code(pool.ask({ type: 'mail-query.get-content', ...base, input: { threadId: 'nothing' }, bodyCharacterBudget: 10 })), 'E_NOT_FOUND');
   t.equal(await code(pool.ask({ type: 'mail-query.list-emails', scope, input: {} })), 'E_PROTOCOL_INVALID', 'a message without its store');
-  t.equal(await code(pool.ask({ type: 'mail-query.list-emails', ...base, input: { pageSize: 101 } })), 'E_PROTOCOL_INVALID', 'an input the MCP layer should have refused');
+  t.equal(
+    await code(pool.ask({ type: 'mail-query.list-emails', ...base, input: { pageSize: 101 } })),
+    'E_PROTOCOL_INVALID',
+    'an input the MCP layer should have refused',
+  );
   const empty = await pool.ask({ type: 'mail-query.list-emails', ...base, input: {} }, { reply: ListEmailsResult });
   t.same(empty.emails, [], 'still serving after refusals');
 });

@@ -70,7 +70,7 @@ function handBuilt(eol: '\r\n' | '\n'): Buffer {
     '',
     wrap64(image, 60),
     '--outer',
-    "Content-Type: text/plain; charset=utf-8",
+    'Content-Type: text/plain; charset=utf-8',
     "Content-Disposition: attachment; filename*=UTF-8''r%C3%A9sum%C3%A9.txt",
     'Content-Transfer-Encoding: quoted-printable',
     '',
@@ -124,7 +124,11 @@ for (const eol of ['\r\n', '\n'] as const) {
     // Every byte outside printable ASCII is escaped (line ends as =0D=0A), so the message's own line ends are soft breaks only.
     t.ok(got[2]!.content.equals(qpBytes), 'quoted-printable decoded');
     t.equal(got[3]!.content.toString('utf8'), eol === '\r\n' ? 'a,b\r\n1,2' : 'a,b\n1,2', 'an identity part as stored');
-    t.equal(got[4]!.content.toString('utf8'), eol === '\r\n' ? enclosed.replace(/\r\n$/, '') : enclosed.replace(/\r\n$/, '').replace(/\r\n/g, '\n'), 'an enclosed message whole');
+    t.equal(
+      got[4]!.content.toString('utf8'),
+      eol === '\r\n' ? enclosed.replace(/\r\n$/, '') : enclosed.replace(/\r\n$/, '').replace(/\r\n/g, '\n'),
+      'an enclosed message whole',
+    );
     t.equal(extractAttachment(raw, list.length), null, 'one past the end');
   });
 }
@@ -198,13 +202,15 @@ t.test('every listed attachment of the corpus extracts, decoded plausibly', { sk
           if (/^[A-Za-z0-9+/]*={0,2}$/.test(compact) && compact.length % 4 === 0 && compact.length > 0) {
             canonicalBase64 += 1;
             const pad = compact.endsWith('==') ? 2 : compact.endsWith('=') ? 1 : 0;
-            if (got.content.length !== (compact.length / 4) * 3 - pad) failures.push(`${where}: ${got.content.length} bytes from ${compact.length} base64 characters`);
+            if (got.content.length !== (compact.length / 4) * 3 - pad)
+              failures.push(`${where}: ${got.content.length} bytes from ${compact.length} base64 characters`);
             // Re-encoding gives the text back, except the last group, whose spare bits a sloppy encoder may have set.
             if (got.content.toString('base64').slice(0, -4) !== compact.slice(0, -4)) failures.push(`${where}: does not re-encode to its text`);
             if (Math.abs(got.content.length - attachment.size) > 3) failures.push(`${where}: ${got.content.length} bytes, listed as about ${attachment.size}`);
           }
         } else if (part.encoding === 'quoted-printable') {
-          if (got.content.length > encoded.length || got.content.length < attachment.size - encoded.length / 3) failures.push(`${where}: implausible quoted-printable size`);
+          if (got.content.length > encoded.length || got.content.length < attachment.size - encoded.length / 3)
+            failures.push(`${where}: implausible quoted-printable size`);
         } else {
           identity += 1;
           if (!got.content.equals(encoded)) failures.push(`${where}: an identity part changed`);

@@ -26,38 +26,44 @@ const HEADERLESS = [
   'mime-torture/mime4j/malformedHeader-noheader.eml',
 ];
 
-t.test('every corpus file and mbox message parses into a valid reply within the bounds', { skip: !corpusAvailable() && 'the shared corpus is not present' }, async (t) => {
-  const inputs = [
-    ...readManifest().map((row) => ({ name: row.path!, raw: readFileSync(join(corpusDir(), row.path!)) })),
-    ...loadCorpus('all').filter((m) => m.name.includes('#')),
-  ];
-  t.ok(inputs.length > 5_000, `${inputs.length} inputs`);
-  const unreadable: string[] = [];
-  const failures: string[] = [];
-  for (const { name, raw } of inputs) {
-    let reply: ParseReply;
-    try {
-      reply = parseMessage(raw, 'corpus');
-    } catch (err) {
-      failures.push(`${name}: threw ${String(err)}`);
-      continue;
+t.test(
+  'every corpus file and mbox message parses into a valid reply within the bounds',
+  { skip: !corpusAvailable() && 'the shared corpus is not present' },
+  async (t) => {
+    const inputs = [
+      ...readManifest().map((row) => ({ name: row.path!, raw: readFileSync(join(corpusDir(), row.path!)) })),
+      ...loadCorpus('all').filter((m) => m.name.includes('#')),
+    ];
+    t.ok(inputs.length > 5_000, `${inputs.length} inputs`);
+    const unreadable: string[] = [];
+    const failures: string[] = [];
+    for (const { name, raw } of inputs) {
+      let reply: ParseReply;
+      try {
+        reply = parseMessage(raw, 'corpus');
+      } catch (err) {
+        failures.push(`${name}: threw ${String(err)}`);
+        continue;
+      }
+      if (!ParseReply.safeParse(reply).success) failures.push(`${name}: reply failed ParseReply`);
+      if (!reply.ok) {
+        if (reply.reason !== 'no-header') failures.push(`${name}: unreadable as ${reply.reason} ${reply.errorClass ?? ''}`);
+        unreadable.push(name);
+        continue;
+      }
+      const m = reply.message;
+      if (m.threadId.length !== 22 || !/^[A-Za-z0-9_-]+$/.test(m.threadId)) failures.push(`${name}: threadId ${m.threadId}`);
+      if (m.bodyText.length > MAX_BODY_CHARS) failures.push(`${name}: body of ${m.bodyText.length}`);
+      if (m.passages.length > MAX_PASSAGES || m.passages.some((p) => p.length > MAX_PASSAGE_CHARS || p.trim() === ''))
+        failures.push(`${name}: passages out of bounds`);
+      if (m.attachments.some((a) => !/^[0-9a-f]{64}$/.test(a.sha256) || !/^[a-z0-9.+-]+\/[a-z0-9.+-]+$/.test(a.contentType)))
+        failures.push(`${name}: attachment fields`);
+      for (const id of [m.messageId, m.inReplyTo, ...m.references]) if (id !== null && !/^<[^<>\s]+>$/.test(id)) failures.push(`${name}: id ${id}`);
     }
-    if (!ParseReply.safeParse(reply).success) failures.push(`${name}: reply failed ParseReply`);
-    if (!reply.ok) {
-      if (reply.reason !== 'no-header') failures.push(`${name}: unreadable as ${reply.reason} ${reply.errorClass ?? ''}`);
-      unreadable.push(name);
-      continue;
-    }
-    const m = reply.message;
-    if (m.threadId.length !== 22 || !/^[A-Za-z0-9_-]+$/.test(m.threadId)) failures.push(`${name}: threadId ${m.threadId}`);
-    if (m.bodyText.length > MAX_BODY_CHARS) failures.push(`${name}: body of ${m.bodyText.length}`);
-    if (m.passages.length > MAX_PASSAGES || m.passages.some((p) => p.length > MAX_PASSAGE_CHARS || p.trim() === '')) failures.push(`${name}: passages out of bounds`);
-    if (m.attachments.some((a) => !/^[0-9a-f]{64}$/.test(a.sha256) || !/^[a-z0-9.+-]+\/[a-z0-9.+-]+$/.test(a.contentType))) failures.push(`${name}: attachment fields`);
-    for (const id of [m.messageId, m.inReplyTo, ...m.references]) if (id !== null && !/^<[^<>\s]+>$/.test(id)) failures.push(`${name}: id ${id}`);
-  }
-  t.same(failures, [], 'no failures');
-  t.same(unreadable.sort(), HEADERLESS, 'only header-less files are unreadable');
-});
+    t.same(failures, [], 'no failures');
+    t.same(unreadable.sort(), HEADERLESS, 'only header-less files are unreadable');
+  },
+);
 
 t.test('an empty or blank input is unreadable, never a crash', async (t) => {
   t.same(parseMessage(new Uint8Array(0), 'a'), { ok: false, unreadable: true, reason: 'empty' });

@@ -41,7 +41,11 @@ t.test('dates', async (t) => {
 t.test('addresses', async (t) => {
   t.same(addresses(['MAILER-DAEMON'], null), [{ name: '', address: 'MAILER-DAEMON' }], 'a lone token is an address');
   t.same(addresses(['John Smith'], null), [{ name: 'John Smith', address: '' }]);
-  t.same(addresses(['a@x.org', 'b@y.org'], null).map((a) => a.address), ['a@x.org', 'b@y.org'], 'repeated headers are joined');
+  t.same(
+    addresses(['a@x.org', 'b@y.org'], null).map((a) => a.address),
+    ['a@x.org', 'b@y.org'],
+    'repeated headers are joined',
+  );
   t.same(addresses(['foo@bar.example (Foo Bar)'], null), [{ name: 'Foo Bar', address: 'foo@bar.example' }]);
   t.same(addresses(['"=?utf-8?B?w6nDqQ==?=" <E@E.EXAMPLE>'], null), [{ name: 'éé', address: 'E@e.example' }], 'the domain is lower-cased, not the local part');
   t.same(addresses([Buffer.from('Jürgen <j@x.de>', 'utf8').toString('latin1')], null), [{ name: 'Jürgen', address: 'j@x.de' }], 'raw UTF-8');

@@ -24,7 +24,7 @@ t.test('hand-made: headers decoded and normalised', async (t) => {
       'Subject: =?utf-8?B?w4lsw6h2ZQ==?= =?utf-8?Q?_caf=C3=A9?=',
       'Date: Tue, 1 Jul 2003 10:52:37 +0200 (CEST)',
       'Message-ID: <abc@example.com>',
-      'In-Reply-To: <parent@example.com> (Jane\'s message)',
+      "In-Reply-To: <parent@example.com> (Jane's message)",
       'References: <root@example.com>',
       '  <parent@example.com>',
       '',
@@ -33,7 +33,11 @@ t.test('hand-made: headers decoded and normalised', async (t) => {
   );
   t.equal(m.subject, 'Élève café');
   t.same(m.from, [{ name: 'René Dupont', address: 'Rene@example.com' }]);
-  t.same(m.to.map((a) => a.address), ['jane@example.org', 'a@example.net', 'b@example.net'], 'group members are flattened');
+  t.same(
+    m.to.map((a) => a.address),
+    ['jane@example.org', 'a@example.net', 'b@example.net'],
+    'group members are flattened',
+  );
   t.equal(m.to[0]!.name, 'Doe, Jane');
   t.same(m.cc, [], 'an empty group is no address');
   t.equal(m.sentAt, Date.UTC(2003, 6, 1, 8, 52, 37));
@@ -45,7 +49,9 @@ t.test('hand-made: headers decoded and normalised', async (t) => {
 });
 
 t.test('hand-made: quoted-printable, base64, HTML alternative, attachment never decoded', async (t) => {
-  const pdf = Buffer.alloc(3000, 7).toString('base64').replace(/(.{76})/g, '$1\r\n');
+  const pdf = Buffer.alloc(3000, 7)
+    .toString('base64')
+    .replace(/(.{76})/g, '$1\r\n');
   const m = parsed(
     crlf(
       'From: a@example.com',
@@ -148,25 +154,48 @@ t.test('corpus files', { skip: !corpusAvailable() && 'the shared corpus is not p
   t.test('HTML-only mail with an inline image', async (t) => {
     const m = file('mime-torture/enmime/low-quality__html-only-inline.eml');
     t.equal(m.bodyText, 'Test of HTML section');
-    t.same(m.attachments.map((a) => [a.filename, a.contentType, a.inline]), [['favicon.png', 'image/png', true]]);
+    t.same(
+      m.attachments.map((a) => [a.filename, a.contentType, a.inline]),
+      [['favicon.png', 'image/png', true]],
+    );
   });
   t.test('attachment names: encoded words, RFC 2231, raw UTF-8, a missing semicolon', async (t) => {
-    t.same(file('mime-torture/mime-tools/russian.eml').attachments.map((a) => a.filename), ['Список.doc']);
-    t.same(file('mime-torture/ruby-mail/multi_charset__japanese_attachment_long_name.eml').attachments.map((a) => a.filename), ['かきくけこかきくけこかきくけこかきくけこかきくけこ.txt']);
+    t.same(
+      file('mime-torture/mime-tools/russian.eml').attachments.map((a) => a.filename),
+      ['Список.doc'],
+    );
+    t.same(
+      file('mime-torture/ruby-mail/multi_charset__japanese_attachment_long_name.eml').attachments.map((a) => a.filename),
+      ['かきくけこかきくけこかきくけこかきくけこかきくけこ.txt'],
+    );
     t.match(file('mime-torture/flanker/russian-attachment-yahoo.eml').attachments[0]!.filename, /^Картинка с очень, очень длинным/);
     const hotel = file('mime-torture/enmime/mail__mime-bad-content-type.eml');
-    t.same(hotel.attachments.map((a) => [a.filename, a.contentType]), [['Invoice_302232133150612.pdf', 'application/pdf']]);
+    t.same(
+      hotel.attachments.map((a) => [a.filename, a.contentType]),
+      [['Invoice_302232133150612.pdf', 'application/pdf']],
+    );
     t.ok(Math.abs(hotel.attachments[0]!.size - 524) <= 3, 'size skips the blank lines before the base64');
     t.match(hotel.bodyText, /Thank you for booking with easyHotel/);
   });
   t.test('broken structure, readable headers', async (t) => {
     const finalBoundary = file('mime-torture/enmime/low-quality__bad-final-boundary.eml');
     t.equal(finalBoundary.bodyText, 'A text section');
-    t.same(finalBoundary.attachments.map((a) => a.filename), ['foo_9E5D72.zip']);
+    t.same(
+      finalBoundary.attachments.map((a) => a.filename),
+      ['foo_9E5D72.zip'],
+    );
     const wrapped = file('mime-torture/enmime/low-quality__bad-header-wrap.eml');
-    t.same(wrapped.attachments.map((a) => a.filename), ['7DDA4_foo_9E5D72.zip'], 'a parameter wrapped without indentation');
+    t.same(
+      wrapped.attachments.map((a) => a.filename),
+      ['7DDA4_foo_9E5D72.zip'],
+      'a parameter wrapped without indentation',
+    );
     const headerStart = file('mime-torture/enmime/low-quality__bad-header-start.eml');
-    t.same(headerStart.from.map((a) => a.address), ['james@makita.skynet'], 'a first header line indented');
+    t.same(
+      headerStart.from.map((a) => a.address),
+      ['james@makita.skynet'],
+      'a first header line indented',
+    );
     t.equal(file('mime-torture/enmime/mail__multipart-wo-boundary.eml').bodyText, "I'm  multipart message without boundary");
     t.equal(file('mime-torture/flanker/missing-final-boundary.eml').bodyText, 'Some body');
     t.equal(file('mime-torture/horde-mime/deeply_nested.eml').bodyText, 'Test', 'a hundred nested multiparts');
@@ -177,7 +206,11 @@ t.test('corpus files', { skip: !corpusAvailable() && 'the shared corpus is not p
     t.equal(headerOnly.subject, 'Attachment');
     t.equal(headerOnly.bodyText, '');
     t.same(headerOnly.attachments, []);
-    t.equal(file('mime-torture/php-mime-mail-parser/issue84.eml').subject, 'Re: [PHP-DEV] [RFC] Remove PHP 4 Constructors', 'unindented folding in the header block');
+    t.equal(
+      file('mime-torture/php-mime-mail-parser/issue84.eml').subject,
+      'Re: [PHP-DEV] [RFC] Remove PHP 4 Constructors',
+      'unindented folding in the header block',
+    );
   });
   t.test('CR-only line endings and a leading blank line', async (t) => {
     t.equal(file('mime-torture/sisimai-line-endings/mac__lhost-postfix-01.eml').subject, 'Undelivered Mail Returned to Sender');
@@ -185,7 +218,10 @@ t.test('corpus files', { skip: !corpusAvailable() && 'the shared corpus is not p
   });
   t.test('bounces: report parts are attachments, the returned message adds its text', async (t) => {
     const m = file('mime-torture/flanker/bounce__office365.eml');
-    t.same(m.attachments.map((a) => a.contentType), ['message/delivery-status', 'message/rfc822']);
+    t.same(
+      m.attachments.map((a) => a.contentType),
+      ['message/delivery-status', 'message/rfc822'],
+    );
     t.ok(m.bodyText.length > 0);
   });
 });

@@ -37,7 +37,11 @@ t.test('a paragraph longer than a passage is cut at sentence ends', async (t) =>
     t.match(p, /^Sentence number \d+ .*figures\.$/s, 'whole sentences');
   }
   const words = 'x'.repeat(5_000);
-  t.same(passages(words).map((p) => p.length), [2_000, 2_000, 1_000], 'text without breaks is cut hard');
+  t.same(
+    passages(words).map((p) => p.length),
+    [2_000, 2_000, 1_000],
+    'text without breaks is cut hard',
+  );
 });
 
 t.test('at most 64 passages', async (t) => {

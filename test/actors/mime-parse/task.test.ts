@@ -25,7 +25,11 @@ t.test('the pool parses a moved buffer and answers ParseReply', async (t) => {
     t.same(reply.message.from, [{ name: 'Ann', address: 'ann@example.com' }]);
   }
   const junk = new Uint8Array(16);
-  t.same(await pool.ask({ type: 'mime-parse.parse', account: 'acct-1', raw: junk }, { transfer: [junk.buffer], reply: ParseReply }), { ok: false, unreadable: true, reason: 'no-header' });
+  t.same(await pool.ask({ type: 'mime-parse.parse', account: 'acct-1', raw: junk }, { transfer: [junk.buffer], reply: ParseReply }), {
+    ok: false,
+    unreadable: true,
+    reason: 'no-header',
+  });
   const refused = await pool.ask({ type: 'mime-parse.parse', raw: new Uint8Array(1) }).catch((err: unknown) => err);
   t.ok(refused instanceof AppError && refused.code === 'E_PROTOCOL_INVALID', 'a request without account is refused');
 });

@@ -18,7 +18,14 @@ t.test('patch series in mime-torture/threads share a thread per series', { skip:
     readdirSync(join(root, series))
       .sort()
       .map((f) => threadOf(readFileSync(join(root, series, f))));
-  for (const series of ['base-cover-letter', 'base-out-of-order', 'base-extra-patches', 'dependency-base-patch', 'mercurial-cover-letter', 'revision-threaded-to-cover']) {
+  for (const series of [
+    'base-cover-letter',
+    'base-out-of-order',
+    'base-extra-patches',
+    'dependency-base-patch',
+    'mercurial-cover-letter',
+    'revision-threaded-to-cover',
+  ]) {
     t.equal(new Set(threads(series)).size, 1, `${series}: one thread`);
   }
   const revisions = threads('revision-basic');

@@ -44,7 +44,14 @@ t.test('a claim is fresh once; pruning forgets only what has expired', async (t)
   t.equal(replays.claim('a', 9_000), false, 'whatever expiry it is presented with');
   t.equal(replays.claim('b', 2_000), true);
   t.equal(replayStatements(open()).claim('b', 2_000), false, 'another connection to the same file sees it');
-  t.same(rows(db), [{ jti: 'a', expires_at: 1_000 }, { jti: 'b', expires_at: 2_000 }], 'the first expiry is kept');
+  t.same(
+    rows(db),
+    [
+      { jti: 'a', expires_at: 1_000 },
+      { jti: 'b', expires_at: 2_000 },
+    ],
+    'the first expiry is kept',
+  );
   t.equal(replays.prune(999), 0);
   t.equal(replays.prune(1_000), 1, 'an identifier whose assertion expired at this instant goes');
   t.same(rows(db), [{ jti: 'b', expires_at: 2_000 }]);
@@ -75,13 +82,21 @@ t.test('the actor prunes at start and on its timer, and answers claims', async (
     stopSelf: () => {},
   } satisfies ActorContext;
   const state = await replayGuard.init(replayGuard.config.parse({ ...slice, pruneIntervalMs: 30_000 }), ctx);
-  t.same(rows(db).map((r) => r.jti), ['live'], 'expired rows pruned at start');
+  t.same(
+    rows(db).map((r) => r.jti),
+    ['live'],
+    'expired rows pruned at start',
+  );
   t.same(scheduled, [{ msg: { type: 'replay-guard.prune-tick' }, delayMs: 30_000 }]);
   t.same(await replayGuard.handle(state, { type: 'replay-guard.claim', jti: 'new', expiresAt: Date.now() + 50 }, ctx), { fresh: true });
   t.same(await replayGuard.handle(state, { type: 'replay-guard.claim', jti: 'live', expiresAt: now + 60_000 }, ctx), { fresh: false });
   await new Promise((resolve) => setTimeout(resolve, 60));
   t.equal(await replayGuard.handle(state, replayGuard.messages.parse({ type: 'replay-guard.prune-tick' }), ctx), undefined);
-  t.same(rows(db).map((r) => r.jti), ['live'], 'the tick pruned the expired claim');
+  t.same(
+    rows(db).map((r) => r.jti),
+    ['live'],
+    'the tick pruned the expired claim',
+  );
   t.equal(scheduled.length, 2, 'and scheduled the next tick');
   t.equal(capture.events('replay-guard.pruned')[0]?.pruned, 1);
   t.notOk(capture.raw().includes('"new"'), 'no identifier is logged');

@@ -8,7 +8,10 @@ const policy = { maxConcurrent: 2, intervalMs: 300_000, backoffInitialMs: 30_000
 t.test('slots: at most MaxConcurrentAccounts run; the rest wait for a slot in order', async (t) => {
   const s = new Schedule(['a', 'b', 'c'], policy, seededRandom(1), 0, true);
   t.same(s.start(0), ['a', 'b']);
-  t.same(s.list().map((x) => x.phase), ['running', 'running', 'waiting-for-slot']);
+  t.same(
+    s.list().map((x) => x.phase),
+    ['running', 'running', 'waiting-for-slot'],
+  );
   s.ended('a', 'ok', false, 10_000);
   t.same(s.start(10_000), ['c']);
   t.match(s.list()[0], { phase: 'waiting', nextDueAt: 310_000, consecutiveFailures: 0 });

@@ -7,7 +7,12 @@ import { validateConfig } from '../../../config/load.ts';
 import { problemLines } from '../fixtures.ts';
 
 const key = (name: string) => ({ Name: name, SecretReference: `env:${name.toUpperCase().replace(/-/g, '_')}`, Lifetime: 'NoLimit' });
-const server = (name: string, issuer: string, extra: Record<string, unknown> = {}) => ({ Name: name, Issuer: issuer, AuthorizedSubjects: ['subject-1'], ...extra });
+const server = (name: string, issuer: string, extra: Record<string, unknown> = {}) => ({
+  Name: name,
+  Issuer: issuer,
+  AuthorizedSubjects: ['subject-1'],
+  ...extra,
+});
 const oauth = (resource: string, servers = [server('idp', 'https://login.example.org/')]) => ({ Resource: resource, AuthorizationServers: servers });
 const mcp = (entries: unknown[]) => ({ McpEndpoint: { Authentication: entries } });
 const admin = (entries: unknown[]) => ({ AdminEndpoint: { Authentication: entries } });
@@ -77,9 +82,15 @@ t.test('authorization servers: names and issuers unique, subjects required, meta
   t.ok(lines.includes('McpEndpoint:Authentication:0:OAuth:AuthorizationServers:1:Name: repeats the name of AuthorizationServers:0; names are unique'));
   t.ok(lines.includes('McpEndpoint:Authentication:0:OAuth:AuthorizationServers:1:Issuer: repeats the issuer of AuthorizationServers:0; issuers are unique'));
   const noSubjects = oauth('https://mail.example.org/mcp', [{ ...server('idp', 'https://a.example.org/'), AuthorizedSubjects: [] }]);
-  t.same(problemLines(mcp([{ OAuth: noSubjects }])), ['McpEndpoint:Authentication:0:OAuth:AuthorizationServers:0:AuthorizedSubjects: must name at least one subject']);
-  const offHost = oauth('https://mail.example.org/mcp', [server('idp', 'https://a.example.org/tenant', { MetadataAddress: 'https://b.example.org/.well-known/openid-configuration' })]);
-  t.same(problemLines(mcp([{ OAuth: offHost }])), ["McpEndpoint:Authentication:0:OAuth:AuthorizationServers:0:MetadataAddress: must be on the issuer's own host and port"]);
+  t.same(problemLines(mcp([{ OAuth: noSubjects }])), [
+    'McpEndpoint:Authentication:0:OAuth:AuthorizationServers:0:AuthorizedSubjects: must name at least one subject',
+  ]);
+  const offHost = oauth('https://mail.example.org/mcp', [
+    server('idp', 'https://a.example.org/tenant', { MetadataAddress: 'https://b.example.org/.well-known/openid-configuration' }),
+  ]);
+  t.same(problemLines(mcp([{ OAuth: offHost }])), [
+    "McpEndpoint:Authentication:0:OAuth:AuthorizationServers:0:MetadataAddress: must be on the issuer's own host and port",
+  ]);
   const otherPort = oauth('https://mail.example.org/mcp', [server('idp', 'https://a.example.org/', { MetadataAddress: 'https://a.example.org:8443/meta' })]);
   t.equal(problemLines(mcp([{ OAuth: otherPort }])).length, 1);
   const samePort = oauth('https://mail.example.org/mcp', [server('idp', 'https://a.example.org/', { MetadataAddress: 'https://a.example.org:443/meta' })]);
@@ -93,7 +104,20 @@ t.test('Permissions: names and whole-segment patterns of this surface', (t) => {
   t.same(problemLines(admin([{ ApiKey: key('a'), Permissions: ['*'] }])), []);
   t.same(problemLines(admin([{ ApiKey: key('a'), Permissions: [] }])), [], 'an empty list grants nothing and is allowed');
   const lines = problemLines(
-    admin([{ ApiKey: key('a'), Permissions: ['service.admin.read', 'service.admin.read', 'service.admin.reed', 'service.mail.read', 'service.mail.*', 'service.admin.re*', 'service.admin.*.write.*'] }]),
+    admin([
+      {
+        ApiKey: key('a'),
+        Permissions: [
+          'service.admin.read',
+          'service.admin.read',
+          'service.admin.reed',
+          'service.mail.read',
+          'service.mail.*',
+          'service.admin.re*',
+          'service.admin.*.write.*',
+        ],
+      },
+    ]),
   );
   t.same(lines, [
     'AdminEndpoint:Authentication:0:Permissions:1: repeats service.admin.read (already at index 0)',

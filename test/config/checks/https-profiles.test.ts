@@ -16,7 +16,9 @@ t.test('Domain is one DNS name: no IP address, wildcard, upper case or duplicate
   t.same(problemLines(tls([profile('a', 'mail.example.org'), profile('b', 'mail.example.org')])), [
     'McpEndpoint:Https:Endpoints:1:Domain: repeats the domain of McpEndpoint:Https:Endpoints:0',
   ]);
-  t.same(problemLines(tls([profile('a', 'a.example.org'), profile('a', 'b.example.org')])), ['McpEndpoint:Https:Endpoints:1:Name: repeats the name of McpEndpoint:Https:Endpoints:0']);
+  t.same(problemLines(tls([profile('a', 'a.example.org'), profile('a', 'b.example.org')])), [
+    'McpEndpoint:Https:Endpoints:1:Name: repeats the name of McpEndpoint:Https:Endpoints:0',
+  ]);
   t.end();
 });
 
@@ -50,7 +52,9 @@ t.test('Http3 fails startup: Node has no QUIC', (t) => {
 t.test('profiles on one address and port serve identical protocols; a wildcard does not sit beside a specific address', (t) => {
   const a = profile('a', 'a.example.org');
   const b = { ...profile('b', 'b.example.org'), HttpProtocols: ['Http1'] };
-  t.same(problemLines(tls([a, b])), ['McpEndpoint:Https:Endpoints:1:HttpProtocols: must be identical to McpEndpoint:Https:Endpoints:0:HttpProtocols (same address and port)']);
+  t.same(problemLines(tls([a, b])), [
+    'McpEndpoint:Https:Endpoints:1:HttpProtocols: must be identical to McpEndpoint:Https:Endpoints:0:HttpProtocols (same address and port)',
+  ]);
   const specific = { ...profile('b', 'b.example.org'), BindAddress: '192.0.2.10' };
   t.same(problemLines(tls([a, specific])), [
     'McpEndpoint:Https:Endpoints:1:BindAddress: a wildcard address and a specific address cannot share port 8443 (see McpEndpoint:Https:Endpoints:0:BindAddress)',
@@ -67,13 +71,19 @@ t.test('transport and profiles agree', (t) => {
   t.same(problemLines({ McpEndpoint: { Https: { Endpoints: [profile('p', 'mail.example.org')] } } }), [
     'McpEndpoint:Https:Endpoints: profiles are written but McpEndpoint:Transport is Http, which terminates no TLS; choose a TLS transport',
   ]);
-  t.same(problemLines({ McpEndpoint: { Transport: 'HttpsOnly' } }), ['McpEndpoint:Transport: HttpsOnly needs at least one profile in McpEndpoint:Https:Endpoints']);
-  t.same(problemLines({ McpEndpoint: { Https: { Redirect: { Port: 80 } } } }), ['McpEndpoint:Https:Redirect: is written but no profile exists in Https:Endpoints']);
+  t.same(problemLines({ McpEndpoint: { Transport: 'HttpsOnly' } }), [
+    'McpEndpoint:Transport: HttpsOnly needs at least one profile in McpEndpoint:Https:Endpoints',
+  ]);
+  t.same(problemLines({ McpEndpoint: { Https: { Redirect: { Port: 80 } } } }), [
+    'McpEndpoint:Https:Redirect: is written but no profile exists in Https:Endpoints',
+  ]);
   t.same(problemLines({ AdminEndpoint: { Https: { Redirect: {} } } }), ['AdminEndpoint:Https:Redirect: is written but no profile exists in Https:Endpoints']);
   t.same(problemLines({ McpEndpoint: { Transport: 'HttpsOnly', Https: { Endpoints: [profile('p', 'mail.example.org')], Redirect: {} } } }), [
     'McpEndpoint:Https:Redirect: is written but Transport HttpsOnly opens no clear-text listener; use HttpAndHttps',
   ]);
-  t.same(problemLines({ HealthEndpoints: { Transport: 'HttpsOnly' } }), ['HealthEndpoints:Transport: HttpsOnly needs at least one profile in HealthEndpoints:Https:Endpoints']);
+  t.same(problemLines({ HealthEndpoints: { Transport: 'HttpsOnly' } }), [
+    'HealthEndpoints:Transport: HttpsOnly needs at least one profile in HealthEndpoints:Https:Endpoints',
+  ]);
   t.end();
 });
 

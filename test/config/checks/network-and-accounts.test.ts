@@ -46,7 +46,9 @@ t.test('accounts: Ids and aliases unique, Security None only to loopback, one IM
   ]);
   const local = account('alice', { Imap: { Host: '127.0.0.1', Security: 'None', Username: 'a', Password: 'env:P' } });
   t.same(problemLines({ Accounts: [local] }), []);
-  const both = account('alice', { Imap: { Host: 'h.example.org', Username: 'a', Password: 'env:P', OAuth: { TokenEndpoint: 'https://t.example.org/token', ClientId: 'c' } } });
+  const both = account('alice', {
+    Imap: { Host: 'h.example.org', Username: 'a', Password: 'env:P', OAuth: { TokenEndpoint: 'https://t.example.org/token', ClientId: 'c' } },
+  });
   t.same(problemLines({ Accounts: [both] }), ['Accounts:0:Imap: must log in with either Password or OAuth, not both']);
   const neither = account('alice', { Imap: { Host: 'h.example.org', Username: 'a' } });
   t.same(problemLines({ Accounts: [neither] }), ['Accounts:0:Imap: must log in with Password (a secret reference) or OAuth']);
@@ -77,7 +79,9 @@ t.test('storage: a server URL or a file; a token only with a server', (t) => {
   t.same(problemLines({ Storage: { Database: 'https://db.example.org?authToken=abc' } }), [
     'Storage:Database: must not carry credentials; write the token as Storage:AuthToken (a secret reference)',
   ]);
-  t.same(problemLines({ Storage: { Database: 'ftp://db.example.org' } }), ['Storage:Database: must be a file path, or a libsql://, https:// or http:// server URL']);
+  t.same(problemLines({ Storage: { Database: 'ftp://db.example.org' } }), [
+    'Storage:Database: must be a file path, or a libsql://, https:// or http:// server URL',
+  ]);
   t.end();
 });
 
@@ -94,7 +98,9 @@ t.test('background work: backoff bounds in order, an embedding declaration whole
     'Embeddings:BaseAddress: must be an https URL: clear text is only allowed to a loopback host',
   ]);
   const chat = (alias: string) => ({ Alias: alias, BaseAddress: 'http://127.0.0.1:11434/v1', Model: 'm' });
-  t.same(problemLines({ Answering: { Endpoints: [chat('local'), chat('local')] } }), ['Answering:Endpoints:1:Alias: repeats the alias of Answering:Endpoints:0']);
+  t.same(problemLines({ Answering: { Endpoints: [chat('local'), chat('local')] } }), [
+    'Answering:Endpoints:1:Alias: repeats the alias of Answering:Endpoints:0',
+  ]);
   t.end();
 });
 
@@ -105,12 +111,16 @@ t.test('rules and spam name configured accounts and aliases', (t) => {
   t.same(problemLines({ Accounts: accounts, MailRules: { Rules: [rule({ Then: { MoveTo: 'archive' } })] } }), [
     'MailRules:Rules:0:Then:MoveTo: names alias archive, which account(s) bob do not map',
   ]);
-  t.same(problemLines({ Accounts: accounts, MailRules: { Rules: [rule({ Accounts: ['carol'] })] } }), ['MailRules:Rules:0:Accounts:0: names no configured account (carol)']);
+  t.same(problemLines({ Accounts: accounts, MailRules: { Rules: [rule({ Accounts: ['carol'] })] } }), [
+    'MailRules:Rules:0:Accounts:0: names no configured account (carol)',
+  ]);
   t.same(problemLines({ MailRules: { Rules: [rule({ When: {}, Then: {} })] } }), [
     'MailRules:Rules:0:When: must state at least one condition',
     'MailRules:Rules:0:Then: must ask for at least one change',
   ]);
-  t.same(problemLines({ Accounts: accounts, Spam: { Enabled: true, Action: 'Move', Folder: 'archive' } }), ['Spam:Folder: names alias archive, which account(s) bob do not map']);
+  t.same(problemLines({ Accounts: accounts, Spam: { Enabled: true, Action: 'Move', Folder: 'archive' } }), [
+    'Spam:Folder: names alias archive, which account(s) bob do not map',
+  ]);
   t.end();
 });
 

@@ -19,7 +19,10 @@ t.test('a port is a port: different bind addresses still collide', (t) => {
 
 t.test('the health listener collides with the MCP listener by default only when moved onto it', (t) => {
   t.same(problemLines({ McpEndpoint: { Enabled: true } }), [], 'defaults 8080 and 8081 do not collide');
-  t.match(problemLines({ McpEndpoint: { Enabled: true }, HealthEndpoints: { Port: 8080 } }).join('\n'), /HealthEndpoints:Port: port 8080 is also bound by McpEndpoint/);
+  t.match(
+    problemLines({ McpEndpoint: { Enabled: true }, HealthEndpoints: { Port: 8080 } }).join('\n'),
+    /HealthEndpoints:Port: port 8080 is also bound by McpEndpoint/,
+  );
   t.end();
 });
 
@@ -28,7 +31,9 @@ t.test('a TLS profile and a redirect listener are named by their own settings', 
     McpEndpoint: { Enabled: true, Transport: 'HttpAndHttps', Https: { Endpoints: [profile('public', 'mail.example.org', 8090)] } },
     AdminEndpoint: { Enabled: true },
   });
-  t.same(lines, ['AdminEndpoint:Port: port 8090 is also bound by McpEndpoint:Https:Endpoints:0 (McpEndpoint:Https:Endpoints:0:Port); two listeners of the process cannot share a port']);
+  t.same(lines, [
+    'AdminEndpoint:Port: port 8090 is also bound by McpEndpoint:Https:Endpoints:0 (McpEndpoint:Https:Endpoints:0:Port); two listeners of the process cannot share a port',
+  ]);
   const redirect = problemLines({
     McpEndpoint: { Enabled: true, Transport: 'HttpAndHttps', Https: { Endpoints: [profile('public', 'mail.example.org')], Redirect: { Port: 8081 } } },
   });
@@ -67,7 +72,9 @@ t.test('TLS profiles of two endpoints on one port collide', (t) => {
     McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mail.example.org')] } },
     AdminEndpoint: { Enabled: true, Https: { Endpoints: [profile('admin', 'admin.example.org')], Redirect: { Enabled: false } } },
   });
-  t.same(lines, ['AdminEndpoint:Https:Endpoints:0:Port: port 8443 is also bound by McpEndpoint:Https:Endpoints:0 (McpEndpoint:Https:Endpoints:0:Port); two listeners of the process cannot share a port']);
+  t.same(lines, [
+    'AdminEndpoint:Https:Endpoints:0:Port: port 8443 is also bound by McpEndpoint:Https:Endpoints:0 (McpEndpoint:Https:Endpoints:0:Port); two listeners of the process cannot share a port',
+  ]);
   t.end();
 });
 

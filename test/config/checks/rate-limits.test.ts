@@ -14,8 +14,21 @@ const on = (section: 'McpEndpoint' | 'AdminEndpoint', limits: Record<string, unk
 
 t.test('the defaults and the edges of every range start', (t) => {
   t.same(on('McpEndpoint', {}), []);
-  t.same(on('AdminEndpoint', { MaxConcurrentRequests: 1, RequestQueueLimit: 0, TokenCapacity: 1, TokensPerReplenishmentPeriod: 1, ReplenishmentPeriod: '00:00:01' }), []);
-  t.same(on('McpEndpoint', { MaxConcurrentRequests: 1000, ConcurrencyQueueLimit: 1000, RequestQueueLimit: 999, TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000, ReplenishmentPeriod: '01:00:00' }), []);
+  t.same(
+    on('AdminEndpoint', { MaxConcurrentRequests: 1, RequestQueueLimit: 0, TokenCapacity: 1, TokensPerReplenishmentPeriod: 1, ReplenishmentPeriod: '00:00:01' }),
+    [],
+  );
+  t.same(
+    on('McpEndpoint', {
+      MaxConcurrentRequests: 1000,
+      ConcurrencyQueueLimit: 1000,
+      RequestQueueLimit: 999,
+      TokenCapacity: 1_000_000,
+      TokensPerReplenishmentPeriod: 1_000_000,
+      ReplenishmentPeriod: '01:00:00',
+    }),
+    [],
+  );
   t.end();
 });
 
@@ -23,12 +36,28 @@ t.test('each refusal the spec lists, on both endpoints, enabled or not', (t) => 
   for (const section of ['McpEndpoint', 'AdminEndpoint'] as const) {
     for (const Enabled of [true, false]) {
       const lines = (limits: Record<string, unknown>) => on(section, { Enabled, ...limits });
-      t.same(lines({ MaxConcurrentRequests: 0, RequestQueueLimit: 0 }), [`${section}:RateLimiting:MaxConcurrentRequests: must be between 1 and 1000 (was 0)`], 'a limit of zero');
+      t.same(
+        lines({ MaxConcurrentRequests: 0, RequestQueueLimit: 0 }),
+        [`${section}:RateLimiting:MaxConcurrentRequests: must be between 1 and 1000 (was 0)`],
+        'a limit of zero',
+      );
       t.same(lines({ TokenCapacity: -5 }), [`${section}:RateLimiting:TokenCapacity: must be between 1 and 1000000 (was -5)`], 'a limit below zero');
       t.same(lines({ TokensPerReplenishmentPeriod: 0 }), [`${section}:RateLimiting:TokensPerReplenishmentPeriod: must be between 1 and 1000000 (was 0)`]);
-      t.same(lines({ ConcurrencyQueueLimit: 1001 }), [`${section}:RateLimiting:ConcurrencyQueueLimit: must be between 0 and 1000 (was 1001)`], 'an unbounded queue');
-      t.same(lines({ ConcurrencyQueueLimit: -1 }), [`${section}:RateLimiting:ConcurrencyQueueLimit: must be between 0 and 1000 (was -1)`], 'no "-1 means unbounded"');
-      t.same(lines({ ReplenishmentPeriod: '00:00:00.500' }), [`${section}:RateLimiting:ReplenishmentPeriod: must be between 00:00:01 and 01:00:00 (was 00:00:00.500)`], 'below timer resolution');
+      t.same(
+        lines({ ConcurrencyQueueLimit: 1001 }),
+        [`${section}:RateLimiting:ConcurrencyQueueLimit: must be between 0 and 1000 (was 1001)`],
+        'an unbounded queue',
+      );
+      t.same(
+        lines({ ConcurrencyQueueLimit: -1 }),
+        [`${section}:RateLimiting:ConcurrencyQueueLimit: must be between 0 and 1000 (was -1)`],
+        'no "-1 means unbounded"',
+      );
+      t.same(
+        lines({ ReplenishmentPeriod: '00:00:00.500' }),
+        [`${section}:RateLimiting:ReplenishmentPeriod: must be between 00:00:01 and 01:00:00 (was 00:00:00.500)`],
+        'below timer resolution',
+      );
       t.same(
         lines({ TokenCapacity: 10, TokensPerReplenishmentPeriod: 11 }),
         [`${section}:RateLimiting:TokensPerReplenishmentPeriod: must be between 1 and TokenCapacity (10) (was 11)`],

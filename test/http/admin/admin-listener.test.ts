@@ -30,7 +30,14 @@ const KEY_AGENT = `mc_${randomUUID().replaceAll('-', '')}`;
 const TOKEN_FIRST = `1//refresh-${randomUUID()}`;
 const TOKEN_SECOND = `1//refresh-${randomUUID()}`;
 
-const ALL = ['service.admin.read', 'service.admin.audit.read', 'service.admin.operate', 'service.admin.credentials.write', 'service.admin.spend', 'service.admin.erase'];
+const ALL = [
+  'service.admin.read',
+  'service.admin.audit.read',
+  'service.admin.operate',
+  'service.admin.credentials.write',
+  'service.admin.spend',
+  'service.admin.erase',
+];
 
 type Setup = { sync: SyncService; admin: string; mcp: string; keyRingFile: string | null };
 
@@ -70,9 +77,20 @@ async function setup(t: Test, options: { tokenCapacity: number; keyRing: boolean
   return { sync, admin: `http://127.0.0.1:${sync.service.admin!.port}`, mcp: `http://127.0.0.1:${sync.service.mcp!.port}`, keyRingFile };
 }
 
-type Answer = { status: number; body: string; type: string | undefined; challenge: string | undefined; cache: string | undefined; allow: string | undefined; retryAfter: string | undefined };
+type Answer = {
+  status: number;
+  body: string;
+  type: string | undefined;
+  challenge: string | undefined;
+  cache: string | undefined;
+  allow: string | undefined;
+  retryAfter: string | undefined;
+};
 
-async function call(url: string, options: { method?: 'GET' | 'POST'; bearer?: string; apiKey?: string; json?: unknown; body?: string; contentType?: string } = {}): Promise<Answer> {
+async function call(
+  url: string,
+  options: { method?: 'GET' | 'POST'; bearer?: string; apiKey?: string; json?: unknown; body?: string; contentType?: string } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
   if (options.apiKey) headers['x-api-key'] = options.apiKey;
@@ -84,7 +102,15 @@ async function call(url: string, options: { method?: 'GET' | 'POST'; bearer?: st
     const value = res.headers[name];
     return Array.isArray(value) ? value.join(', ') : value;
   };
-  return { status: res.statusCode, body: text, type: header('content-type'), challenge: header('www-authenticate'), cache: header('cache-control'), allow: header('allow'), retryAfter: header('retry-after') };
+  return {
+    status: res.statusCode,
+    body: text,
+    type: header('content-type'),
+    challenge: header('www-authenticate'),
+    cache: header('cache-control'),
+    allow: header('allow'),
+    retryAfter: header('retry-after'),
+  };
 }
 
 function storedToken(database: string, keyRingFile: string, account: string): { rows: number; sealed: string; token: string } {
@@ -113,18 +139,30 @@ t.test('credentials, permissions and the three routes', async (t) => {
     { setting: 'AdminEndpoint:Authentication:2', entry: 'nothing', wroteGrant: true, permissions: [], level: 40 },
   ]);
   t.equal(grants.length, 3, 'one line per entry of this surface');
-  t.match(sync.logs.events('config.warning').map((line) => line.code), ['admin-clear-text'], 'served in clear text: warned');
+  t.match(
+    sync.logs.events('config.warning').map((line) => line.code),
+    ['admin-clear-text'],
+    'served in clear text: warned',
+  );
 
   // The session, by either presentation of an API key.
   const byBearer = await call(session, { bearer: KEY_OPERATOR });
   t.equal(byBearer.status, 200);
   t.match(byBearer.type, /^application\/json/);
   t.equal(byBearer.cache, 'no-store');
-  t.same(JSON.parse(byBearer.body), { service: 'mailcairn', version, credential: 'operator', permissions: ALL }, 'an entry with no Permissions holds the whole surface');
+  t.same(
+    JSON.parse(byBearer.body),
+    { service: 'mailcairn', version, credential: 'operator', permissions: ALL },
+    'an entry with no Permissions holds the whole surface',
+  );
   const byHeader = await call(session, { apiKey: KEY_OPERATOR });
   t.equal(byHeader.status, 200);
   t.same(JSON.parse(byHeader.body), JSON.parse(byBearer.body), 'X-API-Key reads the same as Bearer');
-  t.same(JSON.parse((await call(session, { apiKey: KEY_NOTHING })).body), { service: 'mailcairn', version, credential: 'nothing', permissions: [] }, 'a credential granted nothing learns so');
+  t.same(
+    JSON.parse((await call(session, { apiKey: KEY_NOTHING })).body),
+    { service: 'mailcairn', version, credential: 'nothing', permissions: [] },
+    'a credential granted nothing learns so',
+  );
   t.same(JSON.parse((await call(session, { bearer: KEY_READER })).body).permissions, ['service.admin.read']);
 
   // Refused credentials: an empty 401 with the challenge, identical whatever was (not) presented.
@@ -176,11 +214,21 @@ t.test('credentials, permissions and the three routes', async (t) => {
   const refused = await call(status, { bearer: KEY_NOTHING });
   t.equal(refused.status, 403);
   t.equal(refused.type, 'application/problem+json');
-  t.same(JSON.parse(refused.body), { status: 403, detail: 'The credential does not hold the permission service.admin.read.', permission: 'service.admin.read' });
-  t.match(sync.logs.events('auth.refused'), [{ level: 40, surface: 'admin', target: 'GET /api/admin/mailbox/synchronization', permission: 'service.admin.read', credential: 'nothing' }]);
+  t.same(JSON.parse(refused.body), {
+    status: 403,
+    detail: 'The credential does not hold the permission service.admin.read.',
+    permission: 'service.admin.read',
+  });
+  t.match(sync.logs.events('auth.refused'), [
+    { level: 40, surface: 'admin', target: 'GET /api/admin/mailbox/synchronization', permission: 'service.admin.read', credential: 'nothing' },
+  ]);
   const refusedWrite = await call(refresh, { bearer: KEY_READER, json: { account: 'pat', refreshToken: TOKEN_FIRST } });
   t.equal(refusedWrite.status, 403);
-  t.same(JSON.parse(refusedWrite.body), { status: 403, detail: 'The credential does not hold the permission service.admin.credentials.write.', permission: 'service.admin.credentials.write' });
+  t.same(JSON.parse(refusedWrite.body), {
+    status: 403,
+    detail: 'The credential does not hold the permission service.admin.credentials.write.',
+    permission: 'service.admin.credentials.write',
+  });
   t.notOk(refusedWrite.body.includes('reader'), 'a refusal names no credential');
 
   // The synchronization status, as the scheduler answers it.
@@ -188,7 +236,10 @@ t.test('credentials, permissions and the three routes', async (t) => {
   t.equal(read.status, 200);
   const report = JSON.parse(read.body);
   t.equal(report.synchronizationEnabled, false);
-  t.same(report.accounts.map((a: { account: string }) => a.account), ['pat']);
+  t.same(
+    report.accounts.map((a: { account: string }) => a.account),
+    ['pat'],
+  );
   t.match(report.accounts[0], { account: 'pat', phase: String, consecutiveFailureCount: 0, lastRun: null, folders: Array });
   t.same(JSON.parse((await call(status, { bearer: KEY_OPERATOR })).body), report, 'the same answer to the whole-surface key');
 
@@ -222,7 +273,11 @@ t.test('credentials, permissions and the three routes', async (t) => {
   await invalid({ json: { account: 'pat', refreshToken: '' } }, /refreshToken/, 'an empty refreshToken');
   await invalid({ json: { account: 'pat', refreshToken: TOKEN_FIRST, scope: 'x' } }, /Leave out the member scope/, 'a member the route does not take');
   await invalid({ json: [TOKEN_FIRST] }, /JSON object/, 'not an object');
-  await invalid({ body: JSON.stringify({ account: 'pat', refreshToken: TOKEN_FIRST }), contentType: 'text/plain' }, /application\/json/, 'not application/json');
+  await invalid(
+    { body: JSON.stringify({ account: 'pat', refreshToken: TOKEN_FIRST }), contentType: 'text/plain' },
+    /application\/json/,
+    'not application/json',
+  );
   await invalid({ body: `{"account":"pat","refreshToken":"${TOKEN_FIRST}"` }, /well-formed JSON/, 'malformed JSON');
   const tooLarge = await call(refresh, { bearer: KEY_OPERATOR, json: { account: 'pat', refreshToken: 'x'.repeat(16 * 1024) } });
   t.equal(tooLarge.status, 413, 'past 16 KB');
@@ -232,7 +287,10 @@ t.test('credentials, permissions and the three routes', async (t) => {
   const logs = sync.logs.raw();
   for (const secret of [KEY_OPERATOR, KEY_READER, KEY_NOTHING, KEY_AGENT]) t.notOk(logs.includes(secret), 'no API key in any log line');
   for (const token of [TOKEN_FIRST, TOKEN_SECOND]) t.notOk(logs.includes(token), 'no refresh token in any log line');
-  t.match(sync.logs.events('limits.in-force').find((l) => l.section === 'AdminEndpoint'), { partitioning: 'one bucket for all callers', tokenCapacity: 200 });
+  t.match(
+    sync.logs.events('limits.in-force').find((l) => l.section === 'AdminEndpoint'),
+    { partitioning: 'one bucket for all callers', tokenCapacity: 200 },
+  );
 });
 
 t.test('one bucket for the whole surface; no key ring is a generic 500', async (t) => {
@@ -242,7 +300,10 @@ t.test('one bucket for the whole surface; no key ring is a generic 500', async (
   const failed = await call(refresh, { bearer: KEY_OPERATOR, json: { account: 'pat', refreshToken: TOKEN_FIRST } });
   t.equal(failed.status, 500, 'nothing about the request was wrong');
   t.equal(failed.body, '', 'a generic failure names nothing');
-  t.ok(sync.logs.events('admin.keyring-missing').some((l) => l.setting === 'DataEncryption:KeyRing'), 'the operator is told which setting is missing');
+  t.ok(
+    sync.logs.events('admin.keyring-missing').some((l) => l.setting === 'DataEncryption:KeyRing'),
+    'the operator is told which setting is missing',
+  );
 
   // Three more tokens, spent by three different callers (one presenting nothing): the fifth request of anyone is refused.
   const statuses = [

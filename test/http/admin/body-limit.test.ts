@@ -78,7 +78,11 @@ t.test('16 KB for the refresh token, 4 KB for other writes; past them a 413 the 
       const answer = await post(path, jsonOf(fields, size), chunked);
       t.equal(answer.status, 413, what);
       t.equal(answer.type, 'application/problem+json', `${what}: a problem document`);
-      t.same(JSON.parse(answer.text), { status: 413, title: 'Request body too large', detail: `Send a body of at most ${limit} bytes.` }, `${what}: naming the limit`);
+      t.same(
+        JSON.parse(answer.text),
+        { status: 413, title: 'Request body too large', detail: `Send a body of at most ${limit} bytes.` },
+        `${what}: naming the limit`,
+      );
       t.equal(answer.connection, 'close', `${what}: the connection closes`);
       t.notOk(answer.text.includes(TOKEN), `${what}: the body is not repeated`);
     }

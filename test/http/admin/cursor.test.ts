@@ -16,7 +16,11 @@ t.test('bound to route, filters and deployment', async (t) => {
 
   t.same(ours.read(route, filters, cursor), [1_700_000_000_000, 42], 'resumes where the page ended');
   t.same(ours.read(route, { ...filters, pageSize: 7 }, cursor), [1_700_000_000_000, 42], 'pageSize may change');
-  t.same(ours.read(route, { mutation: 'delete', account: 'pat', cursor: 'x' }, cursor), [1_700_000_000_000, 42], 'member order and the cursor itself do not matter');
+  t.same(
+    ours.read(route, { mutation: 'delete', account: 'pat', cursor: 'x' }, cursor),
+    [1_700_000_000_000, 42],
+    'member order and the cursor itself do not matter',
+  );
   t.throws(() => ours.read(route, { ...filters, mutation: 'copy' }, cursor), { name: 'InvalidRequest', message: OTHER_FILTERS });
   t.throws(() => ours.read(route, { account: 'pat' }, cursor), { message: OTHER_FILTERS }, 'a filter dropped is another filter');
   t.throws(() => theirs.read(route, filters, cursor), { message: NOT_ISSUED_HERE }, 'another deployment');

@@ -36,7 +36,9 @@ t.test('dead-letter use cases ask again', async (t) => {
       return (msg.type === 'mail-query.job' ? { account: found } : { jobs: [], next: null }) as never;
     },
   };
-  const actor = (id: string) => ({ id, ask: async (msg: { type: string }) => {
+  const actor = (id: string) => ({
+    id,
+    ask: async (msg: { type: string }) => {
       asked.push({ to: id, msg });
       return { outcome: 'Accepted' } as never;
     },
@@ -50,15 +52,25 @@ t.test('dead-letter use cases ask again', async (t) => {
   await t.rejects(listDeadLetters(deps, null, { pageSize: 50 }, 1_000), refusal(undefined));
   await t.rejects(decideDeadLetter(deps, reader, { job: 'j1' }, 'retry', 1_000), refusal('service.admin.operate'));
   await t.rejects(decideDeadLetter(deps, reader, { job: 'j1' }, 'drop', 1_000), refusal('service.admin.operate'));
-  await t.rejects(listDeadLetters(deps, reader, { account: 'nobody', pageSize: 50 }, 1_000), { name: 'InvalidRequest', message: /configures no mail account named 'nobody'/ });
+  await t.rejects(listDeadLetters(deps, reader, { account: 'nobody', pageSize: 50 }, 1_000), {
+    name: 'InvalidRequest',
+    message: /configures no mail account named 'nobody'/,
+  });
   const foreign = createCursors(randomBytes(32)).issue(DEAD_LETTERS_PATH, { type: undefined, account: undefined }, [1, 1]);
-  await t.rejects(listDeadLetters(deps, reader, { pageSize: 50, cursor: foreign }, 1_000), { name: 'InvalidRequest', message: /not issued by this deployment/ });
+  await t.rejects(listDeadLetters(deps, reader, { pageSize: 50, cursor: foreign }, 1_000), {
+    name: 'InvalidRequest',
+    message: /not issued by this deployment/,
+  });
   await t.rejects(decideDeadLetter(deps, operator, { job: '42' }, 'retry', 1_000), { name: 'InvalidRequest', message: /such as j42/ });
   t.same(asked, [], 'no refusal reached the pool or an actor');
 
   t.same(await listDeadLetters(deps, reader, { pageSize: 50 }, 1_000), { jobs: [] }, 'no nextCursor when nothing follows');
   t.same(await decideDeadLetter(deps, operator, { job: 'j7' }, 'retry', 1_000), { job: 'j7', outcome: 'JobUnknown' });
-  t.same(asked.map((a) => a.to), ['mail-query', 'mail-query'], 'an unknown job reaches no actor');
+  t.same(
+    asked.map((a) => a.to),
+    ['mail-query', 'mail-query'],
+    'an unknown job reaches no actor',
+  );
   found = 'pat';
   t.same(await decideDeadLetter(deps, operator, { job: 'j7' }, 'drop', 1_000), { job: 'j7', outcome: 'Accepted' });
   t.same(asked.at(-1), { to: 'imap-sync:pat', msg: { type: 'imap-sync.job-decision', job: 7, decision: 'drop' } }, "the job's account's sync actor decides");

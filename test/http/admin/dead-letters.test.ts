@@ -44,14 +44,25 @@ const KEY_NOTHING = `mc_${randomUUID().replaceAll('-', '')}`;
 // Several segments of 200 each, so the lock is in place long before either run could end.
 const COUNTS = { pat: 1_000, quinn: 450 } as const;
 
-type DeadLetter = { job: string; type: string; account: string; attemptCount: number; failureClassification: string; failureReason: string; enqueuedAt: string; deadLetteredAt: string };
+type DeadLetter = {
+  job: string;
+  type: string;
+  account: string;
+  attemptCount: number;
+  failureClassification: string;
+  failureReason: string;
+  enqueuedAt: string;
+  deadLetteredAt: string;
+};
 type Run = { isOutstanding: boolean; rederivedEmailCount: number; unreadableEmailCount: number; missingContentEmailCount: number; endedAt: string | null };
 
 /** Messages of the account held with raw MIME (what a re-derivation re-reads). */
 function heldCount(database: string, account: string): number {
   const db = new Libsql(database, { readonly: true });
   try {
-    return Number((db.prepare("SELECT count(*) AS n FROM messages WHERE account_id = ? AND state IN ('stored', 'unreadable')").get([account]) as { n: number }).n);
+    return Number(
+      (db.prepare("SELECT count(*) AS n FROM messages WHERE account_id = ? AND state IN ('stored', 'unreadable')").get([account]) as { n: number }).n,
+    );
   } finally {
     db.close();
   }
@@ -84,9 +95,17 @@ function problemOf(t: Test, answer: AdminAnswer, status: number, what: string): 
 }
 
 t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
-  const dovecot = await startDovecot({ users: [{ user: 'pat', password: 'pw-pat' }, { user: 'quinn', password: 'pw-quinn' }] });
+  const dovecot = await startDovecot({
+    users: [
+      { user: 'pat', password: 'pw-pat' },
+      { user: 'quinn', password: 'pw-quinn' },
+    ],
+  });
   t.teardown(() => dovecot.stop());
-  const mail = { pat: [...generateMailbox({ seed: 21, count: COUNTS.pat, profile: 'small' })], quinn: [...generateMailbox({ seed: 22, count: COUNTS.quinn, profile: 'small' })] };
+  const mail = {
+    pat: [...generateMailbox({ seed: 21, count: COUNTS.pat, profile: 'small' })],
+    quinn: [...generateMailbox({ seed: 22, count: COUNTS.quinn, profile: 'small' })],
+  };
   await writeMaildir(dovecot, 'pat', 'INBOX', mail.pat);
   await writeMaildir(dovecot, 'quinn', 'INBOX', mail.quinn);
 
@@ -105,14 +124,16 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
   );
   t.teardown(() => sync.service.stop());
   const api = `http://127.0.0.1:${sync.service.admin!.port}/api/admin`;
-  const operator = (path: string, options: { method?: 'GET' | 'POST'; json?: unknown; body?: string } = {}) => adminCall(`${api}${path}`, { apiKey: KEY_OPERATOR, ...options });
+  const operator = (path: string, options: { method?: 'GET' | 'POST'; json?: unknown; body?: string } = {}) =>
+    adminCall(`${api}${path}`, { apiKey: KEY_OPERATOR, ...options });
   const deadLetters = async (params: Record<string, string | number | undefined> = {}): Promise<{ jobs: DeadLetter[]; nextCursor?: string }> => {
     const answer = await operator(`/jobs/dead-letters${query(params)}`);
     if (answer.status !== 200) throw new Error(`dead-letter listing answered ${answer.status}`);
     return answer.json();
   };
   const runOf = async (account: string): Promise<{ carriage: string | null; run: Run }> => (await operator(`/mailbox/rederivation?account=${account}`)).json();
-  const decide = async (decision: 'retry' | 'drop', job: string): Promise<unknown> => (await operator(`/jobs/dead-letters/${decision}`, { json: { job } })).json();
+  const decide = async (decision: 'retry' | 'drop', job: string): Promise<unknown> =>
+    (await operator(`/jobs/dead-letters/${decision}`, { json: { job } })).json();
 
   await sync.syncNow('pat', 120_000);
   await sync.syncNow('quinn', 120_000);
@@ -135,8 +156,15 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
     const failed = (account: string, attempt: number) => sync.logs.events('job.attempt-failed').some((l) => l.account === account && l.attempt === attempt);
     await until(() => failed('pat', 5) && failed('quinn', 5), 150_000, 'the fifth failed attempt of both jobs');
     const lines = sync.logs.events('job.attempt-failed');
-    t.ok(lines.every((l) => l.classification === 'database-busy' && /^SQLITE_BUSY/.test(String(l.code))), 'every attempt failed on the busy database');
-    t.same(lines.filter((l) => l.account === 'pat').map((l) => l.attempt), [1, 2, 3, 4, 5], 'five attempts, then no more');
+    t.ok(
+      lines.every((l) => l.classification === 'database-busy' && /^SQLITE_BUSY/.test(String(l.code))),
+      'every attempt failed on the busy database',
+    );
+    t.same(
+      lines.filter((l) => l.account === 'pat').map((l) => l.attempt),
+      [1, 2, 3, 4, 5],
+      'five attempts, then no more',
+    );
     t.same(
       lines.filter((l) => l.account === 'pat' && Number(l.attempt) < 5).map((l) => l.retryInMs),
       [1_000, 2_000, 4_000, 8_000],
@@ -163,11 +191,18 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
     t.ok(before.run.rederivedEmailCount < held.pat, `stopped part way (${before.run.rederivedEmailCount} of ${held.pat})`);
     await new Promise((r) => setTimeout(r, 3_000));
     t.same(await runOf('pat'), before, 'nothing moved it');
-    t.match((await operator('/mailbox/rederivation', { json: { account: 'pat' } })).json(), { started: false, carriage: 'stopped' }, 'asking again returns the stopped run');
+    t.match(
+      (await operator('/mailbox/rederivation', { json: { account: 'pat' } })).json(),
+      { started: false, carriage: 'stopped' },
+      'asking again returns the stopped run',
+    );
   });
 
   await t.test('filters, pages and cursors', async (t) => {
-    t.same((await deadLetters({ account: 'quinn' })).jobs.map((j) => j.job), [jobs.quinn]);
+    t.same(
+      (await deadLetters({ account: 'quinn' })).jobs.map((j) => j.job),
+      [jobs.quinn],
+    );
     t.equal((await deadLetters({ type: 'rederivation' })).jobs.length, 2);
     const walked: string[] = [];
     let cursor: string | undefined;
@@ -180,7 +215,11 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
       cursor = answer.nextCursor;
       if (cursor === undefined) break;
     }
-    t.same(walked, (await deadLetters()).jobs.map((j) => j.job), 'a walk of one per page visits each dead letter once, in order');
+    t.same(
+      walked,
+      (await deadLetters()).jobs.map((j) => j.job),
+      'a walk of one per page visits each dead letter once, in order',
+    );
 
     const cases: Array<[Record<string, string | number | undefined>, RegExp]> = [
       [{ pageSize: 0 }, /^Send pageSize as a whole number from 1 to 200\.$/],
@@ -209,8 +248,16 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
     const refusedBefore = sync.logs.events('auth.refused').length;
     for (const route of routes) {
       for (const apiKey of route.keys) {
-        const answer = await adminCall(`${api}${route.path}`, { method: route.method, apiKey, ...(route.method === 'POST' ? { json: { job: jobs.pat } } : {}) });
-        t.same(problemOf(t, answer, 403, `${route.method} ${route.path}`), { status: 403, detail: `The credential does not hold the permission ${route.permission}.`, permission: route.permission });
+        const answer = await adminCall(`${api}${route.path}`, {
+          method: route.method,
+          apiKey,
+          ...(route.method === 'POST' ? { json: { job: jobs.pat } } : {}),
+        });
+        t.same(problemOf(t, answer, 403, `${route.method} ${route.path}`), {
+          status: 403,
+          detail: `The credential does not hold the permission ${route.permission}.`,
+          permission: route.permission,
+        });
       }
     }
     t.equal(sync.logs.events('auth.refused').length - refusedBefore, 5, 'each refusal counted once');
@@ -220,7 +267,10 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
         t.equal(problem.detail, 'Name the job in job as the dead-letter listing gives it: j followed by digits, such as j42.');
       }
       t.match(problemOf(t, await operator(path, { json: { job: jobs.pat, force: true } }), 400, `${path} extra member`).detail, /^Leave out the member force/);
-      t.match(problemOf(t, await operator(path, { json: { job: jobs.pat, pad: 'x'.repeat(4 * 1024) } }), 413, `${path} past 4 KB`), { status: 413, detail: 'Send a body of at most 4096 bytes.' });
+      t.match(problemOf(t, await operator(path, { json: { job: jobs.pat, pad: 'x'.repeat(4 * 1024) } }), 413, `${path} past 4 KB`), {
+        status: 413,
+        detail: 'Send a body of at most 4096 bytes.',
+      });
     }
     t.equal((await deadLetters()).jobs.length, 2, 'no refused request changed anything');
   });
@@ -229,8 +279,17 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
     t.same(await decide('retry', 'j999999'), { job: 'j999999', outcome: 'JobUnknown' });
     t.same(await decide('drop', 'j999999'), { job: 'j999999', outcome: 'JobUnknown' });
     t.same(await decide('retry', jobs.pat), { job: jobs.pat, outcome: 'Accepted' });
-    t.same((await deadLetters()).jobs.map((j) => j.job), [jobs.quinn], 'no longer a dead letter');
-    const ended = await eventually(() => runOf('pat'), (r) => !r.run.isOutstanding, 120_000, "pat's run to end");
+    t.same(
+      (await deadLetters()).jobs.map((j) => j.job),
+      [jobs.quinn],
+      'no longer a dead letter',
+    );
+    const ended = await eventually(
+      () => runOf('pat'),
+      (r) => !r.run.isOutstanding,
+      120_000,
+      "pat's run to end",
+    );
     t.match(ended, { carriage: 'carried', run: { isOutstanding: false, missingContentEmailCount: 0 } });
     t.equal(ended.run.rederivedEmailCount + ended.run.unreadableEmailCount + ended.run.missingContentEmailCount, held.pat, 'counts cover every message held');
     t.same(await decide('retry', jobs.pat), { job: jobs.pat, outcome: 'JobNotDeadLettered' }, 'a second retry');
@@ -244,13 +303,31 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
     t.match(jobRow(sync.database, jobs.quinn), { state: 'dropped', dropped_at: Number });
     t.match(await runOf('quinn'), { carriage: 'stopped', run: { isOutstanding: false, endedAt: String } });
     t.same(await decide('retry', jobs.quinn), { job: jobs.quinn, outcome: 'JobNotDeadLettered' }, 'a dropped job never runs');
-    t.match((await operator('/mailbox/rederivation', { json: { account: 'quinn' } })).json(), { started: true, carriage: 'carried' }, 'a new request starts a new run');
-    const ended = await eventually(() => runOf('quinn'), (r) => !r.run.isOutstanding, 120_000, "quinn's new run to end");
+    t.match(
+      (await operator('/mailbox/rederivation', { json: { account: 'quinn' } })).json(),
+      { started: true, carriage: 'carried' },
+      'a new request starts a new run',
+    );
+    const ended = await eventually(
+      () => runOf('quinn'),
+      (r) => !r.run.isOutstanding,
+      120_000,
+      "quinn's new run to end",
+    );
     t.equal(ended.run.rederivedEmailCount + ended.run.unreadableEmailCount + ended.run.missingContentEmailCount, held.quinn);
   });
 
   const events = new Set(sync.logs.lines.filter((l) => String(l.event).startsWith('job.')).map((l) => l.event));
-  t.same([...events].sort(), ['job.attempt-failed', 'job.completed', 'job.dead-lettered', 'job.dropped', 'job.enqueued', 'job.retried', 'job.started', 'job.write-deferred']);
+  t.same([...events].sort(), [
+    'job.attempt-failed',
+    'job.completed',
+    'job.dead-lettered',
+    'job.dropped',
+    'job.enqueued',
+    'job.retried',
+    'job.started',
+    'job.write-deferred',
+  ]);
   const logged = sync.logs.raw();
   const leaked = sensitiveStrings([...mail.pat, ...mail.quinn].map((m) => m.raw)).filter((s) => logged.includes(s));
   t.same(leaked, [], 'no subject or address in any log line');

@@ -78,11 +78,15 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
   const mapped: Folder[] = [{ Alias: 'inbox' }, { Alias: 'small', Path: 'Small' }, { Alias: 'old', Path: 'Old' }];
   let { sync, api } = await start(t, dir, dovecot, mapped);
   await sync.syncNow('olga', 120_000);
-  t.same([readMirror(sync.database, 'olga', 'inbox').length, readMirror(sync.database, 'olga', 'small').length, readMirror(sync.database, 'olga', 'old').length], [230, 30, 260]);
+  t.same(
+    [readMirror(sync.database, 'olga', 'inbox').length, readMirror(sync.database, 'olga', 'small').length, readMirror(sync.database, 'olga', 'old').length],
+    [230, 30, 260],
+  );
   const held = countByState(sync.database);
   const heldCount = (held.stored ?? 0) + (held.unreadable ?? 0);
 
-  const operator = (path: string, options: { method?: 'GET' | 'POST'; json?: unknown; body?: string } = {}) => adminCall(`${api}${path}`, { apiKey: KEY_OPERATOR, ...options });
+  const operator = (path: string, options: { method?: 'GET' | 'POST'; json?: unknown; body?: string } = {}) =>
+    adminCall(`${api}${path}`, { apiKey: KEY_OPERATOR, ...options });
 
   await t.test('403 to a credential lacking the route permission', async (t) => {
     const routes: Array<{ method: 'GET' | 'POST'; path: string; permission: string; json?: unknown }> = [
@@ -111,7 +115,11 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
     const cases: Array<[string, { method?: 'GET' | 'POST'; json?: unknown }, RegExp]> = [
       ['/mailbox/rewind', {}, /^Name the account in account/],
       ['/mailbox/rewind?account=nobody', {}, /^The deployment configures no mail account named 'nobody'; name one of the configured Accounts:Id values\.$/],
-      [`/mailbox/rewind${query({ account: 'olga', folder: secretish })}`, {}, /^Send folder as a folder alias \(1 to 63 lower-case letters, digits, - or _, starting with a letter or digit\), or leave it out for every folder\.$/],
+      [
+        `/mailbox/rewind${query({ account: 'olga', folder: secretish })}`,
+        {},
+        /^Send folder as a folder alias \(1 to 63 lower-case letters, digits, - or _, starting with a letter or digit\), or leave it out for every folder\.$/,
+      ],
       ['/mailbox/rewind?account=olga&scope=all', {}, /^Leave out the query parameter scope; this route does not take it\.$/],
       ['/mailbox/rewind?account=olga&account=pat', {}, /^Name each query parameter once\.$/],
       ['/mailbox/rewind', { json: { account: 'olga', folder: secretish } }, /^Send folder as a folder alias/],
@@ -124,7 +132,11 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
       ['/mailbox/rederivation?account=nobody', {}, /configures no mail account named 'nobody'/],
       ['/folders/erasure', { json: { account: 'olga' } }, /^Name the folder alias to erase in folder\.$/],
       ['/folders/erasure', { json: { account: 'olga', folder: '  ' } }, /^Name the folder alias to erase in folder\.$/],
-      ['/folders/erasure', { json: { account: 'olga', folder: secretish } }, /^Send folder as a folder alias \(1 to 63 lower-case letters, digits, - or _, starting with a letter or digit\)\.$/],
+      [
+        '/folders/erasure',
+        { json: { account: 'olga', folder: secretish } },
+        /^Send folder as a folder alias \(1 to 63 lower-case letters, digits, - or _, starting with a letter or digit\)\.$/,
+      ],
       ['/folders/erasure', { json: { account: 'nobody', folder: 'old' } }, /configures no mail account named 'nobody'/],
       ['/folders/erasure', { json: { account: 'olga', folder: 'old', force: true } }, /^Leave out the member force/],
     ];
@@ -144,9 +156,16 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
   });
 
   await t.test('re-derivation across segments', async (t) => {
-    t.same((await operator('/mailbox/rederivation?account=olga&folder=old')).json(), { started: false, carriage: null, run: null }, 'a scope never asked about has no run');
+    t.same(
+      (await operator('/mailbox/rederivation?account=olga&folder=old')).json(),
+      { started: false, carriage: null, run: null },
+      'a scope never asked about has no run',
+    );
     // Two requests at once: one starts the run, the other is answered the run under way.
-    const [first, second] = await Promise.all([operator('/mailbox/rederivation', { json: { account: 'olga' } }), operator('/mailbox/rederivation', { json: { account: 'olga', folder: '' } })]);
+    const [first, second] = await Promise.all([
+      operator('/mailbox/rederivation', { json: { account: 'olga' } }),
+      operator('/mailbox/rederivation', { json: { account: 'olga', folder: '' } }),
+    ]);
     t.equal(first!.status, 200);
     t.equal(second!.status, 200);
     const answers = [first!.json(), second!.json()];
@@ -154,7 +173,13 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
     t.equal(answers[0].run.requestedAt, answers[1].run.requestedAt, 'the same run');
     t.match(answers[0], { carriage: 'carried', run: { account: 'olga', folder: null, isOutstanding: true, endedAt: null } });
 
-    let run: { isOutstanding: boolean; rederivedEmailCount: number; unreadableEmailCount: number; missingContentEmailCount: number; endedAt: string | null } | null = null;
+    let run: {
+      isOutstanding: boolean;
+      rederivedEmailCount: number;
+      unreadableEmailCount: number;
+      missingContentEmailCount: number;
+      endedAt: string | null;
+    } | null = null;
     let pending = false;
     await until(
       () => {
@@ -185,7 +210,11 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
   });
 
   await t.test('rewind: the estimate is what the next run fetches again', async (t) => {
-    t.same((await operator('/mailbox/rewind?account=olga&folder=never')).json(), { account: 'olga', folder: 'never', storedEmailCount: 0 }, 'an alias with no binding holds nothing');
+    t.same(
+      (await operator('/mailbox/rewind?account=olga&folder=never')).json(),
+      { account: 'olga', folder: 'never', storedEmailCount: 0 },
+      'an alias with no binding holds nothing',
+    );
     t.same((await operator('/mailbox/rewind?account=olga&folder=')).json(), { account: 'olga', folder: null, storedEmailCount: 520 }, 'blank: every folder');
     const estimate = await adminCall(`${api}/mailbox/rewind?account=olga&folder=small`, { apiKey: KEY_READER });
     t.equal(estimate.status, 200, 'read is enough to estimate');
@@ -194,7 +223,11 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
     const rewound = await operator('/mailbox/rewind', { json: { account: 'olga', folder: 'small' } });
     t.equal(rewound.status, 200);
     t.same(rewound.json(), { account: 'olga', folder: 'small', folders: ['small'] });
-    t.same((await operator('/mailbox/rewind', { json: { account: 'olga', folder: 'small' } })).json(), { account: 'olga', folder: 'small', folders: [] }, 'no progress left to discard');
+    t.same(
+      (await operator('/mailbox/rewind', { json: { account: 'olga', folder: 'small' } })).json(),
+      { account: 'olga', folder: 'small', folders: [] },
+      'no progress left to discard',
+    );
     t.same((await operator('/mailbox/rewind?account=olga&folder=small')).json().storedEmailCount, 30, 'a rewind erases no mail');
     t.same((await operator('/mailbox/rewind', { json: { account: 'olga', folder: 'never' } })).json(), { account: 'olga', folder: 'never', folders: [] });
 
@@ -214,7 +247,11 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
       detail: 'The folder old of account olga is still mirrored; remove it from Accounts:0:Folders and restart, then erase it.',
     });
     t.equal(readMirror(sync.database, 'olga', 'old').length, 260, 'nothing erased');
-    t.same((await operator('/folders/erasure', { json: { account: 'olga', folder: 'never' } })).json(), { account: 'olga', folder: 'never', erasedEmailCount: 0, emailsRemain: false }, 'an alias no mapping names is accepted and holds nothing');
+    t.same(
+      (await operator('/folders/erasure', { json: { account: 'olga', folder: 'never' } })).json(),
+      { account: 'olga', folder: 'never', erasedEmailCount: 0, emailsRemain: false },
+      'an alias no mapping names is accepted and holds nothing',
+    );
   });
 
   const raws = [...inbox, ...small, ...old].map((m: GeneratedMessage) => m.raw);
@@ -223,7 +260,12 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
   await sync.service.stop();
 
   // The operator withdraws the mapping and restarts: the folder's mail can now be erased, pass by pass.
-  ({ sync, api } = await start(t, dir, dovecot, mapped.filter((f) => f.Alias !== 'old')));
+  ({ sync, api } = await start(
+    t,
+    dir,
+    dovecot,
+    mapped.filter((f) => f.Alias !== 'old'),
+  ));
   const stored = readMirror(sync.database, 'olga', 'old').length;
   const passes: Array<{ erasedEmailCount: number; emailsRemain: boolean }> = [];
   for (let i = 0; i < 10; i++) {
@@ -234,12 +276,24 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
     passes.push({ erasedEmailCount: answer.erasedEmailCount, emailsRemain: answer.emailsRemain });
     if (!answer.emailsRemain) break;
   }
-  t.same(passes, [
-    { erasedEmailCount: 250, emailsRemain: true },
-    { erasedEmailCount: 10, emailsRemain: false },
-  ], 'bounded passes of at most 250');
-  t.equal(passes.reduce((n, p) => n + p.erasedEmailCount, 0), stored, 'the passes erased everything stored for the folder');
-  t.same((await operator('/folders/erasure', { json: { account: 'olga', folder: 'old' } })).json(), { account: 'olga', folder: 'old', erasedEmailCount: 0, emailsRemain: false }, 'a further pass erases nothing');
+  t.same(
+    passes,
+    [
+      { erasedEmailCount: 250, emailsRemain: true },
+      { erasedEmailCount: 10, emailsRemain: false },
+    ],
+    'bounded passes of at most 250',
+  );
+  t.equal(
+    passes.reduce((n, p) => n + p.erasedEmailCount, 0),
+    stored,
+    'the passes erased everything stored for the folder',
+  );
+  t.same(
+    (await operator('/folders/erasure', { json: { account: 'olga', folder: 'old' } })).json(),
+    { account: 'olga', folder: 'old', erasedEmailCount: 0, emailsRemain: false },
+    'a further pass erases nothing',
+  );
   t.same(mirrorStates(sync.database, 'olga', 'old'), {}, 'nothing of the folder is left');
   t.equal(readMirror(sync.database, 'olga', 'inbox').length, 230, 'other folders untouched');
   t.same(leaked(sync.logs.raw()), [], 'no subject or address in any log line after the restart');

@@ -22,7 +22,14 @@ import { AppError } from '../../../runtime/errors.ts';
 import { captureLog } from '../../helpers/log-capture.ts';
 import { tempDir, writeConfig } from '../../helpers/daemon.ts';
 
-const ALL = ['service.admin.read', 'service.admin.audit.read', 'service.admin.operate', 'service.admin.credentials.write', 'service.admin.spend', 'service.admin.erase'];
+const ALL = [
+  'service.admin.read',
+  'service.admin.audit.read',
+  'service.admin.operate',
+  'service.admin.credentials.write',
+  'service.admin.spend',
+  'service.admin.erase',
+];
 const holding = (...permissions: string[]): Principal => ({ kind: 'caller', identity: 'someone', permissions: new Set(permissions) });
 const refusal = (permission?: string) => ({ code: 'E_APP_REFUSED', publicCode: 14001, details: permission === undefined ? undefined : { permission } });
 
@@ -33,19 +40,27 @@ t.test('maintenance and audit use cases ask again', async (t) => {
       Storage: { Database: `${dir}/m.db` },
       Accounts: [
         { Id: 'pat', Imap: { Host: '127.0.0.1', Port: 1143, Security: 'None', Username: 'pat', Password: 'env:PW' }, Folders: [{ Alias: 'inbox' }] },
-        { Id: 'sam', Imap: { Host: '127.0.0.1', Port: 1143, Security: 'None', Username: 'sam', Password: 'env:PW' }, Folders: [{ Alias: 'inbox' }, { Alias: 'old' }] },
+        {
+          Id: 'sam',
+          Imap: { Host: '127.0.0.1', Port: 1143, Security: 'None', Username: 'sam', Password: 'env:PW' },
+          Folders: [{ Alias: 'inbox' }, { Alias: 'old' }],
+        },
       ],
     }),
     env: {},
   });
   const asked: unknown[] = [];
   let actorAnswer: () => unknown = () => ({});
-  const actor = (id: string) => ({ id, ask: async (msg: unknown) => {
+  const actor = (id: string) => ({
+    id,
+    ask: async (msg: unknown) => {
       asked.push(msg);
       return actorAnswer() as never;
     },
   });
-  const queryPool = { id: 'mail-query', ask: async (msg: unknown) => {
+  const queryPool = {
+    id: 'mail-query',
+    ask: async (msg: unknown) => {
       asked.push(msg);
       return { entries: [], omittedCount: 0, next: null } as never;
     },
@@ -78,7 +93,10 @@ t.test('maintenance and audit use cases ask again', async (t) => {
   await t.rejects(requestRederivation(deps, everything, { account: 'pat', folder: 'a b' }, 1_000), invalid(/^Send folder as a folder alias/));
   await t.rejects(eraseFolderPass(deps, everything, { account: 'pat', folder: '  ' }, 1_000), invalid(/^Name the folder alias to erase in folder/));
   await t.rejects(eraseFolderPass(deps, everything, { account: 'pat', folder: 'Old Stuff' }, 1_000), invalid(/^Send folder as a folder alias/));
-  await t.rejects(mutationAudit(deps, everything, { ...audit, from: 2_000, before: 2_000 }, 1_000), invalid(new RegExp(`^${EMPTY_RANGE.replace(/[.()]/g, '\\$&')}$`)));
+  await t.rejects(
+    mutationAudit(deps, everything, { ...audit, from: 2_000, before: 2_000 }, 1_000),
+    invalid(new RegExp(`^${EMPTY_RANGE.replace(/[.()]/g, '\\$&')}$`)),
+  );
   await t.rejects(mutationAudit(deps, everything, { ...audit, from: 2_000, before: 1_000 }, 1_000), invalid(/range ends where it begins or earlier/));
   const foreign = createCursors(randomBytes(32)).issue(MUTATION_AUDIT_PATH, { account: 'pat' }, [1, 1]);
   await t.rejects(mutationAudit(deps, everything, { ...audit, cursor: foreign }, 1_000), invalid(/not issued by this deployment/));

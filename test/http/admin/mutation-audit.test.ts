@@ -76,7 +76,19 @@ function seeds(): Seed[] {
     });
   }
   for (let i = 1; i <= 4; i++) {
-    rows.push({ account: 'quinn', mutation: 'delete', messageId: 5_000 + i, sourcePath: 'INBOX', targetPath: null, sourceUid: i, targetUid: null, requester: 'assistant', requestedAt: BASE, endedAt: BASE + i * 1_000, outcome: 'ok' });
+    rows.push({
+      account: 'quinn',
+      mutation: 'delete',
+      messageId: 5_000 + i,
+      sourcePath: 'INBOX',
+      targetPath: null,
+      sourceUid: i,
+      targetUid: null,
+      requester: 'assistant',
+      requestedAt: BASE,
+      endedAt: BASE + i * 1_000,
+      outcome: 'ok',
+    });
   }
   return rows;
 }
@@ -94,7 +106,10 @@ function seed(database: string): Array<Seed & { id: number }> {
     const out: Array<Seed & { id: number }> = [];
     for (const i of order) {
       const r = rows[i]!;
-      const id = Number(insert.run([r.account, r.mutation, r.messageId, r.sourcePath, r.targetPath, r.sourceUid, r.targetUid, r.requester, r.requestedAt, r.endedAt, r.outcome]).lastInsertRowid);
+      const id = Number(
+        insert.run([r.account, r.mutation, r.messageId, r.sourcePath, r.targetPath, r.sourceUid, r.targetUid, r.requester, r.requestedAt, r.endedAt, r.outcome])
+          .lastInsertRowid,
+      );
       out.push({ ...r, id });
     }
     return out;
@@ -104,7 +119,12 @@ function seed(database: string): Array<Seed & { id: number }> {
 }
 
 t.test('the mailbox-change audit, page by page', async (t) => {
-  const dovecot = await startDovecot({ users: [{ user: 'pat', password: 'pw-pat' }, { user: 'quinn', password: 'pw-quinn' }] });
+  const dovecot = await startDovecot({
+    users: [
+      { user: 'pat', password: 'pw-pat' },
+      { user: 'quinn', password: 'pw-quinn' },
+    ],
+  });
   t.teardown(() => dovecot.stop());
   const dir = tempDir(t);
   const key = (name: string, secret: string): string => {
@@ -162,12 +182,24 @@ t.test('the mailbox-change audit, page by page', async (t) => {
   await t.test('a walk visits every entry once, newest first', async (t) => {
     const before = sync.logs.events('admin.audit-entries-omitted').length;
     const seen = await walk({ account: 'pat', pageSize: 4 });
-    t.same(seen.map((e) => e.id), known.map((r) => r.id), 'every known row once, by ended then id, newest first');
+    t.same(
+      seen.map((e) => e.id),
+      known.map((r) => r.id),
+      'every known row once, by ended then id, newest first',
+    );
     t.equal(new Set(seen.map((e) => e.id)).size, seen.length, 'no entry twice');
     const warnings = sync.logs.events('admin.audit-entries-omitted').slice(before);
     t.ok(warnings.length >= 1);
-    t.match(warnings, warnings.map(() => ({ level: 40, account: 'pat', omittedCount: Number })), 'a warning names the account and the count');
-    t.equal(warnings.reduce((n, w) => n + Number(w.omittedCount), 0), 3, 'the three unknown rows, counted once each');
+    t.match(
+      warnings,
+      warnings.map(() => ({ level: 40, account: 'pat', omittedCount: Number })),
+      'a warning names the account and the count',
+    );
+    t.equal(
+      warnings.reduce((n, w) => n + Number(w.omittedCount), 0),
+      3,
+      'the three unknown rows, counted once each',
+    );
     const raw = sync.logs.raw();
     for (const held of [UNKNOWN_PATH, UNKNOWN_REQUESTER, 'INBOX/Path-', 'Archive/Path-']) t.notOk(raw.includes(held), 'nothing an entry holds is logged');
 
@@ -194,20 +226,38 @@ t.test('the mailbox-change audit, page by page', async (t) => {
       'an entry in full',
     );
     const unlinked = known.find((r) => r.messageId === null && r.targetPath === null)!;
-    t.match(everything.entries.find((e: { id: number }) => e.id === unlinked.id), { storedEmailId: null, targetFolderPath: null, targetUid: null }, 'what an entry does not name is null');
-    t.same((await walk({ account: 'quinn', pageSize: 3 })).map((e) => e.id), rows.filter((r) => r.account === 'quinn').sort(newestFirst).map((r) => r.id), 'one account at a time');
+    t.match(
+      everything.entries.find((e: { id: number }) => e.id === unlinked.id),
+      { storedEmailId: null, targetFolderPath: null, targetUid: null },
+      'what an entry does not name is null',
+    );
+    t.same(
+      (await walk({ account: 'quinn', pageSize: 3 })).map((e) => e.id),
+      rows
+        .filter((r) => r.account === 'quinn')
+        .sort(newestFirst)
+        .map((r) => r.id),
+      'one account at a time',
+    );
   });
 
   await t.test('filters narrow the walk', async (t) => {
     const relocations = await walk({ account: 'pat', mutation: 'relocate', pageSize: 1 });
-    t.same(relocations.map((e) => e.id), known.filter((r) => r.mutation === 'relocate').map((r) => r.id));
+    t.same(
+      relocations.map((e) => e.id),
+      known.filter((r) => r.mutation === 'relocate').map((r) => r.id),
+    );
     // from is inclusive and before exclusive; both fall on instants two rows share.
     const from = BASE + 3 * 60_000;
     const until = BASE + 9 * 60_000;
     const ranged = await walk({ account: 'pat', from: new Date(from).toISOString(), before: '2026-11-20T01:09:00+01:00', pageSize: 3 });
     const expected = known.filter((r) => r.endedAt >= from && r.endedAt < until);
     t.ok(expected.some((r) => r.endedAt === from) && known.some((r) => r.endedAt === until), 'the bounds fall on seeded instants');
-    t.same(ranged.map((e) => e.id), expected.map((r) => r.id), 'from inclusive, before exclusive, in any zone');
+    t.same(
+      ranged.map((e) => e.id),
+      expected.map((r) => r.id),
+      'from inclusive, before exclusive, in any zone',
+    );
   });
 
   await t.test('cursors are bound to their filters and to this deployment', async (t) => {
@@ -229,8 +279,15 @@ t.test('the mailbox-change audit, page by page', async (t) => {
     // The next ten rows after the first page's last, less the one naming an unknown change.
     const all = rows.filter((r) => r.account === 'pat').sort(newestFirst);
     const window = all.slice(all.findIndex((r) => r.id === first.entries.at(-1).id) + 1).slice(0, 10);
-    t.ok(window.some((r) => !KINDS.includes(r.mutation)), 'the window holds an unknown row');
-    t.same(resumed.entries.map((e: { id: number }) => e.id), window.filter((r) => KINDS.includes(r.mutation)).map((r) => r.id), 'only pageSize changed: the walk goes on where the page ended');
+    t.ok(
+      window.some((r) => !KINDS.includes(r.mutation)),
+      'the window holds an unknown row',
+    );
+    t.same(
+      resumed.entries.map((e: { id: number }) => e.id),
+      window.filter((r) => KINDS.includes(r.mutation)).map((r) => r.id),
+      'only pageSize changed: the walk goes on where the page ended',
+    );
     t.type(resumed.nextCursor, 'string');
   });
 
@@ -266,7 +323,11 @@ t.test('the mailbox-change audit, page by page', async (t) => {
     for (const key of [KEY_NOTHING, KEY_READER]) {
       const answer = await audit({ account: 'pat' }, key);
       t.equal(answer.status, 403);
-      t.same(answer.json(), { status: 403, detail: 'The credential does not hold the permission service.admin.audit.read.', permission: 'service.admin.audit.read' });
+      t.same(answer.json(), {
+        status: 403,
+        detail: 'The credential does not hold the permission service.admin.audit.read.',
+        permission: 'service.admin.audit.read',
+      });
     }
     t.match(sync.logs.events('auth.refused'), [
       { surface: 'admin', target: `GET ${MUTATION_AUDIT_PATH}`, permission: 'service.admin.audit.read', credential: 'nothing' },

@@ -24,11 +24,15 @@ t.test('use cases ask again', async (t) => {
     env: {},
   });
   const asked: unknown[] = [];
-  const deps = { config, actor: (id: string) => ({ id, ask: async (msg: unknown) => {
-      asked.push(msg);
-      return { stored: true } as never;
-    },
-  }),
+  const deps = {
+    config,
+    actor: (id: string) => ({
+      id,
+      ask: async (msg: unknown) => {
+        asked.push(msg);
+        return { stored: true } as never;
+      },
+    }),
   };
   const reader: Principal = { kind: 'caller', identity: 'reader', permissions: new Set(['service.admin.read']) };
   const writer: Principal = { kind: 'caller', identity: 'writer', permissions: new Set(['service.admin.credentials.write']) };
@@ -40,7 +44,10 @@ t.test('use cases ask again', async (t) => {
   t.throws(() => sessionReport('1.2.3', null), refusal(undefined));
   t.same(sessionReport('1.2.3', reader), { service: 'mailcairn', version: '1.2.3', credential: 'reader', permissions: ['service.admin.read'] });
 
-  await t.rejects(storeRefreshToken(deps, writer, { account: 'nobody', refreshToken: 'r' }, 1_000), { name: 'InvalidRequest', message: /configures no mail account named 'nobody'/ });
+  await t.rejects(storeRefreshToken(deps, writer, { account: 'nobody', refreshToken: 'r' }, 1_000), {
+    name: 'InvalidRequest',
+    message: /configures no mail account named 'nobody'/,
+  });
   await t.rejects(storeRefreshToken(deps, writer, { account: 'pat', refreshToken: 'r' }, 1_000), { code: 'E_KEYRING_MISSING' }, 'no key ring: nothing asked');
   t.same(asked, [], 'no refusal reached an actor');
 });

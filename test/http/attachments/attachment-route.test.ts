@@ -9,7 +9,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { request } from 'undici';
-import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment, type AttachmentDownload, type AttachmentRouteDeps } from '../../../http/attachments/attachment-route.ts';
+import {
+  ATTACHMENT_ROUTE,
+  isAttachmentPath,
+  serveAttachment,
+  type AttachmentDownload,
+  type AttachmentRouteDeps,
+} from '../../../http/attachments/attachment-route.ts';
 import { issueCapability, type CapabilityClaims } from '../../../http/attachments/capability.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import { newKeyRing, parseKeyRing, rotateKeyRing, type KeyRing } from '../../../runtime/keyring/keyring.ts';
@@ -23,7 +29,14 @@ const files: Record<string, AttachmentDownload> = {
   '1:3': { filename: null, contentType: 'message/rfc822', content: new Uint8Array(Buffer.from('Subject: x\r\n\r\ny')) },
 };
 
-type Setup = { base: string; ring: KeyRing; logText(): string; setRing(ring: KeyRing | null): void; setFetch(fetch: AttachmentRouteDeps['fetch']): void; now: number };
+type Setup = {
+  base: string;
+  ring: KeyRing;
+  logText(): string;
+  setRing(ring: KeyRing | null): void;
+  setFetch(fetch: AttachmentRouteDeps['fetch']): void;
+  now: number;
+};
 
 async function setup(t: { teardown(fn: () => unknown): void }): Promise<Setup> {
   const capture = captureLog();

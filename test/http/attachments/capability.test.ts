@@ -101,7 +101,8 @@ t.test('a re-signed token with changed claims verifies only when signed with the
   const bytes = Buffer.from(token, 'base64url');
   const payload = Buffer.from(bytes.subarray(0, bytes.length - 32));
   payload.writeUInt16BE(9, payload.length - 10); // index 3 -> 9
-  const sign = (key: Buffer) => Buffer.concat([payload, createHmac('sha256', key).update('mailcairn-capability\u0000').update(payload).digest()]).toString('base64url');
+  const sign = (key: Buffer) =>
+    Buffer.concat([payload, createHmac('sha256', key).update('mailcairn-capability\u0000').update(payload).digest()]).toString('base64url');
   t.equal(verifyCapability(ring, sign(Buffer.alloc(32)), NOW), null, 'a guessed key');
   t.equal(verifyCapability(ring, sign(purposeKey(ring, 'token-sealing').key), NOW), null, 'the key of another purpose');
   t.match(verifyCapability(ring, sign(purposeKey(ring, 'capability-signing').key), NOW), { index: 9 }, 'the layout is as documented');
@@ -133,7 +134,16 @@ t.test('lifetimes above thirty minutes, and targets that cannot be encoded, are 
   for (const lifetimeMs of [CAPABILITY_MAX_LIFETIME_MS + 1, 3_600_000, 0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
     t.throws(() => issueCapability(ring, target, { now: NOW, lifetimeMs }), RangeError, `lifetime ${lifetimeMs}`);
   }
-  for (const bad of [{ messageId: 0 }, { messageId: -1 }, { messageId: 2 ** 53 }, { index: -1 }, { index: 65_536 }, { index: 0.5 }, { accountId: '' }, { accountId: 'x'.repeat(256) }]) {
+  for (const bad of [
+    { messageId: 0 },
+    { messageId: -1 },
+    { messageId: 2 ** 53 },
+    { index: -1 },
+    { index: 65_536 },
+    { index: 0.5 },
+    { accountId: '' },
+    { accountId: 'x'.repeat(256) },
+  ]) {
     t.throws(() => issueCapability(ring, { ...target, ...bad }, { now: NOW }), RangeError, JSON.stringify(bad));
   }
 });
@@ -166,7 +176,11 @@ t.test('the key ring is read from its reference at each use', async (t) => {
   const ring = readLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, env);
   t.equal(ring?.activeKeyId, parseKeyRing(text).activeKeyId);
   env.MAILCAIRN_TEST_RING = rotateKeyRing(text);
-  t.not(readLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, env)?.activeKeyId, ring?.activeKeyId, 'a rotation takes effect without a restart');
+  t.not(
+    readLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, env)?.activeKeyId,
+    ring?.activeKeyId,
+    'a rotation takes effect without a restart',
+  );
   delete env.MAILCAIRN_TEST_RING;
   t.throws(() => readLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, env), { code: 'E_CONFIG_SECRET_UNREADABLE' });
 });
@@ -187,7 +201,9 @@ t.test('the ring held in memory: parsed once per change of the file, not per lin
     clock,
     env: {},
     setting: 'DataEncryption:KeyRing',
-    files: { stat: (p) => stat(p, { bigint: true }), readFile: (p) => {
+    files: {
+      stat: (p) => stat(p, { bigint: true }),
+      readFile: (p) => {
         reads += 1;
         return readFile(p, 'utf8');
       },

@@ -5,7 +5,21 @@ import { contentDisposition, safeFilename, servedContentType } from '../../../ht
 t.test('only allow-listed types are passed on', async (t) => {
   t.equal(servedContentType('application/pdf'), 'application/pdf');
   t.equal(servedContentType(' Image/PNG '), 'image/png', 'compared case-insensitively');
-  for (const type of ['text/html', 'application/xhtml+xml', 'image/svg+xml', 'text/xml', 'application/xml', 'application/javascript', 'text/javascript', 'text/css', 'message/rfc822', 'multipart/related', 'application/x-unknown', '', 'text/plain; charset=utf-8']) {
+  for (const type of [
+    'text/html',
+    'application/xhtml+xml',
+    'image/svg+xml',
+    'text/xml',
+    'application/xml',
+    'application/javascript',
+    'text/javascript',
+    'text/css',
+    'message/rfc822',
+    'multipart/related',
+    'application/x-unknown',
+    '',
+    'text/plain; charset=utf-8',
+  ]) {
     t.equal(servedContentType(type), 'application/octet-stream', JSON.stringify(type));
   }
 });

@@ -67,7 +67,11 @@ t.test('an expired entry authenticates nothing and is named; a live twin still a
   const twins = [entry('retired', old, now - 1), entry('extended', old)];
   t.same(judgeApiKey('key-old-0123456789', twins, now, read), { kind: 'admitted', entryIndex: 1, name: 'extended', causes: [] });
   rmSync(join(dir, 'old'));
-  t.same(judgeApiKey('key-new-0123456789', entries, now, read), { kind: 'admitted', entryIndex: 1, name: 'new', causes: [] }, "an expired entry's vanished material is no fault");
+  t.same(
+    judgeApiKey('key-new-0123456789', entries, now, read),
+    { kind: 'admitted', entryIndex: 1, name: 'new', causes: [] },
+    "an expired entry's vanished material is no fault",
+  );
 });
 
 t.test('rotation: rewriting the file changes the key on the next request, without restart', async (t) => {
@@ -171,6 +175,13 @@ t.test('startup: a key that is a token of a configured authorization server is r
   t.match(problems[0]!.message, /token of the configured authorization server https:\/\/as\.example\/.*access token/);
   t.match(problems[3]!.message, /could not be read at startup.*file:.*nothing exists there/);
   t.notMatch(JSON.stringify(problems), new RegExp(`${dir}|key-opaque|two words`), 'no material or path');
-  t.same(apiKeyStartupProblems('AdminEndpoint', [entry('t', entries[2]!.SecretReference)], [], read, now), [], 'with no issuer configured the token is an opaque key');
-  t.equal(apiKeyStartupProblems('AdminEndpoint', [entry('t', entries[2]!.SecretReference)], [issuer], read, now)[0]?.setting, 'AdminEndpoint:Authentication:0:ApiKey:SecretReference');
+  t.same(
+    apiKeyStartupProblems('AdminEndpoint', [entry('t', entries[2]!.SecretReference)], [], read, now),
+    [],
+    'with no issuer configured the token is an opaque key',
+  );
+  t.equal(
+    apiKeyStartupProblems('AdminEndpoint', [entry('t', entries[2]!.SecretReference)], [issuer], read, now)[0]?.setting,
+    'AdminEndpoint:Authentication:0:ApiKey:SecretReference',
+  );
 });

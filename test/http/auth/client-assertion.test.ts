@@ -35,7 +35,14 @@ const stranger = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const pem = (pair: Pair): string => pair.publicKey.export({ type: 'spki', format: 'pem' }) as string;
 const jti = (): string => randomBytes(16).toString('base64url');
 
-type Options = { alg: string; aud?: unknown; expIn?: number | null; jti?: string | null; header?: Partial<JWTHeaderParameters>; claims?: Record<string, unknown> };
+type Options = {
+  alg: string;
+  aud?: unknown;
+  expIn?: number | null;
+  jti?: string | null;
+  header?: Partial<JWTHeaderParameters>;
+  claims?: Record<string, unknown>;
+};
 
 /** A signed assertion; `expIn` is seconds from `now` (null: no exp). */
 async function assertion(key: KeyObject | Uint8Array, now: number, options: Options): Promise<string> {
@@ -95,7 +102,10 @@ t.test('RSA 2048 and 3072 with RS* and PS*, and each curve with its ES* algorith
     t.same(await judge(await assertion(pair.privateKey, now, { alg }), now), { kind: 'admitted', entryIndex, name, unreadable: [] }, `${name} ${alg}`);
   }
   t.equal(claims.length, cases.length, 'each admitted assertion claimed its jti');
-  t.ok(claims.every(([, expiresAt]) => expiresAt === (Math.floor(now / 1000) + 60) * 1000), 'stored until exp, in epoch ms');
+  t.ok(
+    claims.every(([, expiresAt]) => expiresAt === (Math.floor(now / 1000) + 60) * 1000),
+    'stored until exp, in epoch ms',
+  );
 });
 
 t.test('the admin audience on the admin surface; entry positions keep gaps', async (t) => {
@@ -114,7 +124,10 @@ t.test('the admin audience on the admin surface; entry positions keep gaps', asy
 
 t.test('algorithm refusals: HS256 keyed with the public key bytes, none, and an alg the key does not admit', async (t) => {
   const now = Date.now();
-  const { judge, claims } = setup(t, [['rsa', rsa2048], ['p-256', p256]]);
+  const { judge, claims } = setup(t, [
+    ['rsa', rsa2048],
+    ['p-256', p256],
+  ]);
   const confusion = await assertion(new TextEncoder().encode(pem(rsa2048)), now, { alg: 'HS256' });
   t.match(await judge(confusion, now), { kind: 'refused', cause: 'algorithm' }, 'HMAC over the public PEM (key confusion)');
   const confusionEc = await assertion(new TextEncoder().encode(pem(p256)), now, { alg: 'HS512' });
@@ -123,7 +136,11 @@ t.test('algorithm refusals: HS256 keyed with the public key bytes, none, and an 
   t.match(await judge(none, now), { kind: 'refused', cause: 'algorithm' }, 'alg none');
   const noneCased = unsigned({ alg: 'None', typ: TYP }, { aud: MCP, exp: Math.floor(now / 1000) + 60, jti: jti() });
   t.match(await judge(noneCased, now), { kind: 'refused', cause: 'algorithm' });
-  t.match(await judge(await assertion(p384.privateKey, now, { alg: 'ES384' }), now), { kind: 'refused', cause: 'algorithm' }, 'ES384 when only RSA and P-256 keys are configured');
+  t.match(
+    await judge(await assertion(p384.privateKey, now, { alg: 'ES384' }), now),
+    { kind: 'refused', cause: 'algorithm' },
+    'ES384 when only RSA and P-256 keys are configured',
+  );
   // An RSA signature relabelled as ES256 never reaches the RSA key (ES256 is only the P-256 key's).
   const rs = await assertion(rsa2048.privateKey, now, { alg: 'RS256' });
   const [, payload, signature] = rs.split('.');
@@ -147,9 +164,18 @@ t.test('typ must be exactly the assertion media type', async (t) => {
 t.test('audience: mcp and admin do not cross', async (t) => {
   const now = Date.now();
   const { judge } = setup(t, [['p-256', p256]]);
-  t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256', aud: ADMIN }), now, MCP), { kind: 'refused', cause: 'audience', entryIndex: 0, name: 'p-256' });
+  t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256', aud: ADMIN }), now, MCP), {
+    kind: 'refused',
+    cause: 'audience',
+    entryIndex: 0,
+    name: 'p-256',
+  });
   t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256', aud: MCP }), now, ADMIN), { kind: 'refused', cause: 'audience' });
-  t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256', aud: [MCP, ADMIN] }), now), { kind: 'refused', cause: 'audience' }, 'both surfaces at once');
+  t.match(
+    await judge(await assertion(p256.privateKey, now, { alg: 'ES256', aud: [MCP, ADMIN] }), now),
+    { kind: 'refused', cause: 'audience' },
+    'both surfaces at once',
+  );
   t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256', aud: 'https://mail.example/mcp' }), now), { kind: 'refused', cause: 'audience' });
   t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256', aud: [MCP] }), now), { kind: 'admitted' }, 'a one-element list');
 });
@@ -165,7 +191,10 @@ t.test('exp: required, not past, at most five minutes ahead', async (t) => {
   t.match(await judge(await at(300), now), { kind: 'admitted' }, 'exactly five minutes');
   t.match(await judge(await at(301), now), { kind: 'refused', cause: 'expiry-too-far' });
   t.match(await judge(await at(3600), now), { kind: 'refused', cause: 'expiry-too-far' });
-  t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256', expIn: null, claims: { exp: 'soon' } }), now), { kind: 'refused', cause: 'malformed' });
+  t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256', expIn: null, claims: { exp: 'soon' } }), now), {
+    kind: 'refused',
+    cause: 'malformed',
+  });
   const early = await at(60);
   t.match(await judge(early, now + 61_000), { kind: 'refused', cause: 'expired' }, 'no leeway past exp');
 });
@@ -194,28 +223,54 @@ t.test('jti required and well formed; nbf and iat sane; unknown crit refused', a
 
 t.test('a tampered payload fails the signature; keys of other entries decide who is admitted', async (t) => {
   const now = Date.now();
-  const { judge } = setup(t, [['first', rsa2048], ['second', rsa3072]]);
+  const { judge } = setup(t, [
+    ['first', rsa2048],
+    ['second', rsa3072],
+  ]);
   const signed = await assertion(rsa2048.privateKey, now, { alg: 'RS256', aud: ADMIN });
   const [header, , signature] = signed.split('.');
   const payload = Buffer.from(JSON.stringify({ aud: MCP, exp: Math.floor(now / 1000) + 60, jti: jti() })).toString('base64url');
   t.match(await judge(`${header}.${payload}.${signature}`, now), { kind: 'refused', cause: 'bad-signature' }, 'audience rewritten after signing');
-  t.match(await judge(await assertion(rsa3072.privateKey, now, { alg: 'RS256' }), now), { kind: 'admitted', entryIndex: 1, name: 'second' }, "the second entry's key");
+  t.match(
+    await judge(await assertion(rsa3072.privateKey, now, { alg: 'RS256' }), now),
+    { kind: 'admitted', entryIndex: 1, name: 'second' },
+    "the second entry's key",
+  );
   t.match(await judge(await assertion(stranger.privateKey, now, { alg: 'RS256' }), now), { kind: 'refused', cause: 'bad-signature' }, 'a key no entry holds');
   const other = setup(t, [['admin-only', stranger]]);
-  t.match(await other.judge(await assertion(rsa2048.privateKey, now, { alg: 'RS256' }), now), { kind: 'refused', cause: 'bad-signature' }, "another surface's key");
+  t.match(
+    await other.judge(await assertion(rsa2048.privateKey, now, { alg: 'RS256' }), now),
+    { kind: 'refused', cause: 'bad-signature' },
+    "another surface's key",
+  );
 });
 
 t.test('retired keys are named and admit nothing; a live entry with the same key still admits', async (t) => {
   const now = Date.now();
-  const { judge } = setup(t, [['live', p384], ['retired', p256, now - 1]]);
-  t.same(await judge(await assertion(p256.privateKey, now, { alg: 'ES256' }), now), { kind: 'refused', cause: 'retired-key', entryIndex: 1, name: 'retired', unreadable: [] });
-  const both = setup(t, [['retired', p256, now], ['extended', p256]]);
+  const { judge } = setup(t, [
+    ['live', p384],
+    ['retired', p256, now - 1],
+  ]);
+  t.same(await judge(await assertion(p256.privateKey, now, { alg: 'ES256' }), now), {
+    kind: 'refused',
+    cause: 'retired-key',
+    entryIndex: 1,
+    name: 'retired',
+    unreadable: [],
+  });
+  const both = setup(t, [
+    ['retired', p256, now],
+    ['extended', p256],
+  ]);
   t.match(await both.judge(await assertion(p256.privateKey, now, { alg: 'ES256' }), now), { kind: 'admitted', entryIndex: 1, name: 'extended' });
 });
 
 t.test("unreadable material: named, never in the way of another entry's key; rotation through the file", async (t) => {
   const now = Date.now();
-  const { judge, dir, entries } = setup(t, [['vanishing', p256], ['steady', rsa2048]]);
+  const { judge, dir, entries } = setup(t, [
+    ['vanishing', p256],
+    ['steady', rsa2048],
+  ]);
   rmSync(join(dir, 'vanishing.pem'));
   t.same(await judge(await assertion(rsa2048.privateKey, now, { alg: 'PS512' }), now), {
     kind: 'admitted',
@@ -229,10 +284,22 @@ t.test("unreadable material: named, never in the way of another entry's key; rot
     unreadable: [{ entryIndex: 0, name: 'vanishing' }],
   });
   writeFileSync(join(dir, 'vanishing.pem'), 'not a key any more');
-  t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256' }), now), { kind: 'refused', cause: 'material-unreadable' }, 'material that no longer parses');
+  t.match(
+    await judge(await assertion(p256.privateKey, now, { alg: 'ES256' }), now),
+    { kind: 'refused', cause: 'material-unreadable' },
+    'material that no longer parses',
+  );
   writeFileSync(join(dir, 'vanishing.pem'), pem(p521));
-  t.match(await judge(await assertion(p521.privateKey, now, { alg: 'ES512' }), now), { kind: 'admitted', name: 'vanishing' }, 'the rotated key verifies on the next request');
-  t.match(await judge(await assertion(p256.privateKey, now, { alg: 'ES256' }), now), { kind: 'refused', cause: 'algorithm' }, 'the replaced key no longer does');
+  t.match(
+    await judge(await assertion(p521.privateKey, now, { alg: 'ES512' }), now),
+    { kind: 'admitted', name: 'vanishing' },
+    'the rotated key verifies on the next request',
+  );
+  t.match(
+    await judge(await assertion(p256.privateKey, now, { alg: 'ES256' }), now),
+    { kind: 'refused', cause: 'algorithm' },
+    'the replaced key no longer does',
+  );
   t.notMatch(JSON.stringify(entries.map((e) => e.Name)), /pem/);
 });
 
@@ -273,7 +340,9 @@ t.test('replay through the replay guard: still refused by a fresh actor on the s
     const state = await replayGuard.init(config, ctx);
     return {
       claim: async (id, expiresAt) => {
-        const reply = (await replayGuard.handle(state, replayGuard.messages.parse({ type: 'replay-guard.claim', jti: id, expiresAt }), ctx)) as { fresh: boolean };
+        const reply = (await replayGuard.handle(state, replayGuard.messages.parse({ type: 'replay-guard.claim', jti: id, expiresAt }), ctx)) as {
+          fresh: boolean;
+        };
         return reply.fresh;
       },
       stop: async () => {
@@ -294,6 +363,14 @@ t.test('replay through the replay guard: still refused by a fresh actor on the s
 
   const second = await startGuard();
   t.teardown(() => second.stop());
-  t.match(await judgeAssertion(presented, entries, MCP, now + 5_000, read, second.claim), { kind: 'refused', cause: 'replay' }, 'a restart does not reopen the window');
-  t.match(await judgeAssertion(await assertion(rsa2048.privateKey, now, { alg: 'PS256' }), entries, MCP, now, read, second.claim), { kind: 'admitted' }, 'a fresh jti is admitted');
+  t.match(
+    await judgeAssertion(presented, entries, MCP, now + 5_000, read, second.claim),
+    { kind: 'refused', cause: 'replay' },
+    'a restart does not reopen the window',
+  );
+  t.match(
+    await judgeAssertion(await assertion(rsa2048.privateKey, now, { alg: 'PS256' }), entries, MCP, now, read, second.claim),
+    { kind: 'admitted' },
+    'a fresh jti is admitted',
+  );
 });

@@ -13,7 +13,11 @@ function jwt(header: unknown, payload: unknown, signature = 'c2ln'): string {
 t.test('a JWT typed as a client assertion is an assertion, whatever its payload', async (t) => {
   t.equal(credentialShape(jwt({ alg: 'RS256', typ: ASSERTION_MEDIA_TYPE }, { aud: 'urn:service:mcp' })), 'assertion');
   t.equal(credentialShape(jwt({ alg: 'ES256', typ: ASSERTION_MEDIA_TYPE }, { iss: 'https://as.example' })), 'assertion', 'typ wins over iss');
-  t.equal(credentialShape(jwt({ alg: 'none', typ: ASSERTION_MEDIA_TYPE }, {}, '')), 'assertion', 'an unsigned one is still shaped as one (and refused by its judge)');
+  t.equal(
+    credentialShape(jwt({ alg: 'none', typ: ASSERTION_MEDIA_TYPE }, {}, '')),
+    'assertion',
+    'an unsigned one is still shaped as one (and refused by its judge)',
+  );
   t.equal(credentialShape(jwt({ alg: 'RS256', typ: 'application/Service-Client-Assertion+JWT' }, {})), 'assertion', 'RFC 7515 media type comparison');
   t.equal(credentialShape(jwt({ alg: 'RS256', typ: ASSERTION_MEDIA_TYPE }, { iss: 'x' }), ['y']), 'assertion');
 });

@@ -33,7 +33,11 @@ t.test('RSA of 2048 bits and more, and EC on P-256, P-384, P-521, are accepted w
     t.equal(loadPublicKey(`\n\n${spkiPem}\n`).asymmetricKeyDetails?.modulusLength, bits, 'surrounding whitespace is fine');
     t.equal(loadPublicKey(spkiPem.replace(/\n/g, '\r\n')).type, 'public', 'CRLF line ends');
   }
-  for (const [curve, alg] of [['P-256', 'ES256'], ['P-384', 'ES384'], ['P-521', 'ES512']] as const) {
+  for (const [curve, alg] of [
+    ['P-256', 'ES256'],
+    ['P-384', 'ES384'],
+    ['P-521', 'ES512'],
+  ] as const) {
     t.match(inspectPublicKey(spki(ec(curve).publicKey)), { ok: true, algorithms: [alg] }, `${curve} admits ${alg} only`);
   }
 });
@@ -51,11 +55,7 @@ t.test('refusals, each naming its kind and never the material', async (t) => {
     [privatePkcs8, 'private-key', 'a PKCS#8 private key'],
     [rsaPair.privateKey.export({ type: 'pkcs1', format: 'pem' }) as string, 'private-key', 'an RSA PRIVATE KEY'],
     [ec('P-256').privateKey.export({ type: 'sec1', format: 'pem' }) as string, 'private-key', 'an EC PRIVATE KEY'],
-    [
-      rsaPair.privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' }) as string,
-      'private-key',
-      'an ENCRYPTED PRIVATE KEY',
-    ],
+    [rsaPair.privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' }) as string, 'private-key', 'an ENCRYPTED PRIVATE KEY'],
     [`${spki(rsaPair.publicKey)}${privatePkcs8}`, 'private-key', 'a public key beside its private key'],
     [spki(rsa(1024).publicKey), 'rsa-too-small', 'RSA 1024'],
     [spki(rsa(2040).publicKey), 'rsa-too-small', 'RSA 2040'],
@@ -118,7 +118,19 @@ t.test('startup problems by position; expired entries are not read', async (t) =
     problems.map((p) => p.setting),
     [1, 3, 4, 5, 6].map((n) => `AdminEndpoint:Authentication:${n}:PublicKey:SecretReference`),
   );
-  t.match(problems.map((p) => p.message), [/RSA key of 1024 bits/, /ed25519, which no permitted algorithm covers/, /could not be read at startup.*nothing exists there/, /contains a private key/, /secp256k1; only P-256, P-384 and P-521/]);
+  t.match(
+    problems.map((p) => p.message),
+    [
+      /RSA key of 1024 bits/,
+      /ed25519, which no permitted algorithm covers/,
+      /could not be read at startup.*nothing exists there/,
+      /contains a private key/,
+      /secp256k1; only P-256, P-384 and P-521/,
+    ],
+  );
   t.notMatch(JSON.stringify(problems), new RegExp(dir), 'no reference target');
-  t.same(publicKeyStartupProblems('McpEndpoint', [], (ref) => readSecret(ref, {}), now), []);
+  t.same(
+    publicKeyStartupProblems('McpEndpoint', [], (ref) => readSecret(ref, {}), now),
+    [],
+  );
 });

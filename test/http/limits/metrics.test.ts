@@ -65,7 +65,11 @@ t.test('every instrument is tagged with the policy, never the partition', async 
   for (const point of all) {
     t.match(point.attributes.policy, /^Service:(Mcp|Admin):RateLimiting$/, `${point.name} carries the policy`);
     t.notOk(JSON.stringify(point.attributes).includes('secret-key-name'), `${point.name} names no partition`);
-    t.same(Object.keys(point.attributes).filter((k) => k !== 'policy' && k !== 'result'), [], `${point.name} carries policy and result only`);
+    t.same(
+      Object.keys(point.attributes).filter((k) => k !== 'policy' && k !== 'result'),
+      [],
+      `${point.name} carries policy and result only`,
+    );
   }
   const find = (name: string, attributes: Record<string, unknown>): Point | undefined =>
     all.find((p) => p.name === name && Object.entries(attributes).every(([k, v]) => p.attributes[k] === v));
@@ -78,7 +82,9 @@ t.test('every instrument is tagged with the policy, never the partition', async 
   t.equal(find('service.rate_limiting.active_request_leases', { policy: 'Service:Admin:RateLimiting' })?.value, 1, 'the admin lease is held');
   t.equal(find('service.rate_limiting.queued_requests', mcpPolicy)?.value, 0);
 
-  const inQueue = find('service.rate_limiting.request.time_in_queue', { ...mcpPolicy, result: 'acquired' })?.value as { count: number; sum: number } | undefined;
+  const inQueue = find('service.rate_limiting.request.time_in_queue', { ...mcpPolicy, result: 'acquired' })?.value as
+    | { count: number; sum: number }
+    | undefined;
   t.equal(inQueue?.count, 1);
   t.equal(inQueue?.sum, 0.25, 'seconds');
   const lease = find('service.rate_limiting.request_lease.duration', mcpPolicy)?.value as { count: number; sum: number } | undefined;

@@ -43,7 +43,11 @@ t.test('partition keys: typed admissions, keyed by surface, no collisions', (t) 
   t.equal(alice, 'mcp:key:alice');
   t.equal(partitionFor('mcp', { kind: 'certificate-profile', name: 'ci' }), 'mcp:<profile:ci>');
   t.equal(partitionFor('mcp', { kind: 'other' }), 'mcp:<anonymous>');
-  t.not(partitionFor('mcp', { kind: 'api-key', name: 'anonymous' }), partitionFor('mcp', { kind: 'other' }), 'a key named anonymous is not the anonymous partition');
+  t.not(
+    partitionFor('mcp', { kind: 'api-key', name: 'anonymous' }),
+    partitionFor('mcp', { kind: 'other' }),
+    'a key named anonymous is not the anonymous partition',
+  );
   t.not(partitionFor('mcp', { kind: 'api-key', name: '<profile:ci>' }), partitionFor('mcp', { kind: 'certificate-profile', name: 'ci' }));
   for (const admission of [{ kind: 'api-key', name: 'alice' }, { kind: 'certificate-profile', name: 'ci' }, { kind: 'other' }] as const) {
     t.equal(partitionFor('admin', admission), 'admin', 'every administrative caller shares one partition');
@@ -132,7 +136,9 @@ t.test('buckets are made on first use and dropped once full and idle', async (t)
 });
 
 t.test('Enabled: false limits nothing', async (t) => {
-  const limiter = createRateLimiter(limits({ Enabled: false, MaxConcurrentRequests: 1, TokenCapacity: 1, TokensPerReplenishmentPeriod: 1 }), { surface: 'mcp' });
+  const limiter = createRateLimiter(limits({ Enabled: false, MaxConcurrentRequests: 1, TokenCapacity: 1, TokensPerReplenishmentPeriod: 1 }), {
+    surface: 'mcp',
+  });
   for (let i = 0; i < 100; i += 1) t.ok((await limiter.acquire(alice)).ok);
   t.equal(limiter.partitions(), 0);
   t.end();

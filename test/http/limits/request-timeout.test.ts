@@ -19,7 +19,15 @@ type Behaviour = 'hang' | 'hang-after-head' | 'slow-ok' | 'ok';
 
 async function setup(t: { teardown(fn: () => unknown): void }, timeout: RequestTimeoutSettings, concurrencyQueue = 0) {
   const limiter = createRateLimiter(
-    { Enabled: true, MaxConcurrentRequests: 1, ConcurrencyQueueLimit: concurrencyQueue, TokenCapacity: 100, TokensPerReplenishmentPeriod: 100, ReplenishmentPeriod: 60_000, RequestQueueLimit: 0 },
+    {
+      Enabled: true,
+      MaxConcurrentRequests: 1,
+      ConcurrencyQueueLimit: concurrencyQueue,
+      TokenCapacity: 100,
+      TokensPerReplenishmentPeriod: 100,
+      ReplenishmentPeriod: 60_000,
+      RequestQueueLimit: 0,
+    },
     { surface: 'mcp' },
   );
   const aborts: string[] = [];

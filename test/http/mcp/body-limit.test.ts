@@ -153,4 +153,3 @@ t.test('the attachment route runs the same pipeline: request timeout and the ano
   t.same(statuses, [404, 404, 429], 'the attachment route spends the anonymous bucket');
   t.notOk(logs.raw().includes(token.slice(0, 12)), 'no part of the capability is logged');
 });
-

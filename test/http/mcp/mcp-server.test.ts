@@ -85,7 +85,10 @@ async function serve(t: Test, allowedOrigins: string[] = ['*'], principal: Princ
 t.test('success, refusal, invalid input, undiagnosed failure, unknown tool', async (t) => {
   const { client, logs } = await serve(t);
   const listed = await client.listTools();
-  t.same(listed.tools.map((tool) => tool.name), ['echo_count', 'always_breaks', 'refuses']);
+  t.same(
+    listed.tools.map((tool) => tool.name),
+    ['echo_count', 'always_breaks', 'refuses'],
+  );
   t.same(listed.tools[0]!.inputSchema, {
     type: 'object',
     properties: { word: { type: 'string', minLength: 1, maxLength: 20 } },

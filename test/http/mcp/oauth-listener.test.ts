@@ -89,7 +89,10 @@ t.test('OAuth access tokens through the MCP listener', async (t) => {
     const clearText = await seen(mcp, { bearer: good });
     t.same(clearText, missing, 'status, headers and (empty) body are identical');
     t.same(await seen(mcp), missing, 'no token in clear text: the same answer');
-    t.ok(sync.logs.events('auth.token-refused').some((l) => l.cause === 'clear-text'), 'the cause is in the log only');
+    t.ok(
+      sync.logs.events('auth.token-refused').some((l) => l.cause === 'clear-text'),
+      'the cause is in the log only',
+    );
   });
 
   await t.test('a token lacking a required scope: 403 with the insufficient_scope challenge', async (t) => {

@@ -47,7 +47,9 @@ async function setup(t: Test, tokenCapacity: number): Promise<Setup> {
         { ApiKey: { Name: 'agent-b', SecretReference: file('b.key', KEY_B), Lifetime: 'NoLimit' } },
         { ApiKey: { Name: 'reporting', SecretReference: file('n.key', KEY_NOTHING), Lifetime: 'NoLimit' }, Permissions: ['service.mail.ask'] },
         { ApiKey: { Name: 'old-agent', SecretReference: file('e.key', KEY_EXPIRED), Lifetime: '2020-01-01T00:00:00Z' } },
-        { PublicKey: { Name: 'signer', SecretReference: file('signer.pem', publicKey.export({ type: 'spki', format: 'pem' }) as string), Lifetime: 'NoLimit' } },
+        {
+          PublicKey: { Name: 'signer', SecretReference: file('signer.pem', publicKey.export({ type: 'spki', format: 'pem' }) as string), Lifetime: 'NoLimit' },
+        },
       ],
       RateLimiting: { TokenCapacity: tokenCapacity, TokensPerReplenishmentPeriod: tokenCapacity, ReplenishmentPeriod: '00:01:00' },
     },
@@ -70,7 +72,13 @@ const listTools = (bearer?: string) => ({
 async function answer(url: string, bearer?: string) {
   const res = await request(url, listTools(bearer));
   const body = await res.body.text();
-  return { status: res.statusCode, body, challenge: res.headers['www-authenticate'], retryAfter: res.headers['retry-after'], cache: res.headers['cache-control'] };
+  return {
+    status: res.statusCode,
+    body,
+    challenge: res.headers['www-authenticate'],
+    retryAfter: res.headers['retry-after'],
+    cache: res.headers['cache-control'],
+  };
 }
 
 async function assertion(audience = 'urn:service:mcp', jti = randomUUID()): Promise<string> {
@@ -96,11 +104,19 @@ t.test('credentials, grants and limits on /mcp', async (t) => {
   const expired = await answer(url, KEY_EXPIRED);
   t.same(unknown, missing, 'an unknown key reads exactly like none');
   t.same(expired, missing, 'an expired key reads exactly like none');
-  t.ok(sync.logs.events('auth.key-expired').some((l) => l.entry === 'old-agent' && l.level === 40), 'the expired key is logged by name at warning');
+  t.ok(
+    sync.logs.events('auth.key-expired').some((l) => l.entry === 'old-agent' && l.level === 40),
+    'the expired key is logged by name at warning',
+  );
 
   const a = await answer(url, KEY_A);
   t.equal(a.status, 200);
-  t.same(JSON.parse(a.body).result.tools.map((tool: { name: string }) => tool.name).sort(), ['get_email_content', 'list_accounts', 'list_emails', 'search_emails']);
+  t.same(
+    JSON.parse(a.body)
+      .result.tools.map((tool: { name: string }) => tool.name)
+      .sort(),
+    ['get_email_content', 'list_accounts', 'list_emails', 'search_emails'],
+  );
 
   // The grant narrows the listing; a call to a withheld tool is answered as an unknown tool.
   const client = new Client({ name: 'pipeline-test', version: '1.0.0' });
@@ -108,7 +124,11 @@ t.test('credentials, grants and limits on /mcp', async (t) => {
   t.teardown(() => client.close());
   t.same((await client.listTools()).tools, [], 'a credential without service.mail.read sees none of the read tools');
   await t.rejects(client.callTool({ name: 'list_emails', arguments: {} }), { code: -32602, message: /Unknown tool: 'list_emails'/ });
-  t.match(sync.logs.events('auth.refused'), [{ level: 40, surface: 'mcp', target: 'list_emails', permission: 'service.mail.read', credential: 'reporting' }], 'the withheld call is a refusal, logged naming the credential');
+  t.match(
+    sync.logs.events('auth.refused'),
+    [{ level: 40, surface: 'mcp', target: 'list_emails', permission: 'service.mail.read', credential: 'reporting' }],
+    'the withheld call is a refusal, logged naming the credential',
+  );
 
   // Rotation through the file, no restart: once the secret cache's bound has passed, the old key stops and the new one works.
   writeFileSync(join(dir, 'a.key'), KEY_A_NEXT);
@@ -120,8 +140,11 @@ t.test('credentials, grants and limits on /mcp', async (t) => {
   const signed = await assertion();
   t.equal((await answer(url, signed)).status, 200, 'an ES256 assertion for urn:service:mcp');
   t.same(await answer(url, signed), missing, 'a replayed assertion reads like no credential');
-  t.same(await answer(url, await assertion('urn:service:admin')), missing, 'the other surface\'s audience is refused');
-  t.ok(sync.logs.events('auth.assertion-refused').some((l) => l.cause === 'replay'), 'the replay is logged with its cause');
+  t.same(await answer(url, await assertion('urn:service:admin')), missing, "the other surface's audience is refused");
+  t.ok(
+    sync.logs.events('auth.assertion-refused').some((l) => l.cause === 'replay'),
+    'the replay is logged with its cause',
+  );
 });
 
 t.test('the token bucket: exactly TokenCapacity per key, then 429 with Retry-After; keys do not share', async (t) => {

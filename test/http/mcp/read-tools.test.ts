@@ -52,7 +52,13 @@ async function setup(t: Test, options: { messages: Buffer[]; syncEnabled?: boole
   const dir = tempDir(t);
   const dovecot = await startDovecot({ users: [{ user: 'rita', password: 'pw-rita' }] });
   t.teardown(() => dovecot.stop());
-  if (options.messages.length > 0) await writeMaildir(dovecot, 'rita', 'INBOX', options.messages.map((raw) => ({ raw })));
+  if (options.messages.length > 0)
+    await writeMaildir(
+      dovecot,
+      'rita',
+      'INBOX',
+      options.messages.map((raw) => ({ raw })),
+    );
   // Chosen in advance: Deployment:PublicBaseAddress names it.
   const port = await reservePort();
   writeFileSync(join(dir, 'keyring.json'), newKeyRing());
@@ -161,14 +167,18 @@ t.test('the read tools over the real corpus, against what Dovecot holds', { skip
     // Two neighbouring plain words of a subject: as a phrase they find their message.
     const pairOf = (subject: string): string[] | null => {
       const words = subject.split(/\s+/);
-      for (let i = 0; i + 1 < words.length; i++) if (/^[A-Za-z]{4,}$/.test(words[i]!) && /^[A-Za-z]{4,}$/.test(words[i + 1]!)) return [words[i]!, words[i + 1]!];
+      for (let i = 0; i + 1 < words.length; i++)
+        if (/^[A-Za-z]{4,}$/.test(words[i]!) && /^[A-Za-z]{4,}$/.test(words[i + 1]!)) return [words[i]!, words[i + 1]!];
       return null;
     };
     const target = page.emails.find((e: Json) => typeof e.subject === 'string' && pairOf(e.subject) !== null);
     t.ok(target, 'a message with a wordy subject');
     const pair = pairOf(target.subject)!;
     const found = await ok(client, 'search_emails', { queryText: `"${pair.join(' ')}"`, resultLimit: 50 });
-    t.ok(found.matches.some((m: Json) => m.storedEmailId === target.storedEmailId), 'the phrase finds its message');
+    t.ok(
+      found.matches.some((m: Json) => m.storedEmailId === target.storedEmailId),
+      'the phrase finds its message',
+    );
     t.ok(found.matches.length <= 50);
     const words = pair;
     t.equal(found.retrievalMode, 'lexical');
@@ -181,7 +191,9 @@ t.test('the read tools over the real corpus, against what Dovecot holds', { skip
   t.test('a thread id resolves to the whole conversation', async (t) => {
     const db = new Libsql(sync.database, { readonly: true });
     const row = db
-      .prepare("SELECT thread_id AS thread, count(*) AS n FROM messages WHERE state = 'stored' AND thread_id IS NOT NULL GROUP BY thread_id HAVING n BETWEEN 2 AND 10 ORDER BY n DESC LIMIT 1")
+      .prepare(
+        "SELECT thread_id AS thread, count(*) AS n FROM messages WHERE state = 'stored' AND thread_id IS NOT NULL GROUP BY thread_id HAVING n BETWEEN 2 AND 10 ORDER BY n DESC LIMIT 1",
+      )
       .get() as { thread: string; n: number } | undefined;
     db.close();
     t.ok(row, 'the corpus holds a conversation');
@@ -190,13 +202,16 @@ t.test('the read tools over the real corpus, against what Dovecot holds', { skip
     t.ok(emails.every((e: Json) => e.threadId === row!.thread));
   });
 
-  t.test('concurrent clients never see each other\'s answers', async (t) => {
+  t.test("concurrent clients never see each other's answers", async (t) => {
     const clients = await Promise.all(Array.from({ length: 8 }, () => connect(t, port)));
     const page = await ok(client, 'list_emails', { pageSize: 8 });
     const answers = await Promise.all(
       clients.flatMap((c, i) => [0, 1, 2].map(() => ok(c, 'get_email_content', { storedEmailIds: [page.emails[i].storedEmailId] }).then((r) => ({ i, r })))),
     );
-    t.ok(answers.every(({ i, r }) => r.emails.length === 1 && r.emails[0].storedEmailId === page.emails[i].storedEmailId), 'each answer is its own request\'s');
+    t.ok(
+      answers.every(({ i, r }) => r.emails.length === 1 && r.emails[0].storedEmailId === page.emails[i].storedEmailId),
+      "each answer is its own request's",
+    );
   });
 
   t.test('55001: damaged content is reported on its entry, with a durable repair request', async (t) => {
@@ -212,7 +227,11 @@ t.test('the read tools over the real corpus, against what Dovecot holds', { skip
     t.notOk(result.value.emails[1].error);
     const repairs = db.prepare('SELECT reason FROM repair_requests WHERE message_id = ? AND resolved_at IS NULL').all(messageId) as Array<{ reason: string }>;
     db.close();
-    t.same(repairs.map((r) => r.reason), ['damaged'], 'one open repair request');
+    t.same(
+      repairs.map((r) => r.reason),
+      ['damaged'],
+      'one open repair request',
+    );
   });
 
   t.test('unknown tools and bad inputs', async (t) => {
@@ -248,7 +267,10 @@ t.test('the read tools over the real corpus, against what Dovecot holds', { skip
     t.equal(download.statusCode, 200);
     t.equal(download.headers['cache-control'], 'no-store');
     const bytes = Buffer.from(await download.body.arrayBuffer());
-    t.ok(bytes.length > 0 && Math.abs(bytes.length - attachment.sizeBytes) <= Math.max(16, attachment.sizeBytes * 0.05), `decoded bytes (${bytes.length}) match the listed size (${attachment.sizeBytes})`);
+    t.ok(
+      bytes.length > 0 && Math.abs(bytes.length - attachment.sizeBytes) <= Math.max(16, attachment.sizeBytes * 0.05),
+      `decoded bytes (${bytes.length}) match the listed size (${attachment.sizeBytes})`,
+    );
 
     const refusal = async (url: string) => {
       const res = await request(url);
@@ -260,7 +282,11 @@ t.test('the read tools over the real corpus, against what Dovecot holds', { skip
     const flipped = token.slice(0, 10) + (token[10] === 'A' ? 'B' : 'A') + token.slice(11);
     const forged = await refusal(`http://127.0.0.1:${port}/attachments/${flipped}`);
     const messageId = Number.parseInt(email.storedEmailId.slice(1), 36);
-    const expiredToken = issueCapability(parseKeyRing(readFileSync(join(dir, 'keyring.json'), 'utf8')), { messageId, index: attachment.index, accountId: 'rita' }, { now: Date.now() - 11 * 60_000 });
+    const expiredToken = issueCapability(
+      parseKeyRing(readFileSync(join(dir, 'keyring.json'), 'utf8')),
+      { messageId, index: attachment.index, accountId: 'rita' },
+      { now: Date.now() - 11 * 60_000 },
+    );
     const expired = await refusal(`http://127.0.0.1:${port}/attachments/${expiredToken}`);
     t.equal(forged.status, 404);
     t.same(expired, forged, 'expired and forged read the same');
@@ -280,7 +306,13 @@ t.test('the read tools over the real corpus, against what Dovecot holds', { skip
     t.notMatch(logs, /\/attachments\/[A-Za-z0-9_-]{20,}/, 'no capability');
     const calls = sync.logs.events('mcp.tool-call');
     t.ok(calls.length > 20);
-    for (const line of calls) t.same(Object.keys(line).filter((k) => !['level', 'time', 'pid', 'msg', 'event'].includes(k)).sort(), line.code === undefined ? ['durationMs', 'isError', 'tool'] : ['code', 'durationMs', 'isError', 'tool']);
+    for (const line of calls)
+      t.same(
+        Object.keys(line)
+          .filter((k) => !['level', 'time', 'pid', 'msg', 'event'].includes(k))
+          .sort(),
+        line.code === undefined ? ['durationMs', 'isError', 'tool'] : ['code', 'durationMs', 'isError', 'tool'],
+      );
   });
 });
 

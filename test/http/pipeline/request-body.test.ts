@@ -122,12 +122,16 @@ t.test('a chunked body growing past the limit: 413 while the client still sends,
   }
 
   // A client that sends the whole body, reading nothing until it is done, still finds the 413 waiting.
-  const whole = await rawExchange(s.port, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n', (socket) => writeChunked(socket, 8 * 1024 * 1024));
+  const whole = await rawExchange(s.port, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n', (socket) =>
+    writeChunked(socket, 8 * 1024 * 1024),
+  );
   t.match(whole.text, /^HTTP\/1\.1 413 /, 'after a whole 8 MiB chunked body');
   t.equal(whole.error, null, 'no reset');
 
   // A client that passes the limit and then stalls: the answer does not wait for the end of the body.
-  const stalled = await rawExchange(s.port, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n', (socket) => writeChunked(socket, 2 * LIMIT, false));
+  const stalled = await rawExchange(s.port, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n', (socket) =>
+    writeChunked(socket, 2 * LIMIT, false),
+  );
   t.match(stalled.text, /^HTTP\/1\.1 413 /);
   t.ok(stalled.firstByteAt !== null && stalled.firstByteAt < LINGER_MS / 2, `answered once past the limit (${stalled.firstByteAt} ms)`);
   t.ok(stalled.closedAt >= LINGER_MS - 100, `closed after the linger bound (${stalled.closedAt} ms)`);

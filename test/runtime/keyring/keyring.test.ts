@@ -56,15 +56,51 @@ t.test('tampering is refused: ciphertext, tag, iv, key id, additional data, purp
   const sealed = seal(ring, 'token-sealing', secret, 'account:alice');
   const cases: Array<[string, () => unknown]> = [
     ['altered ciphertext', () => unseal(ring, 'token-sealing', withPart(sealed, 3, flipFirstChar), 'account:alice')],
-    ['altered tag', () => unseal(ring, 'token-sealing', withPart(sealed, 3, (p) => p.slice(0, -2) + (p.endsWith('AA') ? 'BA' : 'AA')), 'account:alice')],
-    ['truncated', () => unseal(ring, 'token-sealing', withPart(sealed, 3, (p) => p.slice(0, 10)), 'account:alice')],
+    [
+      'altered tag',
+      () =>
+        unseal(
+          ring,
+          'token-sealing',
+          withPart(sealed, 3, (p) => p.slice(0, -2) + (p.endsWith('AA') ? 'BA' : 'AA')),
+          'account:alice',
+        ),
+    ],
+    [
+      'truncated',
+      () =>
+        unseal(
+          ring,
+          'token-sealing',
+          withPart(sealed, 3, (p) => p.slice(0, 10)),
+          'account:alice',
+        ),
+    ],
     ['altered iv', () => unseal(ring, 'token-sealing', withPart(sealed, 2, flipFirstChar), 'account:alice')],
     ['other record', () => unseal(ring, 'token-sealing', sealed, 'account:bob')],
     ['no additional data', () => unseal(ring, 'token-sealing', sealed)],
     ['other purpose', () => unseal(ring, 'capability-signing', sealed, 'account:alice')],
     ['not the format', () => unseal(ring, 'token-sealing', 'plain text', 'account:alice')],
-    ['another version', () => unseal(ring, 'token-sealing', withPart(sealed, 0, () => 'mc2'), 'account:alice')],
-    ['bad base64url', () => unseal(ring, 'token-sealing', withPart(sealed, 3, (p) => `${p}+/`), 'account:alice')],
+    [
+      'another version',
+      () =>
+        unseal(
+          ring,
+          'token-sealing',
+          withPart(sealed, 0, () => 'mc2'),
+          'account:alice',
+        ),
+    ],
+    [
+      'bad base64url',
+      () =>
+        unseal(
+          ring,
+          'token-sealing',
+          withPart(sealed, 3, (p) => `${p}+/`),
+          'account:alice',
+        ),
+    ],
   ];
   for (const [name, attempt] of cases) {
     const err = refusal(attempt);
@@ -123,7 +159,13 @@ t.test('purpose keys: distinct per purpose and per key, stable, usable for HMAC'
 
   const rotated = parseKeyRing(rotateKeyRing(text));
   const tag = createHmac('sha256', purposeKey(ring, 'capability-signing').key).update('capability').digest('hex');
-  t.equal(createHmac('sha256', purposeKey(rotated, 'capability-signing', ring.activeKeyId).key).update('capability').digest('hex'), tag, 'an older key verifies what it signed');
+  t.equal(
+    createHmac('sha256', purposeKey(rotated, 'capability-signing', ring.activeKeyId).key)
+      .update('capability')
+      .digest('hex'),
+    tag,
+    'an older key verifies what it signed',
+  );
   t.equal(refusal(() => purposeKey(ring, 'capability-signing', 'nope')).code, 'E_KEYRING_UNKNOWN_KEY');
 });
 
@@ -144,7 +186,11 @@ t.test('malformed rings are refused without echoing their content', async (t) =>
     ['future version', JSON.stringify({ ...good, version: 2 }), /"version" this build cannot read/],
     ['no keys', JSON.stringify({ ...good, keys: [] }), /at least one key/],
     ['unknown member', JSON.stringify({ ...good, extra: 1 }), /unknown members \(extra\)/],
-    ['short key', JSON.stringify({ ...good, keys: [{ ...key, key: Buffer.alloc(16).toString('base64') }] }), /keys\[0\]\.key must be the base64 of exactly 32 bytes/],
+    [
+      'short key',
+      JSON.stringify({ ...good, keys: [{ ...key, key: Buffer.alloc(16).toString('base64') }] }),
+      /keys\[0\]\.key must be the base64 of exactly 32 bytes/,
+    ],
     ['bad id', JSON.stringify({ ...good, keys: [{ ...key, id: 'a.b' }] }), /keys\[0\]\.id must be/],
     ['bad created', JSON.stringify({ ...good, keys: [{ ...key, created: 'yesterday' }] }), /keys\[0\]\.created must be an ISO 8601 instant/],
     ['duplicate id', JSON.stringify({ ...good, keys: [key, key] }), /holds key id .* twice/],

@@ -13,9 +13,18 @@ function code(fn: () => unknown): string | undefined {
 }
 
 t.test('no text, or blank text, is a missing key ring', async (t) => {
-  t.equal(code(() => loadKeyRing(undefined)), 'E_KEYRING_MISSING');
-  t.equal(code(() => loadKeyRing('  \n')), 'E_KEYRING_MISSING');
-  t.equal(code(() => loadKeyRing('{}')), 'E_KEYRING_INVALID');
+  t.equal(
+    code(() => loadKeyRing(undefined)),
+    'E_KEYRING_MISSING',
+  );
+  t.equal(
+    code(() => loadKeyRing('  \n')),
+    'E_KEYRING_MISSING',
+  );
+  t.equal(
+    code(() => loadKeyRing('{}')),
+    'E_KEYRING_INVALID',
+  );
 });
 
 t.test('an unchanged file gives back the same ring; a rotated one a new ring that still opens old values', async (t) => {

@@ -55,7 +55,14 @@ t.test('lifecycle: enqueue, attempts, dead letter, retry, drop', async (t) => {
   t.ok(startJob(db, id, 110));
   t.equal(jobById(db, id)!.state, 'running');
   t.ok(recordAttemptFailure(db, id, { attempts: 1, failure: busy, dueAt: 1_110 }));
-  t.match(jobById(db, id), { state: 'queued', attemptCount: 1, dueAt: 1_110, failureClass: 'database-busy', failureCode: 'SQLITE_BUSY', failureReason: busy.reason });
+  t.match(jobById(db, id), {
+    state: 'queued',
+    attemptCount: 1,
+    dueAt: 1_110,
+    failureClass: 'database-busy',
+    failureCode: 'SQLITE_BUSY',
+    failureReason: busy.reason,
+  });
   t.ok(startJob(db, id, 1_200));
   t.ok(giveAttemptsBack(db, id), 'an attempt that succeeds gives the count back');
   t.equal(jobById(db, id)!.attemptCount, 0);
@@ -64,14 +71,26 @@ t.test('lifecycle: enqueue, attempts, dead letter, retry, drop', async (t) => {
   t.ok(deadLetterJob(db, id, { attempts: MAX_JOB_ATTEMPTS, failure: busy, now: 2_000 }));
   t.match(jobById(db, id), { state: 'dead', attemptCount: 5, deadLetteredAt: 2_000, failureCode: 'SQLITE_BUSY' });
   t.same(liveJobByKey(db, key)?.id, id, 'a dead letter is still the live job of its key');
-  t.equal(enqueueJob(db, { type: 'rederivation', accountId: 'alice', idempotencyKey: key, payload: { run: 1 }, now: 2_100 }).created, false, 'so a new enqueue does not start a second');
+  t.equal(
+    enqueueJob(db, { type: 'rederivation', accountId: 'alice', idempotencyKey: key, payload: { run: 1 }, now: 2_100 }).created,
+    false,
+    'so a new enqueue does not start a second',
+  );
   t.notOk(startJob(db, id, 2_100), 'a dead letter does not start by itself');
   t.notOk(completeJob(db, id, 2_100));
   t.notOk(recordAttemptFailure(db, id, { attempts: 6, failure: busy, dueAt: 3_000 }));
-  t.same(liveJobs(db, 'alice', 'rederivation').map((j) => j.state), ['dead'], 'listed among the live jobs, for the actor to leave alone');
+  t.same(
+    liveJobs(db, 'alice', 'rederivation').map((j) => j.state),
+    ['dead'],
+    'listed among the live jobs, for the actor to leave alone',
+  );
 
   t.ok(retryJob(db, id, 3_000));
-  t.match(jobById(db, id), { id, idempotencyKey: key, state: 'queued', attemptCount: 0, dueAt: 3_000, deadLetteredAt: null, failureCode: 'SQLITE_BUSY' }, 'same row, same key, attempts given back; the last failure stays on record');
+  t.match(
+    jobById(db, id),
+    { id, idempotencyKey: key, state: 'queued', attemptCount: 0, dueAt: 3_000, deadLetteredAt: null, failureCode: 'SQLITE_BUSY' },
+    'same row, same key, attempts given back; the last failure stays on record',
+  );
   t.notOk(retryJob(db, id, 3_100), 'only a dead letter is retried');
   t.notOk(dropJob(db, id, 3_100), 'only a dead letter is dropped');
 
@@ -93,7 +112,13 @@ t.test('lifecycle: enqueue, attempts, dead letter, retry, drop', async (t) => {
 t.test('dead letters: newest first, total order, filters, keyset', async (t) => {
   const db = freshStore(t);
   const dead = (account: string, type: string, at: number): number => {
-    const { job } = enqueueJob(db, { type: type as 'rederivation', accountId: account, idempotencyKey: `${type}:${account}:${at}:${Math.random()}`, payload: {}, now: 1 });
+    const { job } = enqueueJob(db, {
+      type: type as 'rederivation',
+      accountId: account,
+      idempotencyKey: `${type}:${account}:${at}:${Math.random()}`,
+      payload: {},
+      now: 1,
+    });
     deadLetterJob(db, job.id, { attempts: 5, failure: busy, now: at });
     return job.id;
   };
@@ -107,10 +132,24 @@ t.test('dead letters: newest first, total order, filters, keyset', async (t) => 
   dropJob(db, dropped, 41);
 
   const all = { accounts: ['alice', 'bob'], types: ['rederivation'], account: null, after: null, limit: 50 };
-  t.same(deadLetters(db, all).map((j) => j.id), [a3, a2, b1, a1], 'newest first, then by id; not a live, a dropped or an unknown-type job');
-  t.same(deadLetters(db, { ...all, accounts: ['alice'] }).map((j) => j.id), [a3, a2, a1], 'only configured accounts');
-  t.same(deadLetters(db, { ...all, account: 'bob' }).map((j) => j.id), [b1]);
-  t.same(deadLetters(db, { ...all, types: ['a-later-type'] }).map((j) => j.id), [other]);
+  t.same(
+    deadLetters(db, all).map((j) => j.id),
+    [a3, a2, b1, a1],
+    'newest first, then by id; not a live, a dropped or an unknown-type job',
+  );
+  t.same(
+    deadLetters(db, { ...all, accounts: ['alice'] }).map((j) => j.id),
+    [a3, a2, a1],
+    'only configured accounts',
+  );
+  t.same(
+    deadLetters(db, { ...all, account: 'bob' }).map((j) => j.id),
+    [b1],
+  );
+  t.same(
+    deadLetters(db, { ...all, types: ['a-later-type'] }).map((j) => j.id),
+    [other],
+  );
 
   const walked: number[] = [];
   let after: { deadLetteredAt: number; id: number } | null = null;
@@ -143,7 +182,11 @@ t.test('a re-derivation run enqueues its job in its own transaction, and a dropp
   t.notOk(called, 'the hook runs only for a new run');
 
   t.ok(endRederivation(db, record.runId, 3_000));
-  t.match(rederivationRecordById(db, record.runId), { carriage: 'stopped', lastMessageId: null, run: { isOutstanding: false, endedAt: new Date(3_000).toISOString() } });
+  t.match(rederivationRecordById(db, record.runId), {
+    carriage: 'stopped',
+    lastMessageId: null,
+    run: { isOutstanding: false, endedAt: new Date(3_000).toISOString() },
+  });
   t.notOk(endRederivation(db, record.runId, 4_000), 'an ended run stays as it ended');
   t.equal(requestRederivation(db, 'alice', null, 5_000).started, true, 'the scope starts a new run');
 });

@@ -10,9 +10,9 @@ const options = { busyTimeoutMs: 5000, synchronous: 'Full' } as const;
 const newest = migrations.length;
 
 function tables(db: Database): string[] {
-  return many<{ name: string }>(db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")).map(
-    (row) => row.name,
-  );
+  return many<{ name: string }>(
+    db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"),
+  ).map((row) => row.name);
 }
 
 t.test('migrations run 1, 2, 3… without gaps', async (t) => {
@@ -34,9 +34,26 @@ t.test('a fresh database gets every migration, once', async (t) => {
     migrations.map((m) => ({ version: m.version, name: m.name })),
   );
   for (const name of [
-    'accounts', 'folder_bindings', 'checkpoints', 'messages', 'message_raw', 'search_documents', 'search_index', 'passages',
-    'repair_requests', 'jobs', 'assertion_replays', 'mailbox_refresh_tokens', 'mutation_audit', 'answering_runs',
-    'answering_reads', 'sync_runs', 'sync_folder_runs', 'schema_version', 'rederivation_runs', 'deployment_secrets',
+    'accounts',
+    'folder_bindings',
+    'checkpoints',
+    'messages',
+    'message_raw',
+    'search_documents',
+    'search_index',
+    'passages',
+    'repair_requests',
+    'jobs',
+    'assertion_replays',
+    'mailbox_refresh_tokens',
+    'mutation_audit',
+    'answering_runs',
+    'answering_reads',
+    'sync_runs',
+    'sync_folder_runs',
+    'schema_version',
+    'rederivation_runs',
+    'deployment_secrets',
   ]) {
     t.ok(tables(db).includes(name), `${name} exists`);
   }

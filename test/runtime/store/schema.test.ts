@@ -24,9 +24,19 @@ function storeMessage(db: Database, uid: number, text: { subject: string; body: 
       [uid, 1000 + uid, mime.length, text.subject, JSON.stringify([{ address: text.from ?? 'a@example.org' }]), 1, 1],
     ).lastInsertRowid,
   );
-  run(db.prepare('INSERT INTO message_raw (message_id, mime, sha256, stored_at) VALUES (?, ?, ?, ?)'), [id, mime, createHash('sha256').update(mime).digest(), 1]);
-  run(db.prepare('INSERT INTO search_documents (message_id, subject, from_text, body_text) VALUES (?, ?, ?, ?)'), [id, text.subject, text.from ?? 'a@example.org', text.body]);
-  run(db.prepare("INSERT INTO passages (message_id, ordinal, text, parse_version) VALUES (?, 0, ?, 1)"), [id, text.body]);
+  run(db.prepare('INSERT INTO message_raw (message_id, mime, sha256, stored_at) VALUES (?, ?, ?, ?)'), [
+    id,
+    mime,
+    createHash('sha256').update(mime).digest(),
+    1,
+  ]);
+  run(db.prepare('INSERT INTO search_documents (message_id, subject, from_text, body_text) VALUES (?, ?, ?, ?)'), [
+    id,
+    text.subject,
+    text.from ?? 'a@example.org',
+    text.body,
+  ]);
+  run(db.prepare('INSERT INTO passages (message_id, ordinal, text, parse_version) VALUES (?, 0, ?, 1)'), [id, text.body]);
   return id;
 }
 
@@ -80,9 +90,18 @@ t.test('a tombstone keeps identity only', async (t) => {
     );
   });
   tombstone();
-  t.match(one(db.prepare('SELECT state, uid, uidvalidity, subject FROM messages WHERE id = ?'), [id]), { state: 'tombstoned', uid: 1, uidvalidity: 7, subject: null });
+  t.match(one(db.prepare('SELECT state, uid, uidvalidity, subject FROM messages WHERE id = ?'), [id]), {
+    state: 'tombstoned',
+    uid: 1,
+    uidvalidity: 7,
+    subject: null,
+  });
   t.same(search(db, 'secret'), []);
-  t.throws(() => run(db.prepare("UPDATE messages SET state = 'stored' WHERE id = ?"), [id]), { code: 'SQLITE_CONSTRAINT_CHECK' }, 'state and tombstoned_at agree');
+  t.throws(
+    () => run(db.prepare("UPDATE messages SET state = 'stored' WHERE id = ?"), [id]),
+    { code: 'SQLITE_CONSTRAINT_CHECK' },
+    'state and tombstoned_at agree',
+  );
 });
 
 t.test('local ids are never reused, so a storedEmailId stays unambiguous', async (t) => {
@@ -171,7 +190,16 @@ t.test('sync run records hold what the synchronization status shows', async (t) 
        JOIN sync_folder_runs f ON f.binding_id = b.id JOIN sync_runs r ON r.id = f.sync_run_id`,
     ),
   );
-  t.same(status, { alias: 'inbox', uid_validity: 7, highest_uid: 200, stored_count: 200, oversized_count: 1, unreadable_count: 2, has_more: 1, next_due_at: 300 });
+  t.same(status, {
+    alias: 'inbox',
+    uid_validity: 7,
+    highest_uid: 200,
+    stored_count: 200,
+    oversized_count: 1,
+    unreadable_count: 2,
+    has_more: 1,
+    next_due_at: 300,
+  });
   const modseq = db.prepare('SELECT highest_modseq FROM checkpoints WHERE binding_id = 1').safeIntegers(true);
   t.equal(one<{ highest_modseq: bigint }>(modseq)?.highest_modseq, 2n ** 62n, 'a 63-bit modseq survives when read with safeIntegers');
 });
@@ -179,7 +207,10 @@ t.test('sync run records hold what the synchronization status shows', async (t) 
 t.test('foreign keys are enforced', async (t) => {
   const db = fresh(t);
   t.throws(
-    () => run(db.prepare("INSERT INTO messages (account_id, binding_id, uidvalidity, uid, state, stored_at, updated_at) VALUES ('alice', 99, 1, 1, 'stored', 1, 1)")),
+    () =>
+      run(
+        db.prepare("INSERT INTO messages (account_id, binding_id, uidvalidity, uid, state, stored_at, updated_at) VALUES ('alice', 99, 1, 1, 'stored', 1, 1)"),
+      ),
     { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' },
   );
 });

@@ -7,11 +7,17 @@ import { WatchdogPolicy, isHung } from '../../../runtime/supervisor/watchdog.ts'
 
 t.test('backoff grows exponentially, is capped, and jitters within its fraction', async (t) => {
   const policy = BackoffPolicy.parse({ baseMs: 1_000, factor: 2, maxMs: 30_000, jitter: 0 });
-  t.same([1, 2, 3, 4, 5, 6, 7].map((n) => backoffDelay(policy, n, seededRandom(1))), [1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+  t.same(
+    [1, 2, 3, 4, 5, 6, 7].map((n) => backoffDelay(policy, n, seededRandom(1))),
+    [1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000],
+  );
   const jittered = BackoffPolicy.parse({ baseMs: 1_000, jitter: 0.2 });
   const random = seededRandom(42);
   const samples = Array.from({ length: 500 }, () => backoffDelay(jittered, 3, random));
-  t.ok(samples.every((d) => d >= 3_200 && d <= 4_800), 'within ±20% of 4 s');
+  t.ok(
+    samples.every((d) => d >= 3_200 && d <= 4_800),
+    'within ±20% of 4 s',
+  );
   t.ok(new Set(samples).size > 100, 'spread out, so restarts of many children do not align');
 });
 

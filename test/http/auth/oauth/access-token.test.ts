@@ -36,7 +36,9 @@ const SCOPES = ['mail.read', 'mail.write'];
 type ServerSpec = { Name: string; Issuer: string; AuthorizedSubjects: string[]; MetadataAddress?: string };
 
 function entry(servers: ServerSpec[], required: string[] = SCOPES): CredentialEntry {
-  return CredentialEntry.parse({ OAuth: { Resource: RESOURCE, RequiredScopes: required, AdvertisedScopes: ['offline_access'], AuthorizationServers: servers } });
+  return CredentialEntry.parse({
+    OAuth: { Resource: RESOURCE, RequiredScopes: required, AdvertisedScopes: ['offline_access'], AuthorizationServers: servers },
+  });
 }
 
 /** A compact JWS with the given header and payload, signed by `sign` (or unsigned). */
@@ -81,7 +83,11 @@ async function resourceServer(entries: CredentialEntry[], keySets: KeySets, now:
 }
 
 /** What a client sees of an answer (the Date header aside). */
-async function seen(url: string, token: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+async function seen(
+  url: string,
+  token: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   const res = await request(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers } });
   const { date: _date, ...rest } = res.headers;
   return { status: res.statusCode, headers: rest, body: await res.body.text() };
@@ -90,7 +96,12 @@ async function seen(url: string, token: string, headers: Record<string, string> 
 t.test('access tokens against oidc-provider', async (t) => {
   const a = await startOAuthProvider({ users: ['alice', 'mallory'], resource: { indicator: RESOURCE, scopes: SCOPES } });
   t.teardown(() => a.stop());
-  const b = await startOAuthProvider({ users: ['bob'], issuerPath: '/tenant/b', discoveryAt: { authorizationServer: true }, resource: { indicator: RESOURCE, scopes: SCOPES, alg: 'ES256' } });
+  const b = await startOAuthProvider({
+    users: ['bob'],
+    issuerPath: '/tenant/b',
+    discoveryAt: { authorizationServer: true },
+    resource: { indicator: RESOURCE, scopes: SCOPES, alg: 'ES256' },
+  });
   t.teardown(() => b.stop());
 
   const entries = [
@@ -118,7 +129,11 @@ t.test('access tokens against oidc-provider', async (t) => {
     t.equal(decodeProtectedHeader(es).alg, 'ES256', 'the second server signs with ES256');
     t.match(await judge(es), { kind: 'admitted', server: 'b', issuer: b.issuer, subject: 'bob' });
     t.match(await judge(await mint(a, 'alice', { claims: { scope: undefined, scp: SCOPES } })), { kind: 'admitted', scopes: SCOPES }, 'scopes in an scp list');
-    t.match(await judge(await mint(a, 'alice', { claims: { aud: ['https://elsewhere.example', RESOURCE] } })), { kind: 'admitted' }, 'aud as a list holding the resource');
+    t.match(
+      await judge(await mint(a, 'alice', { claims: { aud: ['https://elsewhere.example', RESOURCE] } })),
+      { kind: 'admitted' },
+      'aud as a list holding the resource',
+    );
   });
 
   await t.test('each check fails on its own, with its own cause', async (t) => {
@@ -150,16 +165,28 @@ t.test('access tokens against oidc-provider', async (t) => {
       t.match(await judge(token, at), { kind: 'refused', status: 401, cause }, what);
     }
     t.match(await judge(good, (exp + 59) * 1000), { kind: 'admitted' }, 'expired within the skew is still admitted');
-    t.match(await judge(await mint(a, 'alice', { claims: { nbf: Math.floor(Date.now() / 1000) + 50 } })), { kind: 'admitted' }, 'nbf within the skew is admitted');
+    t.match(
+      await judge(await mint(a, 'alice', { claims: { nbf: Math.floor(Date.now() / 1000) + 50 } })),
+      { kind: 'admitted' },
+      'nbf within the skew is admitted',
+    );
     t.match(await judge(good, Date.now(), false), { kind: 'refused', status: 401, cause: 'clear-text' }, 'a good token over clear text');
 
-    t.same(await judge(await mint(a, 'mallory')), { kind: 'other-subject', status: 403, cause: 'subject', server: 'a' }, 'a subject the server block does not authorize');
+    t.same(
+      await judge(await mint(a, 'mallory')),
+      { kind: 'other-subject', status: 403, cause: 'subject', server: 'a' },
+      'a subject the server block does not authorize',
+    );
     t.same(
       await judge(await mint(a, 'alice', { scopes: ['mail.read'] })),
       { kind: 'insufficient-scope', status: 403, cause: 'scope', scopes: SCOPES, entryIndex: 0, server: 'a' },
       'a missing scope names the required scopes',
     );
-    t.same(await judge(await mint(a, 'mallory', { scopes: ['mail.read'] })), { kind: 'other-subject', status: 403, cause: 'subject', server: 'a' }, 'the subject is judged before the scope');
+    t.same(
+      await judge(await mint(a, 'mallory', { scopes: ['mail.read'] })),
+      { kind: 'other-subject', status: 403, cause: 'subject', server: 'a' },
+      'the subject is judged before the scope',
+    );
   });
 
   await t.test('several entries naming one issuer: any one admits; the first short of scope is named', async (t) => {
@@ -171,7 +198,11 @@ t.test('access tokens against oidc-provider', async (t) => {
     const judgeIn = (token: string) => judgeAccessToken(token, several, { overTls: true, now: Date.now(), keySets });
     t.match(await judgeIn(await mint(a, 'mallory', { scopes: ['mail.read'] })), { kind: 'admitted', entryIndex: 2, server: 'a-read', subject: 'mallory' });
     t.match(await judgeIn(good), { kind: 'admitted', entryIndex: 1, server: 'a-full' });
-    t.match(await judgeIn(await mint(a, 'alice', { scopes: ['mail.read'] })), { kind: 'insufficient-scope', entryIndex: 1, scopes: SCOPES }, "alice's entry wants both scopes");
+    t.match(
+      await judgeIn(await mint(a, 'alice', { scopes: ['mail.read'] })),
+      { kind: 'insufficient-scope', entryIndex: 1, scopes: SCOPES },
+      "alice's entry wants both scopes",
+    );
     t.match(await judgeIn(await mint(b, 'bob')), { kind: 'refused', cause: 'issuer' }, 'a server of another endpoint is unknown here');
   });
 
@@ -179,12 +210,20 @@ t.test('access tokens against oidc-provider', async (t) => {
     const bKey = b.signingKeys()[0]!;
     const aToken = good;
     // Signed with b's real key, claiming a's issuer: tried against a's set only.
-    t.match(await judge(await resign(aToken, bKey, { alg: 'ES256', kid: bKey.kid, typ: 'at+jwt' })), { kind: 'refused', cause: 'unknown-key', server: 'a' }, "b's key id is not in a's set");
+    t.match(
+      await judge(await resign(aToken, bKey, { alg: 'ES256', kid: bKey.kid, typ: 'at+jwt' })),
+      { kind: 'refused', cause: 'unknown-key', server: 'a' },
+      "b's key id is not in a's set",
+    );
     // a's RSA key and a's key id, claiming b's issuer: b has an RSA key of that name too, and it does not verify.
     const aKey = a.signingKeys().find((k) => k.kid === 'test-rs256')!;
     const forged = await resign(aToken, aKey, { alg: 'RS256', kid: 'test-rs256', typ: 'at+jwt' }, { iss: b.issuer, sub: 'bob' });
     t.match(await judge(forged), { kind: 'refused', cause: 'signature', server: 'b' }, "a token naming b's issuer is checked with b's keys only");
-    t.match(await judge(await resign(aToken, aKey, { alg: 'RS256', kid: 'test-rs256', typ: 'at+jwt' })), { kind: 'admitted' }, 'the same key under its own issuer verifies');
+    t.match(
+      await judge(await resign(aToken, aKey, { alg: 'RS256', kid: 'test-rs256', typ: 'at+jwt' })),
+      { kind: 'admitted' },
+      'the same key under its own issuer verifies',
+    );
   });
 
   await t.test('every 401 is the same answer on the wire; the 403s are theirs', async (t) => {
@@ -193,7 +232,10 @@ t.test('access tokens against oidc-provider', async (t) => {
     const reference = await seen(server.url, '');
     t.equal(reference.status, 401);
     t.equal(reference.body, '');
-    t.equal(reference.headers['www-authenticate'], `Bearer realm="mailcairn", resource_metadata="https://mail.example.test/.well-known/oauth-protected-resource/mcp"`);
+    t.equal(
+      reference.headers['www-authenticate'],
+      `Bearer realm="mailcairn", resource_metadata="https://mail.example.test/.well-known/oauth-protected-resource/mcp"`,
+    );
     const jwks = ((await (await request(a.jwksUri)).body.json()) as { keys: JWK[] }).keys;
     const refusals = [
       tamper(good),
@@ -251,7 +293,10 @@ t.test('access tokens against oidc-provider', async (t) => {
 
   t.test('no log line carries a token', async (t) => {
     const raw = capture.raw();
-    t.ok(capture.lines.some((l) => l.event === 'oauth.keys-loaded'), 'the key sets were logged');
+    t.ok(
+      capture.lines.some((l) => l.event === 'oauth.keys-loaded'),
+      'the key sets were logged',
+    );
     for (const token of minted) {
       t.notOk(raw.includes(token), 'token absent');
       t.notOk(raw.includes(token.split('.')[2]!), 'signature absent');

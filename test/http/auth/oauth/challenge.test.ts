@@ -32,18 +32,37 @@ t.test('challenge values', async (t) => {
     insufficientScopeChallenge(['mail.read', 'mail.write'], META),
     `Bearer realm="mailcairn", error="insufficient_scope", scope="mail.read mail.write", resource_metadata="${META}"`,
   );
-  t.equal(insufficientScopeChallenge(['a"b\\c'], undefined), 'Bearer realm="mailcairn", error="insufficient_scope", scope="a\\"b\\\\c"', 'quoted-string escapes');
+  t.equal(
+    insufficientScopeChallenge(['a"b\\c'], undefined),
+    'Bearer realm="mailcairn", error="insufficient_scope", scope="a\\"b\\\\c"',
+    'quoted-string escapes',
+  );
 });
 
 t.test('answers', async (t) => {
   const written = [];
-  for (const cause of ['clear-text', 'malformed', 'issuer', 'algorithm', 'discovery-failed', 'unknown-key', 'signature', 'audience', 'expired', 'not-yet-valid'] as const) {
+  for (const cause of [
+    'clear-text',
+    'malformed',
+    'issuer',
+    'algorithm',
+    'discovery-failed',
+    'unknown-key',
+    'signature',
+    'audience',
+    'expired',
+    'not-yet-valid',
+  ] as const) {
     const { res, headers } = recorder();
     answerTokenRefusal(res, { kind: 'refused', status: 401, cause, server: 'a', detail: 'x' }, META);
     written.push({ status: res.statusCode, headers, ended: res.ended });
   }
   for (const w of written) t.same(w, written[0], 'every 401 cause written alike');
-  t.same(written[0], { status: 401, headers: { 'www-authenticate': `Bearer realm="mailcairn", resource_metadata="${META}"`, 'cache-control': 'no-store', 'content-length': 0 }, ended: true });
+  t.same(written[0], {
+    status: 401,
+    headers: { 'www-authenticate': `Bearer realm="mailcairn", resource_metadata="${META}"`, 'cache-control': 'no-store', 'content-length': 0 },
+    ended: true,
+  });
 
   const scope = recorder();
   answerTokenRefusal(scope.res, { kind: 'insufficient-scope', status: 403, cause: 'scope', scopes: ['mail.read'], entryIndex: 0, server: 'a' }, META);
@@ -52,5 +71,9 @@ t.test('answers', async (t) => {
 
   const plain = recorder();
   answerTokenRefusal(plain.res, { kind: 'other-subject', status: 403, cause: 'subject', server: 'a' }, META);
-  t.same({ status: plain.res.statusCode, headers: plain.headers }, { status: 403, headers: { 'cache-control': 'no-store', 'content-length': 0 } }, 'a plain 403 names nothing');
+  t.same(
+    { status: plain.res.statusCode, headers: plain.headers },
+    { status: 403, headers: { 'cache-control': 'no-store', 'content-length': 0 } },
+    'a plain 403 names nothing',
+  );
 });

@@ -28,15 +28,20 @@ t.test('the addresses, in order', async (t) => {
     'https://as.example/.well-known/openid-configuration/tenant/a',
     'https://as.example/tenant/a/.well-known/openid-configuration',
   ]);
-  t.same(discoveryAddresses('https://as.example/tenant/a/'), [
-    'https://as.example/.well-known/oauth-authorization-server/tenant/a',
-    'https://as.example/.well-known/openid-configuration/tenant/a',
-    'https://as.example/tenant/a/.well-known/openid-configuration',
-  ], 'a terminating slash is removed first');
-  t.same(discoveryAddresses('https://as.example'), [
-    'https://as.example/.well-known/oauth-authorization-server',
-    'https://as.example/.well-known/openid-configuration',
-  ], 'no path: the third is dropped');
+  t.same(
+    discoveryAddresses('https://as.example/tenant/a/'),
+    [
+      'https://as.example/.well-known/oauth-authorization-server/tenant/a',
+      'https://as.example/.well-known/openid-configuration/tenant/a',
+      'https://as.example/tenant/a/.well-known/openid-configuration',
+    ],
+    'a terminating slash is removed first',
+  );
+  t.same(
+    discoveryAddresses('https://as.example'),
+    ['https://as.example/.well-known/oauth-authorization-server', 'https://as.example/.well-known/openid-configuration'],
+    'no path: the third is dropped',
+  );
   t.same(discoveryAddresses('https://as.example/'), discoveryAddresses('https://as.example'));
   t.same(discoveryAddresses('https://AS.example:443/x'), [
     'https://as.example/.well-known/oauth-authorization-server/x',
@@ -67,19 +72,30 @@ t.test('each address alone is found, for an issuer with a path', async (t) => {
     const found = await discovery.metadata({ Name: 'a', Issuer: provider.issuer });
     const addresses = discoveryAddresses(provider.issuer);
     t.same(found, { kind: 'found', metadata: { issuer: provider.issuer, jwksUri: `${provider.issuer}/jwks`, foundAt: addresses[at] } }, `${which} alone`);
-    t.same(wellKnown(provider.requests()), addresses.slice(0, at + 1).map((a) => new URL(a).pathname), 'tried in order, stopping at the first good one');
+    t.same(
+      wellKnown(provider.requests()),
+      addresses.slice(0, at + 1).map((a) => new URL(a).pathname),
+      'tried in order, stopping at the first good one',
+    );
   }
 });
 
 t.test('an issuer without a path: two addresses', async (t) => {
   const native = await startOAuthProvider({ users: ['alice'] });
   t.teardown(() => native.stop());
-  t.match(await createDiscovery().metadata({ Name: 'a', Issuer: native.issuer }), { kind: 'found', metadata: { foundAt: `${native.issuer}/.well-known/oauth-authorization-server` } }, 'oidc-provider answers the first itself');
+  t.match(
+    await createDiscovery().metadata({ Name: 'a', Issuer: native.issuer }),
+    { kind: 'found', metadata: { foundAt: `${native.issuer}/.well-known/oauth-authorization-server` } },
+    'oidc-provider answers the first itself',
+  );
   t.same(wellKnown(native.requests()), ['/.well-known/oauth-authorization-server']);
 
   const second = await startOAuthProvider({ users: ['alice'], discoveryAt: { openidInserted: true } });
   t.teardown(() => second.stop());
-  t.match(await createDiscovery().metadata({ Name: 'a', Issuer: second.issuer }), { kind: 'found', metadata: { foundAt: `${second.issuer}/.well-known/openid-configuration` } });
+  t.match(await createDiscovery().metadata({ Name: 'a', Issuer: second.issuer }), {
+    kind: 'found',
+    metadata: { foundAt: `${second.issuer}/.well-known/openid-configuration` },
+  });
   t.same(wellKnown(second.requests()), ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']);
 });
 
@@ -104,13 +120,20 @@ t.test("another issuer's document is passed over; an exact match is required", a
   t.teardown(() => provider.stop());
   const log = captureLog();
   const found = await createDiscovery({ log: log.log }).metadata({ Name: 'a', Issuer: provider.issuer });
-  t.match(found, { kind: 'found', metadata: { issuer: provider.issuer, foundAt: `${new URL(provider.issuer).origin}/.well-known/openid-configuration/tenant/a` } });
+  t.match(found, {
+    kind: 'found',
+    metadata: { issuer: provider.issuer, foundAt: `${new URL(provider.issuer).origin}/.well-known/openid-configuration/tenant/a` },
+  });
   t.same(wellKnown(provider.requests()), ['/.well-known/oauth-authorization-server/tenant/a', '/.well-known/openid-configuration/tenant/a']);
 
   const slashed = await createDiscovery({ log: log.log }).metadata({ Name: 'a', Issuer: `${provider.issuer}/` });
   t.same(slashed, { kind: 'failed' }, 'the issuer written with a trailing slash is another issuer');
   const failure = log.lines.find((l) => l.event === 'oauth.discovery-failed');
-  t.match(failure, { server: 'a', attempts: [{ reason: 'other-issuer' }, { reason: 'other-issuer' }, { reason: 'other-issuer' }] }, 'each address is logged with why it was passed over');
+  t.match(
+    failure,
+    { server: 'a', attempts: [{ reason: 'other-issuer' }, { reason: 'other-issuer' }, { reason: 'other-issuer' }] },
+    'each address is logged with why it was passed over',
+  );
 });
 
 t.test('a MetadataAddress is the only address read', async (t) => {
@@ -144,7 +167,14 @@ t.test('failures: retried after the backoff only; a stale document keeps serving
 
   t.same(await discovery.metadata(server), { kind: 'failed' });
   t.equal(reads(), 2, 'both addresses tried');
-  t.match(log.lines.at(-1), { event: 'oauth.discovery-failed', failures: 1, attempts: [{ reason: 'status', status: 503 }, { reason: 'status', status: 503 }] });
+  t.match(log.lines.at(-1), {
+    event: 'oauth.discovery-failed',
+    failures: 1,
+    attempts: [
+      { reason: 'status', status: 503 },
+      { reason: 'status', status: 503 },
+    ],
+  });
   t.same(await discovery.metadata(server), { kind: 'failed' });
   t.equal(reads(), 2, 'inside the backoff nothing is requested');
   clock.advance(1_300);

@@ -49,7 +49,14 @@ t.test('key sets', async (t) => {
     const aN = setA.kind === 'found' ? setA.keys.jwks().keys[0]!.n : '';
     const bN = setB.kind === 'found' ? setB.keys.jwks().keys[1]!.n : '';
     t.not(aN, bN, 'same key id, different keys: the sets are not shared');
-    t.same(log.lines.filter((l) => l.event === 'oauth.keys-loaded').map((l) => l.server).sort(), ['a', 'b'], 'each load logged once, with the key ids');
+    t.same(
+      log.lines
+        .filter((l) => l.event === 'oauth.keys-loaded')
+        .map((l) => l.server)
+        .sort(),
+      ['a', 'b'],
+      'each load logged once, with the key ids',
+    );
   });
 
   await t.test('an unknown key id reads the set again at most once per interval', async (t) => {
@@ -59,7 +66,8 @@ t.test('key sets', async (t) => {
     clock.advance(30_000);
     const [one, two] = await Promise.all([sets.refresh(serverA), sets.refresh(serverA)]);
     t.equal(jwksReads(a, '/jwks'), 2, 'two asks at once share one read');
-    for (const got of [one, two]) t.same(got?.kind === 'found' ? got.keys.jwks().keys.map((k) => k.kid) : [], [kid, 'test-rs256'], 'the rotated key is in the set');
+    for (const got of [one, two])
+      t.same(got?.kind === 'found' ? got.keys.jwks().keys.map((k) => k.kid) : [], [kid, 'test-rs256'], 'the rotated key is in the set');
     t.equal(await sets.refresh(serverA), null, 'and not again before the interval');
   });
 

@@ -27,8 +27,14 @@ t.test('paths and addresses', async (t) => {
   t.equal(metadataPathOf('https://mail.example.test/mcp'), '/.well-known/oauth-protected-resource/mcp');
   t.equal(metadataPathOf('https://mail.example.test/api/admin'), '/.well-known/oauth-protected-resource/api/admin');
   t.equal(metadataPathOf('https://mail.example.test'), '/.well-known/oauth-protected-resource');
-  t.equal(metadataUrlOf([apiKey, oauth('https://Mail.Example.test:443/mcp', [], [], ['https://as.example/'])]), 'https://mail.example.test/.well-known/oauth-protected-resource/mcp');
-  t.equal(metadataUrlOf([oauth('https://mail.example.test:8443/mcp', [], [], ['https://as.example/'])]), 'https://mail.example.test:8443/.well-known/oauth-protected-resource/mcp');
+  t.equal(
+    metadataUrlOf([apiKey, oauth('https://Mail.Example.test:443/mcp', [], [], ['https://as.example/'])]),
+    'https://mail.example.test/.well-known/oauth-protected-resource/mcp',
+  );
+  t.equal(
+    metadataUrlOf([oauth('https://mail.example.test:8443/mcp', [], [], ['https://as.example/'])]),
+    'https://mail.example.test:8443/.well-known/oauth-protected-resource/mcp',
+  );
   t.equal(metadataUrlOf([apiKey]), undefined, 'API keys alone publish nothing');
   t.equal(metadataUrlOf([]), undefined);
 });
@@ -39,13 +45,17 @@ t.test('the document', async (t) => {
     oauth('https://mail.example.test/mcp', ['mail.read'], ['offline_access'], ['https://as.example/', 'https://login.example/tenant']),
     oauth('https://mail.example.test/mcp', ['mail.read', 'mail.write'], [], ['https://as.example/']),
   ];
-  t.same(metadataDocument(entries), {
-    resource: 'https://mail.example.test/mcp',
-    authorization_servers: ['https://as.example/', 'https://login.example/tenant'],
-    scopes_supported: ['mail.read', 'offline_access', 'mail.write'],
-    bearer_methods_supported: ['header'],
-    resource_name: 'mailcairn',
-  }, 'issuers verbatim and scopes once each, in configuration order');
+  t.same(
+    metadataDocument(entries),
+    {
+      resource: 'https://mail.example.test/mcp',
+      authorization_servers: ['https://as.example/', 'https://login.example/tenant'],
+      scopes_supported: ['mail.read', 'offline_access', 'mail.write'],
+      bearer_methods_supported: ['header'],
+      resource_name: 'mailcairn',
+    },
+    'issuers verbatim and scopes once each, in configuration order',
+  );
   t.equal(metadataDocument([apiKey]), undefined);
 });
 

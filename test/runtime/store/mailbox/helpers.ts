@@ -20,7 +20,15 @@ export function freshStore(t: TestLike): Database {
 
 /** alice with INBOX mirrored as `inbox` and Archive as `archive`. */
 export function aliceFolders(db: Database): { inbox: Binding; archive: Binding } {
-  const bindings = syncBindings(db, 'alice', [{ alias: 'inbox', path: 'INBOX' }, { alias: 'archive', path: 'Archive' }], 1);
+  const bindings = syncBindings(
+    db,
+    'alice',
+    [
+      { alias: 'inbox', path: 'INBOX' },
+      { alias: 'archive', path: 'Archive' },
+    ],
+    1,
+  );
   return { inbox: bindings.find((b) => b.alias === 'inbox')!, archive: bindings.find((b) => b.alias === 'archive')! };
 }
 
@@ -42,7 +50,9 @@ export function parsedOf(uid: number, letter: Letter): ParsedMessage {
     cc: [],
     sentAt: 1_700_000_000_000 + uid,
     attachments:
-      letter.attachment === undefined ? [] : [{ filename: letter.attachment, contentType: 'application/pdf', size: 10, sha256: 'ab'.repeat(32), inline: false }],
+      letter.attachment === undefined
+        ? []
+        : [{ filename: letter.attachment, contentType: 'application/pdf', size: 10, sha256: 'ab'.repeat(32), inline: false }],
     bodyText: body,
     passages: [body, `${body} (second passage)`],
   };

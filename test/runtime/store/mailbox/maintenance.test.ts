@@ -29,7 +29,11 @@ function mailbox(t: Parameters<typeof freshStore>[0]): Folders {
   const [archive, inbox, lists] = syncBindings(
     db,
     'alice',
-    [{ alias: 'inbox', path: 'INBOX' }, { alias: 'archive', path: 'Archive' }, { alias: 'lists', path: 'Lists' }],
+    [
+      { alias: 'inbox', path: 'INBOX' },
+      { alias: 'archive', path: 'Archive' },
+      { alias: 'lists', path: 'Lists' },
+    ],
     1,
   );
   const store = (bindingId: number, uids: number[], word: string) => {
@@ -79,7 +83,15 @@ t.test('erasure refuses a mirrored folder, then erases in bounded passes and dro
   t.same(err?.details, { account: 'alice', folder: 'archive' });
   t.equal(count(db, 'messages', 'binding_id = ?', [archive]), 2, 'nothing erased');
 
-  syncBindings(db, 'alice', [{ alias: 'inbox', path: 'INBOX' }, { alias: 'lists', path: 'Lists' }], 4);
+  syncBindings(
+    db,
+    'alice',
+    [
+      { alias: 'inbox', path: 'INBOX' },
+      { alias: 'lists', path: 'Lists' },
+    ],
+    4,
+  );
   const first = idOf(db, archive, 1);
   run(db.prepare("INSERT INTO repair_requests (message_id, account_id, reason, requested_at) VALUES (?, 'alice', 'missing', 1)"), [first]);
   t.same(erasePass(db, 'alice', 'archive', 1, 5), { erasedEmailCount: 1, emailsRemain: true });
@@ -102,7 +114,15 @@ t.test('erasure takes every generation and the tombstones of a withdrawn alias',
   const { db, inbox } = mailbox(t);
   tombstone(db, inbox, 7, [3], 'expunged', 3);
   const moved = syncBindings(db, 'alice', [{ alias: 'inbox', path: 'Mail/Inbox' }], 4).find((b) => b.alias === 'inbox');
-  storeBatch(db, { accountId: 'alice', bindingId: moved!.id, uidValidity: 1, expectedEpoch: null, messages: [fetched(1)], advanceTo: { lastUid: 1, highestModseq: null }, now: 5 });
+  storeBatch(db, {
+    accountId: 'alice',
+    bindingId: moved!.id,
+    uidValidity: 1,
+    expectedEpoch: null,
+    messages: [fetched(1)],
+    advanceTo: { lastUid: 1, highestModseq: null },
+    now: 5,
+  });
   t.equal(refusal(t, () => erasePass(db, 'alice', 'inbox', 10, 6))?.code, 'E_SYNC_FOLDER_MIRRORED');
   syncBindings(db, 'alice', [], 7);
   t.same(erasePass(db, 'alice', 'inbox', 100, 8), { erasedEmailCount: 3, emailsRemain: false }, 'two generations, the tombstone not counted');
@@ -112,32 +132,64 @@ t.test('erasure takes every generation and the tombstones of a withdrawn alias',
 
 t.test('re-derivation segments read stored raw MIME in id order and tell missing and damaged content', async (t) => {
   const { db, inbox, archive } = mailbox(t);
-  storeBatch(db, { accountId: 'alice', bindingId: inbox, uidValidity: 7, expectedEpoch: 0, messages: [fetched(4, undefined, 'oversized'), fetched(5, undefined, 'unreadable')], advanceTo: { lastUid: 5, highestModseq: null }, now: 3 });
+  storeBatch(db, {
+    accountId: 'alice',
+    bindingId: inbox,
+    uidValidity: 7,
+    expectedEpoch: 0,
+    messages: [fetched(4, undefined, 'oversized'), fetched(5, undefined, 'unreadable')],
+    advanceTo: { lastUid: 5, highestModseq: null },
+    now: 3,
+  });
   tombstone(db, inbox, 7, [3], 'expunged', 3);
   const [i1, i2, i5] = [idOf(db, inbox, 1), idOf(db, inbox, 2), idOf(db, inbox, 5)];
   run(db.prepare('DELETE FROM message_raw WHERE message_id = ?'), [i2]);
   run(db.prepare("UPDATE message_raw SET mime = CAST('tampered' AS BLOB) WHERE message_id = ?"), [i1]);
 
   const all = rederivationSegment(db, 'alice', null, 0, 100);
-  t.same(all.map((m) => m.id), [i1, i2, idOf(db, archive, 1), idOf(db, archive, 2), i5], 'stored and unreadable; not oversized or tombstoned');
+  t.same(
+    all.map((m) => m.id),
+    [i1, i2, idOf(db, archive, 1), idOf(db, archive, 2), i5],
+    'stored and unreadable; not oversized or tombstoned',
+  );
   t.match(all[0], { id: i1, sha256ok: false });
   t.same(Buffer.from(all[0]!.raw!).toString(), 'tampered');
   t.same(all[1], { id: i2, raw: null, sha256ok: false });
   t.equal(all[2]!.sha256ok, true);
-  t.same(rederivationSegment(db, 'alice', 'inbox', i1, 1).map((m) => m.id), [i2], 'bounded, after the position, folder scope');
-  t.same(rederivationSegment(db, 'alice', 'inbox', i2, 10).map((m) => m.id), [i5]);
+  t.same(
+    rederivationSegment(db, 'alice', 'inbox', i1, 1).map((m) => m.id),
+    [i2],
+    'bounded, after the position, folder scope',
+  );
+  t.same(
+    rederivationSegment(db, 'alice', 'inbox', i2, 10).map((m) => m.id),
+    [i5],
+  );
   t.same(rederivationSegment(db, 'bob', null, 0, 10), []);
 });
 
 t.test('applying a derivation rewrites derived columns, search document and passages only', async (t) => {
   const { db, inbox } = mailbox(t);
-  storeBatch(db, { accountId: 'alice', bindingId: inbox, uidValidity: 7, expectedEpoch: 0, messages: [fetched(5, undefined, 'unreadable'), fetched(6, undefined, 'oversized')], advanceTo: { lastUid: 6, highestModseq: null }, now: 3 });
+  storeBatch(db, {
+    accountId: 'alice',
+    bindingId: inbox,
+    uidValidity: 7,
+    expectedEpoch: 0,
+    messages: [fetched(5, undefined, 'unreadable'), fetched(6, undefined, 'oversized')],
+    advanceTo: { lastUid: 6, highestModseq: null },
+    now: 3,
+  });
   const [i1, i2, i5, i6] = [1, 2, 5, 6].map((uid) => idOf(db, inbox, uid)) as [number, number, number, number];
   const rawBefore = many(db.prepare('SELECT message_id, mime, sha256 FROM message_raw ORDER BY message_id'));
   const serverBefore = many(db.prepare('SELECT id, flags, keywords, modseq, internal_date, size FROM messages ORDER BY id'));
 
   t.equal(applyDerivation(db, i1, { ...parsedOf(1, { subject: 'Renamed thing', body: 'fresh words' }), parseVersion: 2 }, 10), true);
-  t.same(one(db.prepare('SELECT state, subject, parse_version, derived_at FROM messages WHERE id = ?'), [i1]), { state: 'stored', subject: 'Renamed thing', parse_version: 2, derived_at: 10 });
+  t.same(one(db.prepare('SELECT state, subject, parse_version, derived_at FROM messages WHERE id = ?'), [i1]), {
+    state: 'stored',
+    subject: 'Renamed thing',
+    parse_version: 2,
+    derived_at: 10,
+  });
   t.same(search(db, 'renamed'), [i1]);
   t.same(search(db, 'inboxy').includes(i1), false, 'the old text left the index');
   t.same(many(db.prepare('SELECT ordinal, text, parse_version FROM passages WHERE message_id = ? ORDER BY ordinal'), [i1]), [
@@ -146,16 +198,37 @@ t.test('applying a derivation rewrites derived columns, search document and pass
   ]);
 
   t.equal(applyDerivation(db, i2, null, 11), true, 'unparseable now');
-  t.same(one(db.prepare('SELECT state, subject, thread_id, parse_version FROM messages WHERE id = ?'), [i2]), { state: 'unreadable', subject: null, thread_id: null, parse_version: null });
+  t.same(one(db.prepare('SELECT state, subject, thread_id, parse_version FROM messages WHERE id = ?'), [i2]), {
+    state: 'unreadable',
+    subject: null,
+    thread_id: null,
+    parse_version: null,
+  });
   t.equal(count(db, 'search_documents', 'message_id = ?', [i2]), 0);
   t.equal(count(db, 'passages', 'message_id = ?', [i2]), 0);
 
-  t.equal(applyDerivations(db, [{ id: i5, parsed: parsedOf(5, { subject: 'Readable at last' }) }, { id: i6, parsed: parsedOf(6, { subject: 'x' }) }, { id: 9999, parsed: null }], 12), 1, 'oversized and unknown ids are skipped');
+  t.equal(
+    applyDerivations(
+      db,
+      [
+        { id: i5, parsed: parsedOf(5, { subject: 'Readable at last' }) },
+        { id: i6, parsed: parsedOf(6, { subject: 'x' }) },
+        { id: 9999, parsed: null },
+      ],
+      12,
+    ),
+    1,
+    'oversized and unknown ids are skipped',
+  );
   t.same(one(db.prepare('SELECT state, subject FROM messages WHERE id = ?'), [i5]), { state: 'stored', subject: 'Readable at last' });
   tombstone(db, inbox, 7, [3], 'expunged', 13);
   t.equal(applyDerivation(db, idOf(db, inbox, 3), parsedOf(3, { subject: 'resurrected' }), 14), false, 'a tombstone is never given content back');
 
-  t.same(many(db.prepare('SELECT message_id, mime, sha256 FROM message_raw ORDER BY message_id')), rawBefore.filter((r) => (r as { message_id: number }).message_id !== idOf(db, inbox, 3)), 'raw MIME untouched');
+  t.same(
+    many(db.prepare('SELECT message_id, mime, sha256 FROM message_raw ORDER BY message_id')),
+    rawBefore.filter((r) => (r as { message_id: number }).message_id !== idOf(db, inbox, 3)),
+    'raw MIME untouched',
+  );
   t.same(
     many(db.prepare('SELECT id, flags, keywords, modseq, internal_date, size FROM messages WHERE state <> ? ORDER BY id'), ['tombstoned']),
     serverBefore.filter((r) => (r as { id: number }).id !== idOf(db, inbox, 3)),
@@ -186,7 +259,11 @@ t.test('re-derivation runs: one outstanding run per scope, durable progress, for
   t.not(folder.runId, first.runId, 'two scopes are two runs');
 
   t.equal(advanceRederivation(db, first.runId, { lastMessageId: 3, rederived: 2, unreadable: 1, missing: 0, done: false, now: 5 }), true);
-  t.equal(advanceRederivation(db, first.runId, { lastMessageId: 3, rederived: 2, unreadable: 1, missing: 0, done: false, now: 6 }), false, 'a segment recorded twice changes nothing');
+  t.equal(
+    advanceRederivation(db, first.runId, { lastMessageId: 3, rederived: 2, unreadable: 1, missing: 0, done: false, now: 6 }),
+    false,
+    'a segment recorded twice changes nothing',
+  );
   t.match(rederivationRecord(db, 'alice', null), { lastMessageId: 3, run: { rederivedEmailCount: 2, unreadableEmailCount: 1, isOutstanding: true } });
   setRederivationCarriage(db, first.runId, 'queue-at-capacity', 6);
   t.match(rederivationRecord(db, 'alice', null), { carriage: 'queue-at-capacity' });
@@ -202,13 +279,18 @@ t.test('re-derivation runs: one outstanding run per scope, durable progress, for
     endedAt: '2025-01-03T00:00:00.000Z',
   });
   t.equal(rederivationRecord(db, 'alice', null)?.lastMessageId, null, 'the ended run forgot its position');
-  t.equal(advanceRederivation(db, first.runId, { lastMessageId: 9, rederived: 9, unreadable: 0, missing: 0, done: true, now: 7 }), false, 'an ended run stays ended');
+  t.equal(
+    advanceRederivation(db, first.runId, { lastMessageId: 9, rederived: 9, unreadable: 0, missing: 0, done: true, now: 7 }),
+    false,
+    'an ended run stays ended',
+  );
 
   const next = requestRederivation(db, 'alice', null, Date.UTC(2025, 0, 4));
   t.match(next, { started: true, run: { isOutstanding: true, rederivedEmailCount: 0 } }, 'after the end, asking starts a new run');
   t.not(next.runId, first.runId);
   t.throws(
-    () => run(db.prepare("INSERT INTO rederivation_runs (account_id, folder_alias, requested_at, last_message_id, updated_at) VALUES ('alice', NULL, 1, 0, 1)")),
+    () =>
+      run(db.prepare("INSERT INTO rederivation_runs (account_id, folder_alias, requested_at, last_message_id, updated_at) VALUES ('alice', NULL, 1, 0, 1)")),
     { code: 'SQLITE_CONSTRAINT_UNIQUE' },
     'the schema holds one outstanding run per scope',
   );

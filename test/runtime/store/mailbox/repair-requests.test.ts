@@ -13,7 +13,15 @@ import { aliceFolders, count, fetched, freshStore, idOf } from './helpers.ts';
 t.test('one open request per message; idempotent; reopened after resolution', async (t) => {
   const db = freshStore(t);
   const { inbox } = aliceFolders(db);
-  storeBatch(db, { accountId: 'alice', bindingId: inbox.id, uidValidity: 9, expectedEpoch: null, messages: [fetched(1), fetched(2)], advanceTo: { lastUid: 2, highestModseq: null }, now: 10 });
+  storeBatch(db, {
+    accountId: 'alice',
+    bindingId: inbox.id,
+    uidValidity: 9,
+    expectedEpoch: null,
+    messages: [fetched(1), fetched(2)],
+    advanceTo: { lastUid: 2, highestModseq: null },
+    now: 10,
+  });
   const first = idOf(db, inbox.id, 1);
   const second = idOf(db, inbox.id, 2);
 
@@ -21,13 +29,10 @@ t.test('one open request per message; idempotent; reopened after resolution', as
   t.equal(recordRepairRequest(db, { messageId: first, accountId: 'alice', reason: 'damaged', now: 200 }), false, 'asked again: nothing new');
   t.equal(recordRepairRequest(db, { messageId: first, accountId: 'alice', reason: 'missing', now: 300 }), false, 'another reason while open: the first stands');
   t.equal(recordRepairRequest(db, { messageId: second, accountId: 'alice', reason: 'missing', now: 400 }), true, 'another message');
-  t.same(
-    many(db.prepare('SELECT message_id, account_id, reason, requested_at, attempt_count, resolved_at FROM repair_requests ORDER BY id')),
-    [
-      { message_id: first, account_id: 'alice', reason: 'damaged', requested_at: 100, attempt_count: 0, resolved_at: null },
-      { message_id: second, account_id: 'alice', reason: 'missing', requested_at: 400, attempt_count: 0, resolved_at: null },
-    ],
-  );
+  t.same(many(db.prepare('SELECT message_id, account_id, reason, requested_at, attempt_count, resolved_at FROM repair_requests ORDER BY id')), [
+    { message_id: first, account_id: 'alice', reason: 'damaged', requested_at: 100, attempt_count: 0, resolved_at: null },
+    { message_id: second, account_id: 'alice', reason: 'missing', requested_at: 400, attempt_count: 0, resolved_at: null },
+  ]);
 
   run(db.prepare("UPDATE repair_requests SET resolved_at = 500, outcome = 'refetched' WHERE message_id = ?"), [first]);
   t.equal(recordRepairRequest(db, { messageId: first, accountId: 'alice', reason: 'missing', now: 600 }), true, 'after resolution a new request opens');
@@ -37,7 +42,15 @@ t.test('one open request per message; idempotent; reopened after resolution', as
 t.test('nothing for a message that is gone, tombstoned, or of another account', async (t) => {
   const db = freshStore(t);
   const { inbox } = aliceFolders(db);
-  storeBatch(db, { accountId: 'alice', bindingId: inbox.id, uidValidity: 9, expectedEpoch: null, messages: [fetched(1)], advanceTo: { lastUid: 1, highestModseq: null }, now: 10 });
+  storeBatch(db, {
+    accountId: 'alice',
+    bindingId: inbox.id,
+    uidValidity: 9,
+    expectedEpoch: null,
+    messages: [fetched(1)],
+    advanceTo: { lastUid: 1, highestModseq: null },
+    now: 10,
+  });
   const id = idOf(db, inbox.id, 1);
   t.equal(recordRepairRequest(db, { messageId: id, accountId: 'bob', reason: 'damaged', now: 1 }), false, 'another account');
   t.equal(recordRepairRequest(db, { messageId: id + 1000, accountId: 'alice', reason: 'damaged', now: 1 }), false, 'no such message (erased)');

@@ -16,10 +16,14 @@ t.test('a run and its folders are recorded and closed', async (t) => {
   t.same(many(db.prepare('SELECT account_id, started_at, ended_at, outcome, folders_failed, consecutive_failures, next_due_at FROM sync_runs')), [
     { account_id: 'alice', started_at: 10, ended_at: 15, outcome: 'partial', folders_failed: 1, consecutive_failures: 0, next_due_at: 60_015 },
   ]);
-  t.same(many(db.prepare('SELECT binding_id, outcome, stored_count, oversized_count, has_more, ended_at FROM sync_folder_runs ORDER BY binding_id')), [
-    { binding_id: inbox.id, outcome: 'ok', stored_count: 5, oversized_count: 2, has_more: 0, ended_at: 14 },
-    { binding_id: archive.id, outcome: 'no-such-folder', stored_count: 0, oversized_count: 0, has_more: 0, ended_at: 12 },
-  ], 'a folder visited twice adds its counts and keeps the latest outcome');
+  t.same(
+    many(db.prepare('SELECT binding_id, outcome, stored_count, oversized_count, has_more, ended_at FROM sync_folder_runs ORDER BY binding_id')),
+    [
+      { binding_id: inbox.id, outcome: 'ok', stored_count: 5, oversized_count: 2, has_more: 0, ended_at: 14 },
+      { binding_id: archive.id, outcome: 'no-such-folder', stored_count: 0, oversized_count: 0, has_more: 0, ended_at: 12 },
+    ],
+    'a folder visited twice adds its counts and keeps the latest outcome',
+  );
 });
 
 t.test('a run a crash left open is closed as interrupted at the next start; endRun then changes nothing', async (t) => {
@@ -46,7 +50,10 @@ t.test(`each account keeps its latest ${runsKept} runs`, async (t) => {
     endRun(db, id, { endedAt: 100 + i, outcome: 'ok', foldersFailed: 0, consecutiveFailures: 0, nextDueAt: null });
     ids.push(id);
   }
-  t.same(many<{ id: number }>(db.prepare("SELECT id FROM sync_runs WHERE account_id = 'alice' ORDER BY id")).map((r) => r.id), ids.slice(5));
+  t.same(
+    many<{ id: number }>(db.prepare("SELECT id FROM sync_runs WHERE account_id = 'alice' ORDER BY id")).map((r) => r.id),
+    ids.slice(5),
+  );
   t.equal(count(db, 'sync_folder_runs'), runsKept, 'folder runs of pruned runs went with them');
   t.equal(count(db, 'sync_runs', 'id = ?', [bobs]), 1, 'other accounts untouched');
 });

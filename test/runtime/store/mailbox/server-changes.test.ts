@@ -32,10 +32,13 @@ t.test('known UIDs and local flags list live rows only', async (t) => {
   t.same([...knownUids(db, inbox, 8)], [], 'another UIDVALIDITY holds nothing');
   tombstone(db, inbox, 7, [2], 'expunged', 9);
   t.same([...knownUids(db, inbox, 7)], [1, 3]);
-  t.same([...localFlags(db, inbox, 7)], [
-    [1, { flags: ['\\Seen'], keywords: [] }],
-    [3, { flags: ['\\Seen'], keywords: [] }],
-  ]);
+  t.same(
+    [...localFlags(db, inbox, 7)],
+    [
+      [1, { flags: ['\\Seen'], keywords: [] }],
+      [3, { flags: ['\\Seen'], keywords: [] }],
+    ],
+  );
 });
 
 t.test('flag changes update the rows and advance HIGHESTMODSEQ in the same transaction', async (t) => {

@@ -17,19 +17,54 @@ function accounts(phase: 'running' | 'waiting' | 'not-started' = 'waiting') {
 
 t.test('the status has exactly the documented shape, runs since the start, and persisted progress', async (t) => {
   const db = freshStore(t);
-  const [archive, inbox] = syncBindings(db, 'alice', [{ alias: 'inbox', path: 'INBOX' }, { alias: 'archive', path: 'Archive' }], boot - 10);
-  storeBatch(db, { accountId: 'alice', bindingId: inbox!.id, uidValidity: 7, expectedEpoch: null, messages: [fetched(1)], advanceTo: { lastUid: 41, highestModseq: 5n }, now: boot - 5 });
+  const [archive, inbox] = syncBindings(
+    db,
+    'alice',
+    [
+      { alias: 'inbox', path: 'INBOX' },
+      { alias: 'archive', path: 'Archive' },
+    ],
+    boot - 10,
+  );
+  storeBatch(db, {
+    accountId: 'alice',
+    bindingId: inbox!.id,
+    uidValidity: 7,
+    expectedEpoch: null,
+    messages: [fetched(1)],
+    advanceTo: { lastUid: 41, highestModseq: 5n },
+    now: boot - 5,
+  });
   const before = beginRun(db, 'alice', boot - 100);
   recordFolderRun(db, before, inbox!.id, { startedAt: boot - 100, endedAt: boot - 90, outcome: 'ok', stored: 1, oversized: 0, unreadable: 0, hasMore: false });
   endRun(db, before, { endedAt: boot - 90, outcome: 'ok', foldersFailed: 0, consecutiveFailures: 0, nextDueAt: boot });
 
   const afterRestart = synchronizationStatus(db, { enabled: true, since: boot, accounts: accounts('not-started') });
   SynchronizationStatus.parse(afterRestart);
-  t.match(afterRestart.accounts[0], { phase: 'not-started', lastRun: null, folders: [{ alias: 'archive', lastRun: null }, { alias: 'inbox', lastRun: null, lastSeenUid: 41 }] }, 'runs before the start read as none; progress persists');
+  t.match(
+    afterRestart.accounts[0],
+    {
+      phase: 'not-started',
+      lastRun: null,
+      folders: [
+        { alias: 'archive', lastRun: null },
+        { alias: 'inbox', lastRun: null, lastSeenUid: 41 },
+      ],
+    },
+    'runs before the start read as none; progress persists',
+  );
 
   const now = beginRun(db, 'alice', boot + 1000);
   recordFolderRun(db, now, inbox!.id, { startedAt: boot + 1000, endedAt: boot + 2000, outcome: 'ok', stored: 3, oversized: 1, unreadable: 2, hasMore: true });
-  recordFolderRun(db, now, archive!.id, { startedAt: boot + 1000, endedAt: boot + 1500, outcome: 'server-unresponsive', stored: 0, oversized: 0, unreadable: 0, hasMore: false });
+  recordFolderRun(db, now, archive!.id, {
+    startedAt: boot + 1000,
+    endedAt: boot + 1500,
+    outcome: 'server-unresponsive',
+    stored: 0,
+    oversized: 0,
+    unreadable: 0,
+    hasMore: false,
+  });
   endRun(db, now, { endedAt: boot + 3000, outcome: 'partial', foldersFailed: 1, consecutiveFailures: 2, nextDueAt: boot + 60_000 });
   syncBindings(db, 'alice', [{ alias: 'inbox', path: 'INBOX' }], boot + 4000);
 
@@ -51,7 +86,14 @@ t.test('the status has exactly the documented shape, runs since the start, and p
             uidValidity: null,
             lastSeenUid: null,
             progressAdvancedAt: null,
-            lastRun: { outcome: 'server-unresponsive', endedAt: '2025-01-01T00:00:01.500Z', storedEmailCount: 0, oversizedEmailCount: 0, unreadableEmailCount: 0, hasMoreEmails: false },
+            lastRun: {
+              outcome: 'server-unresponsive',
+              endedAt: '2025-01-01T00:00:01.500Z',
+              storedEmailCount: 0,
+              oversizedEmailCount: 0,
+              unreadableEmailCount: 0,
+              hasMoreEmails: false,
+            },
           },
           {
             alias: 'inbox',
@@ -59,7 +101,14 @@ t.test('the status has exactly the documented shape, runs since the start, and p
             uidValidity: 7,
             lastSeenUid: 41,
             progressAdvancedAt: '2024-12-31T23:59:59.995Z',
-            lastRun: { outcome: 'ok', endedAt: '2025-01-01T00:00:02.000Z', storedEmailCount: 3, oversizedEmailCount: 1, unreadableEmailCount: 2, hasMoreEmails: true },
+            lastRun: {
+              outcome: 'ok',
+              endedAt: '2025-01-01T00:00:02.000Z',
+              storedEmailCount: 3,
+              oversizedEmailCount: 1,
+              unreadableEmailCount: 2,
+              hasMoreEmails: true,
+            },
           },
         ],
       },
@@ -73,7 +122,12 @@ t.test('an outcome this build does not know reads as no last run', async (t) => 
   const db = freshStore(t);
   const [inbox] = syncBindings(db, 'alice', [{ alias: 'inbox', path: 'INBOX' }], boot);
   const id = beginRun(db, 'alice', boot + 1);
-  run(db.prepare("INSERT INTO sync_folder_runs (sync_run_id, binding_id, started_at, ended_at, outcome) VALUES (?, ?, ?, ?, 'from-the-future')"), [id, inbox!.id, boot + 1, boot + 2]);
+  run(db.prepare("INSERT INTO sync_folder_runs (sync_run_id, binding_id, started_at, ended_at, outcome) VALUES (?, ?, ?, ?, 'from-the-future')"), [
+    id,
+    inbox!.id,
+    boot + 1,
+    boot + 2,
+  ]);
   run(db.prepare("UPDATE sync_runs SET ended_at = ?, outcome = 'from-the-future' WHERE id = ?"), [boot + 2, id]);
   const status = synchronizationStatus(db, { enabled: true, since: boot, accounts: accounts() });
   SynchronizationStatus.parse(status);

@@ -36,7 +36,9 @@ t.test('a batch stores messages, raw MIME, search documents, passages and the ch
   t.same(result, { ok: true, inserted: 3, refreshed: 0, retired: 0, epoch: 0 });
   t.same(totals(db), { messages: 3, message_raw: 2, search_documents: 1, passages: 2, checkpoints: 1 }, 'oversized keeps no raw; only parsed mail is indexed');
   const stored = one<Record<string, unknown>>(
-    db.prepare('SELECT state, subject, from_json, to_json, has_attachments, attachments_json, parse_version, flags, modseq, internal_date FROM messages WHERE uid = 1'),
+    db.prepare(
+      'SELECT state, subject, from_json, to_json, has_attachments, attachments_json, parse_version, flags, modseq, internal_date FROM messages WHERE uid = 1',
+    ),
   );
   t.match(stored, {
     state: 'stored',
@@ -92,7 +94,7 @@ t.test('a batch failing at its last message leaves nothing behind, checkpoint in
   t.match(storeBatch(db, batch(inbox.id, [2, 3, 4], { expectedEpoch: 0 })), { ok: true, inserted: 3 }, 'the batch goes through once fixed');
 });
 
-t.test('a rewind during a run has the run\'s next advance refused, and nothing of that batch is stored', async (t) => {
+t.test("a rewind during a run has the run's next advance refused, and nothing of that batch is stored", async (t) => {
   const db = freshStore(t);
   const { inbox } = aliceFolders(db);
   t.equal(progressEpoch(db, inbox.id), 0);
@@ -102,7 +104,11 @@ t.test('a rewind during a run has the run\'s next advance refused, and nothing o
   t.equal(progressEpoch(db, inbox.id), 1);
   const before = totals(db);
   t.same(storeBatch(db, batch(inbox.id, [3], { expectedEpoch: first.epoch })), { ok: false, reason: 'checkpoint-moved' });
-  t.same(storeBatch(db, batch(inbox.id, [3], { expectedEpoch: null })), { ok: true, inserted: 1, refreshed: 0, retired: 0, epoch: 1 }, 'a run starting afresh goes on');
+  t.same(
+    storeBatch(db, batch(inbox.id, [3], { expectedEpoch: null })),
+    { ok: true, inserted: 1, refreshed: 0, retired: 0, epoch: 1 },
+    'a run starting afresh goes on',
+  );
   t.equal(before.messages! + 1, count(db, 'messages'));
 });
 
