@@ -164,6 +164,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         version,
         readiness,
         queryPool,
+        parsePool,
         actor: (id) => supervisor.ref(id),
         authenticate: authenticatorFor('mcp', mcp.Authentication),
       });

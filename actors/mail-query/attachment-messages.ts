@@ -1,15 +1,18 @@
 /**
- * The pool message `mail-query.attachment` (`AttachmentRequest` in,
- * `AttachmentReply` out): schemas only, so that protocol.ts carries them
- * without loading the handler (attachment.ts) and its MIME decoding.
+ * The pool message `mail-query.attachment` (`AttachmentSourceRequest` in,
+ * `AttachmentSourceReply` out): the stored source of one attachment link,
+ * for the main thread to hand to the parse pool
+ * (`mime-parse.extract-attachment`), which decodes it. Schemas only, so that
+ * protocol.ts carries them without loading the handler (attachment.ts) and
+ * the database driver.
  */
 import { z } from 'zod';
+import { MAX_ATTACHMENT_INDEX } from '../mime-parse/protocol.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 
-/** Attachment positions: the parser reads at most 500 parts per message, so 65 535 bounds any index. */
-export const MAX_ATTACHMENT_INDEX = 65_535;
+export { MAX_ATTACHMENT_INDEX };
 
-export const AttachmentRequest = z.strictObject({
+export const AttachmentSourceRequest = z.strictObject({
   type: z.literal('mail-query.attachment'),
   /** As on every mail-query message: the pool thread opens its one connection from it on first use. */
   store: StoreSlice,
@@ -20,16 +23,20 @@ export const AttachmentRequest = z.strictObject({
   /** Accounts the caller may read; a message of any other account is not found. */
   accounts: z.array(z.string()),
 });
-export type AttachmentRequest = z.infer<typeof AttachmentRequest>;
+export type AttachmentSourceRequest = z.infer<typeof AttachmentSourceRequest>;
 
-export const AttachmentFound = z.strictObject({
-  filename: z.string().nullable(),
-  contentType: z.string(),
-  /** Decoded bytes. A Buffer here; a plain Uint8Array after crossing a thread. */
-  content: z.custom<Uint8Array>((value) => value instanceof Uint8Array, { error: 'must be bytes' }),
+export const StoredAttachmentSource = z.strictObject({
+  /** The message's whole raw MIME, checked against its stored SHA-256. A Buffer here; a plain Uint8Array after crossing a thread. */
+  raw: z.custom<Uint8Array>((value) => value instanceof Uint8Array, { error: 'must be bytes' }),
+  /**
+   * SHA-256 (hex) of the encoded body listed at `index` in the stored
+   * attachment list (what agents were shown); null while the message is not
+   * derived yet, so there is no list to hold the parser to.
+   */
+  listedSha256: z.string().nullable(),
 });
-export type AttachmentFound = z.infer<typeof AttachmentFound>;
+export type StoredAttachmentSource = z.infer<typeof StoredAttachmentSource>;
 
-/** null: nothing to serve (see the header for every reason). */
-export const AttachmentReply = AttachmentFound.nullable();
-export type AttachmentReply = z.infer<typeof AttachmentReply>;
+/** null: nothing to serve (see attachment.ts for every reason). */
+export const AttachmentSourceReply = StoredAttachmentSource.nullable();
+export type AttachmentSourceReply = z.infer<typeof AttachmentSourceReply>;

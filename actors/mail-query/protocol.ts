@@ -18,7 +18,7 @@
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
-import { AttachmentRequest } from './attachment-messages.ts';
+import { AttachmentSourceRequest } from './attachment-messages.ts';
 import { DeadLettersRequest, JobLookupRequest } from './dead-letter-messages.ts';
 import { MutationAuditRequest } from './mutation-audit-messages.ts';
 import { StoredEmailId } from './stored-email-id.ts';
@@ -27,7 +27,7 @@ import { StoredEmailId } from './stored-email-id.ts';
 export const MAIL_QUERY_TASK = moduleUrl('./task.ts', import.meta.url);
 
 export { StoredEmailId, decodeStoredEmailId, encodeStoredEmailId } from './stored-email-id.ts';
-export { AttachmentReply, AttachmentRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
+export { AttachmentSourceReply, AttachmentSourceRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
 export { MUTATION_KINDS, MutationAuditEntry, MutationAuditReply, MutationAuditRequest, MutationKind } from './mutation-audit-messages.ts';
 export {
   DeadLetter,
@@ -137,9 +137,9 @@ export type ListEmailsRequest = z.infer<typeof ListEmailsRequest>;
 export type SearchRequest = z.infer<typeof SearchRequest>;
 export type GetContentRequest = z.infer<typeof GetContentRequest>;
 
-/** The attachment route's redemption (`attachment.ts`: handler, reply `AttachmentReply`), with the store like every message here. */
-export const AttachmentPoolRequest = AttachmentRequest.extend({ store: StoreSlice });
-export type AttachmentPoolRequest = z.infer<typeof AttachmentPoolRequest>;
+/** The stored source of an attachment link (`attachment.ts`: handler, reply `AttachmentSourceReply`), with the store like every message here. */
+export const AttachmentSourcePoolRequest = AttachmentSourceRequest.extend({ store: StoreSlice });
+export type AttachmentSourcePoolRequest = z.infer<typeof AttachmentSourcePoolRequest>;
 
 /** Every message the pool takes; the mailbox-change audit page (`mutation-audit.ts`) serves the admin audit route. */
 // The dead-letter page and the job lookup (`dead-letters.ts`) serve the admin dead-letter routes.
@@ -148,7 +148,7 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   ListEmailsRequest,
   SearchRequest,
   GetContentRequest,
-  AttachmentPoolRequest,
+  AttachmentSourcePoolRequest,
   MutationAuditRequest,
   DeadLettersRequest,
   JobLookupRequest,

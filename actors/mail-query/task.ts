@@ -1,6 +1,6 @@
 /**
  * The read-only query pool task (`mail-query`): the four read tools of the
- * MCP surface, the attachment route's redemption (`attachment.ts`), and
+ * MCP surface, the stored source of an attachment link (`attachment.ts`), and
  * the admin surface's audit page (`mutation-audit.ts`) and dead letters
  * (`dead-letters.ts`), answered from the local copy. Created as a piscina
  * pool by service/app.ts through runtime/pool/pool.ts; the main thread
@@ -20,7 +20,7 @@ import { definePoolTask } from '../../runtime/pool/task.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
-import { answerAttachment } from './attachment.ts';
+import { answerAttachmentSource } from './attachment.ts';
 import { deadLetterPage, lookUpJob } from './dead-letters.ts';
 import { getContent } from './get-content.ts';
 import { listAccounts } from './list-accounts.ts';
@@ -74,5 +74,5 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
 export default definePoolTask({
   name: 'mail-query',
   messages: MailQueryMessage,
-  handle: (msg) => (msg.type === 'mail-query.attachment' ? answerAttachment(connectionFor(msg.store), msg) : answer(connectionFor(msg.store), msg)),
+  handle: (msg) => (msg.type === 'mail-query.attachment' ? answerAttachmentSource(connectionFor(msg.store), msg) : answer(connectionFor(msg.store), msg)),
 });

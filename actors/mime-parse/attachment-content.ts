@@ -19,9 +19,8 @@
  * `parseMessage` lists no attachment. Pure, synchronous, never throws, logs
  * nothing.
  *
- * Private to actors/mime-parse/, except that the mail-query pool's
- * attachment read (actors/mail-query/attachment.ts) imports it: a download
- * decodes in the query thread that read the row, not in another pool hop.
+ * Private to actors/mime-parse/: the pool task answers
+ * `mime-parse.extract-attachment` with it (task.ts).
  */
 import { attachmentParts, encodedBody, encodedSha256, filenameOf } from './attachments.ts';
 import { decodeQuotedPrintable } from './body-text.ts';

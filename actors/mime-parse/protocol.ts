@@ -2,7 +2,9 @@
  * Public messages of the MIME parse pool (`mime-parse`): raw MIME in (moved,
  * not copied), the properties agents need out. Stateless: runs on a piscina
  * pool behind `ask`. The sync actor asks it for every fetched message and
- * the re-derivation segments ask it for stored ones.
+ * the re-derivation segments ask it for stored ones; the attachment route
+ * asks it to decode one attachment of a stored message
+ * (`mime-parse.extract-attachment`).
  *
  * PARSE_VERSION is recorded beside every derived row; raising it is how a
  * change to derivation asks for re-derivation of stored mail.
@@ -35,7 +37,23 @@ export const ParseBatchRequest = z.strictObject({
 });
 export type ParseBatchRequest = z.infer<typeof ParseBatchRequest>;
 
-export const ParseMessage = z.discriminatedUnion('type', [ParseRequest, ParseBatchRequest]);
+/** Attachment positions: the parser reads at most 500 parts per message, so 65 535 bounds any index. */
+export const MAX_ATTACHMENT_INDEX = 65_535;
+
+/**
+ * One attachment of a raw message, decoded for a download: the `index`-th
+ * entry of the same list a parse gives (`ParsedMessage.attachments`).
+ */
+export const ExtractAttachmentRequest = z.strictObject({
+  type: z.literal('mime-parse.extract-attachment'),
+  /** The whole raw message; moved, not copied, like `mime-parse.parse`. */
+  raw: z.instanceof(Uint8Array),
+  /** Position in the message's attachment list, from 0. */
+  index: z.number().int().nonnegative().max(MAX_ATTACHMENT_INDEX),
+});
+export type ExtractAttachmentRequest = z.infer<typeof ExtractAttachmentRequest>;
+
+export const ParseMessage = z.discriminatedUnion('type', [ParseRequest, ParseBatchRequest, ExtractAttachmentRequest]);
 
 /**
  * What a parse produces is what the store writes: the shapes are the store's
@@ -71,3 +89,17 @@ export type ParseReply = z.infer<typeof ParseReply>;
 
 export const ParseBatchReply = z.array(ParseReply);
 export type ParseBatchReply = z.infer<typeof ParseBatchReply>;
+
+export const ExtractedAttachment = z.strictObject({
+  filename: z.string().nullable(),
+  contentType: z.string(),
+  /** Decoded bytes, moved back to the asker: a Buffer in the pool thread, a plain Uint8Array after crossing. */
+  content: z.custom<Uint8Array>((value) => value instanceof Uint8Array, { error: 'must be bytes' }),
+  /** SHA-256 (hex) of the encoded body: what the parse listed as this attachment's `sha256`. */
+  encodedSha256: z.string(),
+});
+export type ExtractedAttachment = z.infer<typeof ExtractedAttachment>;
+
+/** null: no attachment at that index, or a message the parser calls unreadable. */
+export const ExtractAttachmentReply = ExtractedAttachment.nullable();
+export type ExtractAttachmentReply = z.infer<typeof ExtractAttachmentReply>;

@@ -27,7 +27,7 @@
  * part of the request path: no line per download, and a failure is logged
  * with the route template `/attachments/{capability}` only.
  *
- * Importable by the MCP listener.
+ * Importable by the MCP listener (and redeem.ts, for `AttachmentDownload`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../../runtime/errors.ts';

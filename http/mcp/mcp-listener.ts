@@ -19,12 +19,12 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Config } from '../../config/schema.ts';
 import type { QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
 import { RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
-import { AttachmentReply } from '../../actors/mail-query/protocol.ts';
 import type { Askable } from '../../runtime/ref.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
 import { attachmentLink, canIssueLinks, createLinkKeyRing, issueCapability } from '../attachments/capability.ts';
+import { redeemAttachment } from '../attachments/redeem.ts';
 import { answerReadiness, type Readiness } from '../health/health-server.ts';
 import { holds } from '../auth/principal.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
@@ -47,6 +47,8 @@ export type McpListenerDeps = {
   readiness(): Readiness;
   /** The read-only query pool. */
   queryPool: Askable;
+  /** The MIME parse pool: decodes the attachment a link names (http/attachments/redeem.ts). */
+  parsePool: Askable;
   /** An actor by id (the account's sync actor records repair requests). */
   actor(id: string): Askable;
   /** The authentication stage of this surface (http/auth/authenticate.ts). */
@@ -119,15 +121,11 @@ export function createMcpListener(deps: McpListenerDeps): Server {
       log,
       keyRing: () => linkRing.fresh(),
       fetch: (claims) =>
-        deps.queryPool.ask(
-          {
-            type: 'mail-query.attachment',
-            store: deps.store,
-            messageId: claims.messageId,
-            index: claims.index,
-            accounts: scope.accounts.map((a) => a.id).filter((id) => id === claims.accountId),
-          },
-          { reply: AttachmentReply, deadlineMs: admitted.deadlineMs },
+        redeemAttachment(
+          deps,
+          claims,
+          scope.accounts.map((a) => a.id).filter((id) => id === claims.accountId),
+          admitted.deadlineMs,
         ),
     });
   };

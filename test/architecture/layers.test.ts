@@ -58,11 +58,7 @@ t.test('no module imports a layer above its own', async (t) => {
  * Reach-ins still to be removed, each with its reason. The test fails when a
  * new one appears and when a listed one is gone (so the list only shrinks).
  */
-const KNOWN_REACH_INS: Record<string, string> = {
-  // Redeeming an attachment link decodes one part of the stored MIME on the query pool; the
-  // decoding belongs to the parse pool (a `mime-parse.extract-attachment` message) — issue 11 note.
-  'actors/mail-query/attachment.ts → actors/mime-parse/attachment-content.ts': 'attachment decoding',
-};
+const KNOWN_REACH_INS: Record<string, string> = {};
 
 t.test("no module reaches into another actor's internals", async (t) => {
   const reaching = edges

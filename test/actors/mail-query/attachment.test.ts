@@ -1,14 +1,24 @@
 /**
- * readAttachment against a real migrated database: the stored message is
- * read afresh, so tombstoning, damage, another account or a changed listing
- * all answer null; a stored message gives the decoded bytes.
+ * readAttachmentSource against a real migrated database: the stored message
+ * is read afresh, so tombstoning, damage, another account or an index the
+ * stored list does not hold all answer null; a stored message gives its raw
+ * MIME and the SHA-256 listed at the index. The whole redemption
+ * (http/attachments/redeem.ts) runs here too, over the two pool handlers
+ * called in this thread, for what only the decoded part decides: a changed
+ * listing, a message not derived yet. (Through real pools:
+ * test/http/attachments/redeem.test.ts.)
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { AttachmentReply, AttachmentRequest } from '../../../actors/mail-query/protocol.ts';
-import { answerAttachment, readAttachment } from '../../../actors/mail-query/attachment.ts';
+import { AttachmentSourceReply, AttachmentSourceRequest } from '../../../actors/mail-query/protocol.ts';
+import { answerAttachmentSource, readAttachmentSource } from '../../../actors/mail-query/attachment.ts';
+import { extractAttachment } from '../../../actors/mime-parse/attachment-content.ts';
 import { parseMessage } from '../../../actors/mime-parse/parse-message.ts';
-import { isWithTransfer, TRANSFER } from '../../../runtime/actor.ts';
+import { ExtractAttachmentRequest } from '../../../actors/mime-parse/protocol.ts';
+import { answerExtract } from '../../../actors/mime-parse/task.ts';
+import { redeemAttachment } from '../../../http/attachments/redeem.ts';
+import { type AskOptions, isWithTransfer, TRANSFER } from '../../../runtime/actor.ts';
+import type { Askable } from '../../../runtime/ref.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { storeBatch, type FetchedMessage } from '../../../runtime/store/mailbox/store-batch.ts';
 import type { Database } from '../../../runtime/store/open.ts';
@@ -17,6 +27,7 @@ import { aliceFolders, freshStore, idOf } from '../../runtime/store/mailbox/help
 
 const pdf = randomBytes(2048);
 const note = Buffer.from('hello, attachment\n');
+const slice = { database: '/unused/by/the/handler.db', busyTimeoutMs: 1000, synchronous: 'Full' as const };
 
 function rawWithAttachments(): Buffer {
   return Buffer.from(
@@ -75,39 +86,71 @@ function store(db: Database, bindingId: number, uid: number, raw: Buffer, derive
   return idOf(db, bindingId, uid);
 }
 
-t.test('a stored message gives each attachment by its listed index', async (t) => {
+/** A pool stand-in that runs a handler in this thread: the message and the reply pass the same schemas. */
+function inThread(id: string, handle: (msg: unknown) => unknown): Askable {
+  return {
+    id,
+    ask: async <T>(msg: unknown, options: AskOptions<T> = {}): Promise<T> => {
+      const answer = handle(msg);
+      const value = isWithTransfer(answer) ? answer.value : answer;
+      return options.reply ? options.reply.parse(value) : (value as T);
+    },
+  };
+}
+
+function redeem(db: Database, messageId: number, index: number) {
+  const pools = {
+    queryPool: inThread('mail-query', (msg) => answerAttachmentSource(db, AttachmentSourceRequest.parse(msg))),
+    parsePool: inThread('mime-parse', (msg) => answerExtract(ExtractAttachmentRequest.parse(msg))),
+    store: slice,
+  };
+  return redeemAttachment(pools, { messageId, index }, ['alice'], 5_000);
+}
+
+t.test('a stored message gives its raw MIME and the SHA-256 listed at each index', async (t) => {
   const db = freshStore(t);
   const { inbox } = aliceFolders(db);
-  const id = store(db, inbox.id, 1, rawWithAttachments());
-  const first = readAttachment(db, { messageId: id, index: 0, accounts: ['alice'] });
-  t.match(first, { filename: 'a.pdf', contentType: 'application/pdf' });
-  t.ok(first!.content.equals(pdf));
-  const second = readAttachment(db, { messageId: id, index: 1, accounts: ['bob', 'alice'] });
-  t.match(second, { filename: 'note.txt', contentType: 'text/plain' });
-  t.ok(second!.content.equals(note));
-  t.equal(readAttachment(db, { messageId: id, index: 2, accounts: ['alice'] }), null, 'past the list');
+  const raw = rawWithAttachments();
+  const id = store(db, inbox.id, 1, raw);
+  const first = readAttachmentSource(db, { messageId: id, index: 0, accounts: ['alice'] });
+  t.ok(first?.raw.equals(raw), 'the stored raw MIME');
+  t.equal(first?.listedSha256, extractAttachment(raw, 0)?.encodedSha256, 'the SHA-256 of the part listed at 0');
+  const second = readAttachmentSource(db, { messageId: id, index: 1, accounts: ['bob', 'alice'] });
+  t.equal(second?.listedSha256, extractAttachment(raw, 1)?.encodedSha256);
+  t.not(first?.listedSha256, second?.listedSha256);
+  t.equal(readAttachmentSource(db, { messageId: id, index: 2, accounts: ['alice'] }), null, 'past the stored list');
+
+  const pdfDownload = await redeem(db, id, 0);
+  t.match(pdfDownload, { filename: 'a.pdf', contentType: 'application/pdf' });
+  t.ok(pdfDownload && Buffer.from(pdfDownload.content).equals(pdf), 'redeemed: the decoded bytes');
+  const noteDownload = await redeem(db, id, 1);
+  t.match(noteDownload, { filename: 'note.txt', contentType: 'text/plain' });
+  t.ok(noteDownload && Buffer.from(noteDownload.content).equals(note));
+  t.equal(await redeem(db, id, 2), null, 'past the list');
 });
 
 t.test('anything but a stored, intact message of a listed account is null', async (t) => {
   const db = freshStore(t);
   const { inbox } = aliceFolders(db);
   const id = store(db, inbox.id, 1, rawWithAttachments());
-  t.equal(readAttachment(db, { messageId: id, index: 0, accounts: ['bob'] }), null, 'another account');
-  t.equal(readAttachment(db, { messageId: id, index: 0, accounts: [] }), null, 'no account');
-  t.equal(readAttachment(db, { messageId: id + 100, index: 0, accounts: ['alice'] }), null, 'no such message');
-  t.equal(readAttachment(db, { messageId: -1, index: 0, accounts: ['alice'] }), null, 'not an id');
-  t.equal(readAttachment(db, { messageId: id, index: -1, accounts: ['alice'] }), null, 'not an index');
+  t.equal(readAttachmentSource(db, { messageId: id, index: 0, accounts: ['bob'] }), null, 'another account');
+  t.equal(readAttachmentSource(db, { messageId: id, index: 0, accounts: [] }), null, 'no account');
+  t.equal(readAttachmentSource(db, { messageId: id + 100, index: 0, accounts: ['alice'] }), null, 'no such message');
+  t.equal(readAttachmentSource(db, { messageId: -1, index: 0, accounts: ['alice'] }), null, 'not an id');
+  t.equal(readAttachmentSource(db, { messageId: id, index: -1, accounts: ['alice'] }), null, 'not an index');
+  t.equal(readAttachmentSource(db, { messageId: id, index: 65_536, accounts: ['alice'] }), null, 'past any index');
 
   const damaged = store(db, inbox.id, 2, rawWithAttachments());
   const altered = rawWithAttachments();
   altered[altered.length - 10] = altered[altered.length - 10]! ^ 1;
   run(db.prepare('UPDATE message_raw SET mime = ? WHERE message_id = ?'), [altered, damaged]);
-  t.equal(readAttachment(db, { messageId: damaged, index: 0, accounts: ['alice'] }), null, 'raw MIME no longer matches its SHA-256');
+  t.equal(readAttachmentSource(db, { messageId: damaged, index: 0, accounts: ['alice'] }), null, 'raw MIME no longer matches its SHA-256');
 
   const gone = store(db, inbox.id, 3, rawWithAttachments());
-  t.ok(readAttachment(db, { messageId: gone, index: 0, accounts: ['alice'] }), 'served while stored');
+  t.ok(readAttachmentSource(db, { messageId: gone, index: 0, accounts: ['alice'] }), 'served while stored');
   t.equal(tombstone(db, inbox.id, 1, [3], 'expunged', 2), 1);
-  t.equal(readAttachment(db, { messageId: gone, index: 0, accounts: ['alice'] }), null, 'the link dies with the message');
+  t.equal(readAttachmentSource(db, { messageId: gone, index: 0, accounts: ['alice'] }), null, 'the link dies with the message');
+  t.equal(await redeem(db, gone, 0), null, 'and so does its redemption');
 });
 
 t.test('the stored listing decides what an index names', async (t) => {
@@ -119,26 +162,34 @@ t.test('the stored listing decides what an index names', async (t) => {
     (db.prepare('SELECT attachments_json FROM messages WHERE id = ?').get([listed]) as { attachments_json: string }).attachments_json,
   ) as unknown[];
   run(db.prepare('UPDATE messages SET attachments_json = ? WHERE id = ?'), [JSON.stringify(json.reverse()), listed]);
-  t.equal(readAttachment(db, { messageId: listed, index: 0, accounts: ['alice'] }), null, 'never another attachment than the one listed');
+  t.equal(
+    readAttachmentSource(db, { messageId: listed, index: 0, accounts: ['alice'] })?.listedSha256,
+    extractAttachment(rawWithAttachments(), 1)?.encodedSha256,
+    'the source carries what the stored list names at 0',
+  );
+  t.equal(await redeem(db, listed, 0), null, 'never another attachment than the one listed');
 
   const underived = store(db, inbox.id, 2, rawWithAttachments(), false);
-  t.ok(readAttachment(db, { messageId: underived, index: 1, accounts: ['alice'] })!.content.equals(note), 'not derived yet: the parser decides');
+  t.equal(readAttachmentSource(db, { messageId: underived, index: 1, accounts: ['alice'] })?.listedSha256, null, 'not derived yet: nothing listed');
+  const download = await redeem(db, underived, 1);
+  t.ok(download && Buffer.from(download.content).equals(note), 'not derived yet: the parser decides');
 });
 
-t.test('the pool handler moves the bytes and its messages validate', async (t) => {
+t.test('the pool handler moves the raw bytes and its messages validate', async (t) => {
   const db = freshStore(t);
   const { inbox } = aliceFolders(db);
   const id = store(db, inbox.id, 1, rawWithAttachments());
-  const slice = { database: '/unused/by/the/handler.db', busyTimeoutMs: 1000, synchronous: 'Full' };
-  const request = AttachmentRequest.parse({ type: 'mail-query.attachment', store: slice, messageId: id, index: 0, accounts: ['alice'] });
-  const answer = answerAttachment(db, request);
+  const request = AttachmentSourceRequest.parse({ type: 'mail-query.attachment', store: slice, messageId: id, index: 0, accounts: ['alice'] });
+  const answer = answerAttachmentSource(db, request);
   t.ok(isWithTransfer(answer));
   if (!isWithTransfer(answer)) return;
-  const reply = AttachmentReply.parse(answer.value);
-  t.ok(reply !== null && Buffer.from(reply.content).equals(pdf));
-  t.same(answer[TRANSFER], [reply!.content.buffer]);
-  t.equal(answerAttachment(db, { ...request, index: 9 }), null);
-  t.equal(AttachmentReply.parse(null), null);
-  t.notOk(AttachmentRequest.safeParse({ ...request, index: -1 }).success);
-  t.notOk(AttachmentRequest.safeParse({ ...request, extra: 1 }).success);
+  const reply = AttachmentSourceReply.parse(answer.value);
+  t.ok(reply !== null && Buffer.from(reply.raw).equals(rawWithAttachments()));
+  t.same(answer[TRANSFER], [reply!.raw.buffer]);
+  t.equal(reply!.raw.byteLength, reply!.raw.buffer.byteLength, 'the moved buffer holds the raw MIME alone');
+  t.equal(answerAttachmentSource(db, { ...request, index: 9 }), null);
+  t.equal(AttachmentSourceReply.parse(null), null);
+  t.notOk(AttachmentSourceReply.safeParse({ raw: 'text', listedSha256: null }).success, 'raw must be bytes');
+  t.notOk(AttachmentSourceRequest.safeParse({ ...request, index: -1 }).success);
+  t.notOk(AttachmentSourceRequest.safeParse({ ...request, extra: 1 }).success);
 });

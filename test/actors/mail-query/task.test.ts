@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import {
-  AttachmentReply,
+  AttachmentSourceReply,
   encodeStoredEmailId,
   GetContentReply,
   ListAccountsResult,
@@ -14,6 +14,7 @@ import {
   SearchEmailsResult,
 } from '../../../actors/mail-query/protocol.ts';
 import { openReadConnection } from '../../../actors/mail-query/task.ts';
+import { extractAttachment } from '../../../actors/mime-parse/attachment-content.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import { createPool } from '../../../runtime/pool/pool.ts';
 import { run } from '../../../runtime/store/rows.ts';
@@ -85,13 +86,15 @@ t.test('the pool answers the four read tools and the attachment route', async (t
   });
   t.same(content.repairs, [{ messageId: damagedId, accountId: 'alice', reason: 'damaged' }]);
 
-  const attachment = await pool.ask(
+  const source = await pool.ask(
     { type: 'mail-query.attachment', store: w.slice, messageId: agendaId, index: 0, accounts: ['alice'] },
-    { reply: AttachmentReply },
+    { reply: AttachmentSourceReply },
   );
-  t.equal(Buffer.from(attachment!.content).toString(), 'item one', 'the attachment route is served by the same pool');
+  const part = extractAttachment(source!.raw, 0);
+  t.equal(part?.content.toString(), 'item one', "the attachment route's stored source is served by the same pool");
+  t.equal(source!.listedSha256, part?.encodedSha256, 'with the SHA-256 its stored list gives');
   t.equal(
-    await pool.ask({ type: 'mail-query.attachment', store: w.slice, messageId: agendaId, index: 0, accounts: ['bob'] }, { reply: AttachmentReply }),
+    await pool.ask({ type: 'mail-query.attachment', store: w.slice, messageId: agendaId, index: 0, accounts: ['bob'] }, { reply: AttachmentSourceReply }),
     null,
   );
 });

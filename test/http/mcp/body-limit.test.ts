@@ -115,8 +115,13 @@ t.test('the attachment route runs the same pipeline: request timeout and the ano
     ask: <T>(): Promise<T> =>
       new Promise<T>((resolve) => {
         // Answers, but only after the request timeout: the answer must go nowhere.
-        late = () => resolve({ filename: 'a.txt', contentType: 'text/plain', content: Buffer.from('late') } as T);
+        late = () => resolve({ raw: Buffer.from('late'), listedSha256: null } as T);
       }),
+  };
+  // Decodes at once, so the late source runs the redemption to its end.
+  const parser = {
+    id: 'parse-pool (stand-in)',
+    ask: async <T>(): Promise<T> => ({ filename: 'a.txt', contentType: 'text/plain', content: Buffer.from('late'), encodedSha256: 'ab'.repeat(32) }) as T,
   };
   const server = createMcpListener({
     config,
@@ -125,6 +130,7 @@ t.test('the attachment route runs the same pipeline: request timeout and the ano
     version: 'test',
     readiness: () => ({ ready: true, checks: { database: 'migrated', supervisor: 'healthy', givenUpActors: 0 } }),
     queryPool: stalled,
+    parsePool: parser,
     actor: () => stalled,
     authenticate: createAuthenticator('mcp', [], { log: logs.log, env: {}, claimJti: async () => true, keySets: {} as never }),
   });
