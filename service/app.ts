@@ -118,8 +118,17 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     maxQueue: 1_024,
   });
   supervisor.router.registerPool(queryPool);
+  // Decoding the attachment a download link names: the parse pool's task on a thread of its own,
+  // started on demand, so that a download never queues behind an initial mirror's parse batches.
+  const extractPool = createPool({
+    id: `${MIME_PARSE_POOL}-downloads`,
+    entry: MIME_PARSE_TASK,
+    minThreads: 0,
+    maxThreads: 1,
+    maxQueue: 64,
+  });
   const closePools = async (): Promise<void> => {
-    await Promise.all([parsePool.close(), queryPool.close()]);
+    await Promise.all([parsePool.close(), queryPool.close(), extractPool.close()]);
   };
   let stopping = false;
   const readiness = (): Readiness => {
@@ -164,7 +173,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         version,
         readiness,
         queryPool,
-        parsePool,
+        parsePool: extractPool,
         actor: (id) => supervisor.ref(id),
         authenticate: authenticatorFor('mcp', mcp.Authentication),
       });

@@ -47,7 +47,7 @@ export type McpListenerDeps = {
   readiness(): Readiness;
   /** The read-only query pool. */
   queryPool: Askable;
-  /** The MIME parse pool: decodes the attachment a link names (http/attachments/redeem.ts). */
+  /** A pool running the MIME parse task: decodes the attachment a link names (http/attachments/redeem.ts); the service gives downloads one of their own. */
   parsePool: Askable;
   /** An actor by id (the account's sync actor records repair requests). */
   actor(id: string): Askable;
