@@ -42,10 +42,11 @@ overridden value names the variable.
 **Secret references.** Credential material is never written in the configuration; a setting of type
 *secret reference* takes \`file:/absolute/path\`, \`env:NAME\` or \`systemd:NAME\` (the file
 \`$CREDENTIALS_DIRECTORY/NAME\` provided by systemd \`LoadCredential=\`). Anything else is refused
-as an inline secret. Replacing the material rotates a key without a restart (keys and the key ring
-behind attachment links are held in memory and re-checked in the background: a rewritten file takes
-effect within 2 seconds); one trailing newline is ignored and empty material is refused. Messages
-and logs name the setting and the scheme, never the path, the variable or the material.
+as an inline secret. Replacing the material rotates a key without a restart, from the next request
+(keys and the key ring behind attachment links are held in memory; each request has the file checked
+asynchronously, a stat shared by concurrent requests, and read again only when it changed); one
+trailing newline is ignored and empty material is refused. Messages and logs name the setting and
+the scheme, never the path, the variable or the material.
 
 **Time spans** are written \`hh:mm:ss\` (\`00:01:00\` is one minute), with an optional day count in
 front (\`1.00:00:00\` is a day) and optional milliseconds behind (\`00:00:00.250\`).

@@ -1,66 +1,69 @@
 /**
- * The material behind secret references, held in memory for the request
- * path and re-checked off it (issue 11: before, every request read every
- * key file synchronously on the main thread). Rotation still needs no
- * restart (spec: agent-surface, ARCHITECTURE 4); what changes is when a
- * rewritten file is seen: within a bound, not on the very next request.
+ * The material behind secret references, held in memory and checked
+ * asynchronously, so that no file is read synchronously on the request path
+ * (issue 11: before, every request read every key file synchronously on the
+ * main thread) while every request still sees the material as of its own
+ * arrival, as the spec asks (agent-surface 3, "re-read per request"): a
+ * rotated key takes effect on the very next request, no restart.
  *
- * Freshness. Each reference's material carries the instant its last check
- * started (`confirmedAt`).
- * - `read(ref)` answers from memory and never does I/O. When the material is
- *   `refreshMs` (1 s) old it starts a check in the background and answers
- *   with what it holds.
- * - `fresh(refs)` is what a request awaits before judging a credential: it
- *   resolves at once (no I/O) unless some material is `maxAgeMs` (2 s) old or
- *   was never read, as after an idle spell; then it waits for that check,
- *   which is asynchronous and never longer than `checkTimeoutMs` (a check
- *   that does not answer by then counts as failed).
- * So a request that awaited `fresh` is judged against material whose check
- * started at most `maxAgeMs` before the request arrived: a rewritten,
- * deleted or unreadable file takes effect within 2 s (within about 1 s
- * under steady traffic, where the background checks keep it younger).
+ * Freshness. `fresh(refs)` is what a request awaits before judging a
+ * credential. It resolves once, for every ref, a check that started at or
+ * after the call has finished, so a rewrite completed before the request
+ * arrived is always seen. Checks are shared, per reference:
+ * - none running: the call starts one and waits for it;
+ * - one running: it started before this request and may have looked before
+ *   a rewrite the request must see, so the call waits for the next check,
+ *   queued to start the moment the running one settles. Every request that
+ *   arrives meanwhile joins that same queued check.
+ * So at most one check runs and one waits per file: under load the stats per
+ * second per file are bounded by how long a stat takes, not by the request
+ * rate, and a burst of concurrent requests costs one or two stats.
+ * `read(ref)` answers from memory with no I/O (the outcome of the last check
+ * that finished), for the judging that follows `fresh` and for callers that
+ * cannot wait (link issuing), which call `refresh(refs)` to start a check in
+ * the background so that the next `read` is recent.
  *
  * Check. A file reference (`file:`, `systemd:`) is `stat`ed asynchronously,
  * and read again (asynchronously) only when the file's identity or
  * modification changed (device, inode, size, mtime and ctime, in ns) or its
  * mtime lies within `RACY_MS` of the last read: a same-size rewrite inside
  * the file system's timestamp granularity would otherwise look unchanged
- * (git's "racily clean" entries). An `env:` reference is looked up at each
+ * (git's "racily clean" entries). A check that has not answered after
+ * `checkTimeoutMs` (5 s) counts as failed; its late answer changes nothing,
+ * and the queued check starts then. An `env:` reference is looked up at each
  * use, in memory, as before.
  *
  * Failure. A check that fails (the file vanished, became unreadable, is a
  * directory, or is empty) replaces the material: the old material is
- * dropped, so a deleted key stops working, and `read` throws
- * E_CONFIG_SECRET_UNREADABLE (scheme and setting, never the path) until a
- * later check reads the file again. Logging is the caller's:
+ * dropped, so a deleted key stops working on the next request, and `read`
+ * throws E_CONFIG_SECRET_UNREADABLE (scheme and setting, never the path)
+ * until a later check reads the file again. Logging is the caller's:
  * authenticate.ts names the entry at error on each refused use.
  *
  * Importable from http/ (the authentication stages, attachment links).
  */
 import { readFile, stat } from 'node:fs/promises';
-import { performance } from 'node:perf_hooks';
-import type { Clock } from './clock.ts';
 import { AppError } from './errors.ts';
 import { parseSecretRef, secretFileUnreadable, secretMaterial, secretTarget } from './secret-ref.ts';
 
-/** A check is started for material this old, without anyone waiting for it. */
-export const SECRET_REFRESH_MS = 1_000;
-/** Material this old is not used: the request waits for its check. The rotation bound. */
-export const SECRET_MAX_AGE_MS = 2_000;
 const CHECK_TIMEOUT_MS = 5_000;
 /** A file modified this close to when it was read is read again at the next check. */
 const RACY_MS = 2_000;
 
 export type SecretCache = {
-  /** Resolves once the material of every ref was checked within `maxAgeMs`; at once, with no I/O, in the steady state. Never rejects. */
+  /**
+   * Resolves once, for every ref, a check that started at or after this call
+   * has finished (shared with concurrent calls; a stat, and a read only when
+   * the file changed). Never rejects: a failed check shows in `read`.
+   */
   fresh(refs: readonly string[]): Promise<void>;
   /**
-   * The material in memory (no I/O; a due check starts in the background).
+   * The material as of the last check that finished, from memory (no I/O).
    * @throws AppError E_CONFIG_SECRET_UNREADABLE: the last check failed, or none has finished yet.
    */
   read(ref: string): string;
-  /** Start the first check of each ref without waiting (at startup). */
-  warm(refs: readonly string[]): void;
+  /** Start a check of each ref in the background unless one is running or queued; never waits. At startup, and before a `read` that cannot wait. */
+  refresh(refs: readonly string[]): void;
 };
 
 /** What a check needs of the file system; node:fs/promises by default (tests count the calls). */
@@ -73,11 +76,7 @@ export type SecretCacheOptions = {
   env?: NodeJS.ProcessEnv;
   /** Named in failures (`McpEndpoint:Authentication`), never the path. */
   setting?: string;
-  /** Monotonic milliseconds (performance.now by default). */
-  clock?: Clock;
   files?: SecretFiles;
-  refreshMs?: number;
-  maxAgeMs?: number;
   checkTimeoutMs?: number;
 };
 
@@ -88,33 +87,37 @@ const nodeFiles: SecretFiles = {
 
 type Outcome = { kind: 'material'; material: string } | { kind: 'failed'; error: AppError };
 
+/** One check of one file: settled when its outcome is in `State` (or it timed out). */
+type Check = { readonly done: Promise<void>; readonly settled: () => void };
+
 type State = {
   readonly ref: string;
   /** Named in a failure the file system gives no reason for (a timeout). */
   readonly scheme: 'file' | 'systemd';
   /** Undefined until the first check finishes. */
   outcome?: Outcome;
-  /** When the check that gave `outcome` started (clock ms). */
-  confirmedAt: number;
   /** The file `outcome`'s material was read from, unless it may have changed unseen since (racy). */
   signature?: string;
-  inflight?: Promise<void>;
-  /** Bumped when a check settles, so that a timed-out check answering late changes nothing. */
-  generation: number;
+  /** The check in flight; only its answer is taken (a timed-out one answering late changes nothing). */
+  running?: Check;
+  /** The check that starts when `running` settles, shared by every caller that arrived while it ran. */
+  queued?: Check;
 };
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
-/** Ages are measured on a clock that never goes back (a wall-clock step would make material look fresh). */
-const monotonic: Clock = { now: () => performance.now() };
+function newCheck(): Check {
+  let settled!: () => void;
+  const done = new Promise<void>((resolve) => {
+    settled = resolve;
+  });
+  return { done, settled };
+}
 
 export function createSecretCache(options: SecretCacheOptions = {}): SecretCache {
   const env = options.env ?? process.env;
   const setting = options.setting;
-  const clock = options.clock ?? monotonic;
   const files = options.files ?? nodeFiles;
-  const refreshMs = options.refreshMs ?? SECRET_REFRESH_MS;
-  const maxAgeMs = options.maxAgeMs ?? SECRET_MAX_AGE_MS;
   const checkTimeoutMs = options.checkTimeoutMs ?? CHECK_TIMEOUT_MS;
   /** File-backed references only; `env:` ones map to null. */
   const states = new Map<string, State | null>();
@@ -123,7 +126,7 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
     let state = states.get(ref);
     if (state === undefined) {
       const scheme = parseSecretRef(ref)?.scheme;
-      state = scheme === 'env' ? null : { ref, scheme: scheme ?? 'file', confirmedAt: Number.NEGATIVE_INFINITY, generation: 0 };
+      state = scheme === 'env' ? null : { ref, scheme: scheme ?? 'file' };
       states.set(ref, state);
     }
     return state;
@@ -161,43 +164,37 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
     }
   };
 
-  const check = (state: State): Promise<void> => {
-    if (state.inflight !== undefined) return state.inflight;
-    const startedAt = clock.now();
-    const generation = state.generation;
+  /** Run `check` now: it becomes `running`; when it settles, the queued check (if any) starts at once. */
+  const start = (state: State, check: Check): void => {
+    state.running = check;
     const settle = (outcome: Outcome, signature?: string): void => {
-      if (state.generation !== generation) return;
-      state.generation += 1;
+      if (state.running !== check) return;
+      clearTimeout(timer);
       state.outcome = outcome;
       state.signature = signature;
-      state.confirmedAt = startedAt;
-      state.inflight = undefined;
+      state.running = undefined;
+      const next = state.queued;
+      state.queued = undefined;
+      if (next !== undefined) start(state, next);
+      check.settled();
     };
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        settle(failed(new Error('the file did not answer in time'), state.scheme));
-        resolve();
-      }, checkTimeoutMs);
-      timer.unref();
-    });
-    const looked = examine(state).then(({ outcome, signature }) => {
-      clearTimeout(timer);
-      settle(outcome, signature);
-    });
-    state.inflight = Promise.race([looked, timedOut]);
-    return state.inflight;
+    const timer = setTimeout(() => settle(failed(new Error('the file did not answer in time'), state.scheme)), checkTimeoutMs);
+    timer.unref();
+    examine(state).then(
+      ({ outcome, signature }) => settle(outcome, signature),
+      (err: unknown) => settle(failed(err, state.scheme)),
+    );
   };
 
-  /**
-   * Waits until a check that started after `since` has settled. The check in
-   * flight may have started before it (a slow file system), and then its
-   * answer may predate a rotation: one more check follows. The clock is
-   * monotonic, so a check started now always qualifies.
-   */
-  const confirmedAfter = async (state: State, since: number, checking: Promise<void>): Promise<void> => {
-    await checking;
-    while (state.confirmedAt <= since) await check(state);
+  /** A check that starts now or later: the one started now when none runs, else the queued one (shared). */
+  const checkFromNow = (state: State): Promise<void> => {
+    if (state.running === undefined) {
+      const check = newCheck();
+      start(state, check);
+      return check.done;
+    }
+    state.queued ??= newCheck();
+    return state.queued.done;
   };
 
   const notYetRead = (): AppError =>
@@ -208,20 +205,21 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
 
   return {
     fresh(refs) {
-      const now = clock.now();
-      let waits: Promise<void>[] | undefined;
+      if (refs.length === 1) {
+        const state = stateOf(refs[0]!);
+        return state === null ? RESOLVED : checkFromNow(state);
+      }
+      let waits: Map<State, Promise<void>> | undefined;
       for (const ref of refs) {
         const state = stateOf(ref);
-        if (state === null) continue;
-        const age = now - state.confirmedAt;
-        if (age < refreshMs) continue;
-        const checking = check(state);
-        if (age >= maxAgeMs) {
-          waits ??= [];
-          waits.push(confirmedAfter(state, now - maxAgeMs, checking));
-        }
+        // One check per file even when two entries name it: the second would otherwise queue behind the first.
+        if (state === null || waits?.has(state)) continue;
+        waits ??= new Map();
+        waits.set(state, checkFromNow(state));
       }
-      return waits === undefined ? RESOLVED : Promise.all(waits).then(() => undefined);
+      if (waits === undefined) return RESOLVED;
+      if (waits.size === 1) return waits.values().next().value!;
+      return Promise.all(waits.values()).then(() => undefined);
     },
     read(ref) {
       const state = stateOf(ref);
@@ -229,16 +227,15 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
         const target = secretTarget(ref, env, setting);
         return secretMaterial('env', target.scheme === 'env' ? target.text : '', setting);
       }
-      if (clock.now() - state.confirmedAt >= refreshMs) void check(state);
       const outcome = state.outcome;
       if (outcome === undefined) throw notYetRead();
       if (outcome.kind === 'failed') throw outcome.error;
       return outcome.material;
     },
-    warm(refs) {
+    refresh(refs) {
       for (const ref of refs) {
         const state = stateOf(ref);
-        if (state !== null && state.outcome === undefined) void check(state);
+        if (state !== null && state.running === undefined && state.queued === undefined) start(state, newCheck());
       }
     },
   };

@@ -2,8 +2,10 @@
  * Reading the material behind a secret reference, now. `readSecret` reads
  * synchronously and caches nothing: it is for startup and for actors on
  * their own threads. The HTTP surfaces read through `secret-cache.ts`, which
- * keeps the material in memory and re-checks the file in the background, so
- * that a rotation still needs no restart but a request does no file I/O.
+ * keeps the material in memory and checks the file asynchronously for each
+ * request (a stat shared by concurrent requests, a read only on change), so
+ * that a rotation takes effect on the next request with no synchronous file
+ * I/O on the request path.
  *
  * Schemes: `file:/absolute/path`; `env:NAME`; `systemd:NAME`, read from
  * `$CREDENTIALS_DIRECTORY/NAME` (systemd `LoadCredential=`). One trailing

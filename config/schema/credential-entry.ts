@@ -21,7 +21,7 @@ export function keyBlock(kind: 'API key' | 'PEM public key') {
   return z
     .strictObject({
       Name: text('What diagnostics, audit records and the rate-limit partition correlate on', 128),
-      SecretReference: secretRef(`Where the ${kind} is read from; a rewritten file takes effect within 2 s`),
+      SecretReference: secretRef(`Where the ${kind} is read from; a rewritten file takes effect on the next request`),
       Lifetime: lifetime('NoLimit, or the instant after which the entry authenticates nothing'),
     })
     .meta({ description: `One ${kind}` });

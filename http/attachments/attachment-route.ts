@@ -44,7 +44,7 @@ const PREFIX = '/attachments/';
 export type AttachmentDownload = { filename: string | null; contentType: string; content: Uint8Array };
 
 export type AttachmentRouteDeps = {
-  /** The key ring, current within the secret cache's bound; null when none is configured (every link is then 404). */
+  /** The key ring as of this request (its file checked after the request arrived); null when none is configured (every link is then 404). */
   keyRing(): KeyRing | null | Promise<KeyRing | null>;
   /** Reads the attachment the claims name from the mailbox, now; null when it is not there to serve. */
   fetch(claims: CapabilityClaims): Promise<AttachmentDownload | null>;

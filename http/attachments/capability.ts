@@ -26,9 +26,11 @@
  * stays valid until it expires.
  *
  * The ring comes from `createLinkKeyRing`: the ring file is held in memory
- * (`runtime/secret-cache.ts`, re-checked in the background, so a rotation
- * needs no restart and takes effect within `SECRET_MAX_AGE_MS`) and parsed
- * and validated once per change of the file, not per link.
+ * (`runtime/secret-cache.ts`) and parsed and validated once per change of
+ * the file, not per link. A rotation needs no restart: a verification sees
+ * the ring as of its request's arrival (the file is checked asynchronously,
+ * a stat shared by concurrent requests); issuing, which cannot wait, uses
+ * the ring as of the last finished check and starts the next one.
  *
  * Importable by the MCP listener and its tools (issue) and the attachment
  * route (verify).
@@ -137,18 +139,18 @@ export function canIssueLinks(config: LinkSettings): boolean {
 /** The key ring links are signed and verified with (`DataEncryption:KeyRing`), from memory. */
 export type LinkKeyRing = {
   /**
-   * The ring as last read, with no I/O (a due check of the file starts in the
-   * background); null when no ring is configured. For issuing links, which
-   * cannot wait.
+   * The ring as of the last finished check, with no I/O on this call (a check
+   * of the file starts in the background, for the next caller); null when no
+   * ring is configured. For issuing links, which cannot wait.
    * @throws AppError E_CONFIG_SECRET_UNREADABLE (the file is gone, or not read yet) or E_KEYRING_* (it does not parse).
    */
   current(): KeyRing | null;
-  /** The ring checked within `SECRET_MAX_AGE_MS`: waits for a check only after an idle spell. For verifying. Rejects as `current` throws. */
+  /** The ring as of this call: waits for a check of the file started at or after it (shared). For verifying. Rejects as `current` throws. */
   fresh(): Promise<KeyRing | null>;
 };
 
 /**
- * The ring of `DataEncryption:KeyRing`, read in the background from now on.
+ * The ring of `DataEncryption:KeyRing`, its first check started now.
  * A file that does not parse is refused once per change too (every use
  * throws the same error until the file changes).
  * @example const links = createLinkKeyRing(config); const token = issueCapability(links.current()!, target, { now: Date.now() });
@@ -160,10 +162,10 @@ export function createLinkKeyRing(
   const ref = config.DataEncryption.KeyRing;
   if (ref === undefined) return { current: () => null, fresh: async () => null };
   const secrets = options.secrets ?? createSecretCache({ env: options.env ?? process.env, setting: 'DataEncryption:KeyRing' });
-  secrets.warm([ref]);
+  secrets.refresh([ref]);
   // The last text and what it gave; the cache hands back the same string while the file is unchanged.
   let parsed: { text: string; ring: KeyRing } | { text: string; error: unknown } | undefined;
-  const current = (): KeyRing => {
+  const parse = (): KeyRing => {
     const text = secrets.read(ref);
     if (parsed?.text !== text) {
       try {
@@ -176,10 +178,13 @@ export function createLinkKeyRing(
     return parsed.ring;
   };
   return {
-    current,
+    current() {
+      secrets.refresh([ref]);
+      return parse();
+    },
     async fresh() {
       await secrets.fresh([ref]);
-      return current();
+      return parse();
     },
   };
 }

@@ -5,8 +5,9 @@
  * and the startup check of the key material.
  *
  * Judging takes EVERY configured key on every request (through `read`,
- * which the authentication stage serves from memory, re-checked in the
- * background so a key rotates without restart) and compares every one, with
+ * which the authentication stage serves from memory, the files checked
+ * after the request arrived, so a key rotates without restart from the
+ * next request) and compares every one, with
  * no early exit: both sides are reduced to SHA-256 digests, which have one length, and
  * compared with `timingSafeEqual`. An entry whose Lifetime has passed is still
  * read and compared, so that using it can be reported by name, but it admits

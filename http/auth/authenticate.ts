@@ -12,10 +12,11 @@
  * (error), key-pair issues (warning), the cause of a refused token (info).
  *
  * Key material comes from memory (`runtime/secret-cache.ts`): a request
- * awaits the cache's `fresh` (no I/O unless the material went unchecked for
- * 2 s), then judges synchronously against what it holds. No file is read on
- * the request path; a rewritten or deleted key file takes effect within
- * `SECRET_MAX_AGE_MS`.
+ * awaits the cache's `fresh`, which resolves once each key file was checked
+ * (an asynchronous stat, shared by concurrent requests, and a read only when
+ * the file changed) after the request arrived, then judges synchronously
+ * against what it holds. No synchronous file I/O on the request path; a
+ * rewritten or deleted key file takes effect on the next request.
  */
 import type { IncomingMessage } from 'node:http';
 import { createSecretCache, type SecretCache } from '../../runtime/secret-cache.ts';
@@ -64,7 +65,7 @@ export function createAuthenticator(surface: Surface, entries: readonly Credenti
   const publicKeys = entries.map((e) => e.PublicKey);
   const apiKeyRefs = apiKeys.flatMap((e) => (e === undefined ? [] : [e.SecretReference]));
   const publicKeyRefs = publicKeys.flatMap((e) => (e === undefined ? [] : [e.SecretReference]));
-  secrets.warm([...apiKeyRefs, ...publicKeyRefs]);
+  secrets.refresh([...apiKeyRefs, ...publicKeyRefs]);
   const issuers = serversOf(entries).map((s) => s.Issuer);
   const caller = (entryIndex: number, identity: string): Principal => ({ kind: 'caller', identity, permissions: grants[entryIndex]! });
   const log = deps.log.child({ surface });

@@ -1,17 +1,19 @@
 /**
- * The secret cache: material from memory with no I/O while it is younger
- * than the refresh interval, a background stat after it (a re-read only when
- * the file changed, or may have changed unseen), a wait only past the
- * rotation bound; a rewritten file seen and a deleted one refused within the
- * bound; a check that never answers counts as failed; failures never name
- * the path.
+ * The secret cache: every request sees the material as of its own arrival.
+ * A rewrite finished before a request arrives is seen by that request; an
+ * unchanged file costs a stat per request and no read; concurrent requests
+ * share checks (one running, one queued per file), and a check that started
+ * before a request does not satisfy it; a deleted file is refused on the
+ * next request; a check that never answers counts as failed after the check
+ * timeout and the queued one starts; failures never name the path; `read`
+ * does no I/O. The cache keeps no clock: the order of checks and requests is
+ * driven here by a fake file system whose answers are held and released.
  */
 import { rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { createSecretCache, SECRET_MAX_AGE_MS, SECRET_REFRESH_MS, type SecretFiles } from '../../runtime/secret-cache.ts';
-import { fakeClock } from '../../runtime/clock.ts';
+import { createSecretCache, type SecretFiles } from '../../runtime/secret-cache.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { tempDir } from '../helpers/daemon.ts';
 
@@ -32,6 +34,57 @@ function countingFiles(): SecretFiles & { stats: number; reads: number } {
   return files;
 }
 
+/**
+ * One file in memory whose stat answers can be held: each stat looks at the
+ * file when it is called and, while `held`, delivers its answer only on
+ * `release()`. The mtime is a minute back (not racy); `write` changes the
+ * content and the ctime, as a rewrite does.
+ */
+type HeldFile = {
+  content: string;
+  ctimeNs: bigint;
+  held: boolean;
+  stats: number;
+  reads: number;
+  waiting: Array<() => void>;
+  write(next: string): void;
+  release(): void;
+  files: SecretFiles;
+};
+
+function heldFile(content: string): HeldFile {
+  const mtimeMs = BigInt(Date.now() - 60_000);
+  const file: HeldFile = {
+    content,
+    ctimeNs: 1n,
+    held: false,
+    stats: 0,
+    reads: 0,
+    waiting: [],
+    write(next: string): void {
+      file.content = next;
+      file.ctimeNs += 1n;
+    },
+    /** Deliver every held answer. */
+    release(): void {
+      for (const deliver of file.waiting.splice(0)) deliver();
+    },
+    files: {
+      stat: async () => {
+        file.stats += 1;
+        const answer = { dev: 1n, ino: 2n, size: BigInt(file.content.length), mtimeNs: mtimeMs * 1_000_000n, ctimeNs: file.ctimeNs, mtimeMs };
+        if (file.held) await new Promise<void>((r) => file.waiting.push(r));
+        return answer;
+      },
+      readFile: async () => {
+        file.reads += 1;
+        return file.content;
+      },
+    },
+  };
+  return file;
+}
+
 /** Write `content` with an mtime a minute back, so the file is not "racy" (see secret-cache.ts). */
 function writeSettled(path: string, content: string): void {
   writeFileSync(path, content);
@@ -49,112 +102,106 @@ function failure(fn: () => unknown): AppError {
   throw new Error('nothing was thrown');
 }
 
-t.test('the bound and the interval are what docs/security.md states', async (t) => {
-  t.equal(SECRET_REFRESH_MS, 1_000);
-  t.equal(SECRET_MAX_AGE_MS, 2_000);
-});
+/** Let pending promise callbacks and I/O run. */
+const turn = (): Promise<void> => new Promise((r) => setTimeout(r, 10));
 
-t.test('within the refresh interval, material comes from memory with no I/O at all', async (t) => {
+t.test('a rewrite finished before a request arrives is seen by that request; an unchanged file is stat-ed, not read', async (t) => {
   const dir = tempDir(t);
   const path = join(dir, 'agent.key');
   writeSettled(path, 'first-key\n');
-  const clock = fakeClock(1_000_000);
   const files = countingFiles();
-  const cache = createSecretCache({ clock, files, env: {} });
+  const cache = createSecretCache({ files, env: {} });
   const ref = `file:${path}`;
   await cache.fresh([ref]);
-  t.same([files.stats, files.reads], [1, 1], 'the first use waits for one stat and one read');
+  t.same([files.stats, files.reads], [1, 1], 'the first request waits for one stat and one read');
   t.equal(cache.read(ref), 'first-key', 'one trailing newline dropped, as readSecret does');
-  for (let i = 0; i < 100; i++) {
-    clock.advance(5);
+
+  for (let i = 0; i < 50; i++) {
     await cache.fresh([ref]);
     t.equal(cache.read(ref), 'first-key');
   }
-  t.same([files.stats, files.reads], [1, 1], '100 uses over 500 ms: no further I/O');
-});
-
-t.test('past the interval: one background stat, no re-read of an unchanged file; a rewrite is read', async (t) => {
-  const dir = tempDir(t);
-  const path = join(dir, 'agent.key');
-  writeSettled(path, 'first-key');
-  const clock = fakeClock(1_000_000);
-  const files = countingFiles();
-  const cache = createSecretCache({ clock, files, env: {} });
-  const ref = `file:${path}`;
-  await cache.fresh([ref]);
-
-  clock.advance(SECRET_REFRESH_MS);
-  const pending = cache.fresh([ref]);
-  t.equal(files.stats, 2, 'a check started');
-  await pending;
-  t.equal(cache.read(ref), 'first-key');
-  await new Promise((r) => setTimeout(r, 20));
-  t.same([files.stats, files.reads], [2, 1], 'the file did not change: stat only');
+  t.same([files.stats, files.reads], [51, 1], 'one stat per request, no read while the file is unchanged');
 
   writeSettled(path, 'second-key');
-  t.equal(cache.read(ref), 'first-key', 'before the next check, memory still answers');
-  clock.advance(SECRET_MAX_AGE_MS);
+  t.equal(cache.read(ref), 'first-key', 'read does no I/O: memory answers until a check');
   await cache.fresh([ref]);
-  t.equal(cache.read(ref), 'second-key', 'past the bound, the request waited for the check and sees the new key');
-  t.same([files.stats, files.reads], [3, 2]);
+  t.equal(cache.read(ref), 'second-key', 'the very next request sees the rewrite');
+  t.same([files.stats, files.reads], [52, 2]);
+
+  writeSettled(path, 'third--key'); // the same size as the second
+  await cache.fresh([ref]);
+  t.equal(cache.read(ref), 'third--key', 'a same-size rewrite too (its ctime changed)');
 });
 
-t.test(
-  'between the interval and the bound a request does not wait; past the bound it does, and never settles for an answer older than the bound',
-  async (t) => {
-    const dir = tempDir(t);
-    const path = join(dir, 'agent.key');
-    writeSettled(path, 'key');
-    const clock = fakeClock(1_000_000);
-    let release = (): void => {};
-    const gate = { open: true };
-    const files: SecretFiles = {
-      // A slow file system: the answer is taken now and delivered when released.
-      stat: async (p) => {
-        const answer = await stat(p, { bigint: true });
-        if (!gate.open) await new Promise<void>((r) => (release = r));
-        return answer;
-      },
-      readFile: (p) => readFile(p, 'utf8'),
-    };
-    const cache = createSecretCache({ clock, files, env: {} });
-    const ref = `file:${path}`;
-    await cache.fresh([ref]);
-    gate.open = false;
+t.test('concurrent requests share checks: one running, one queued, whatever the number of requests', async (t) => {
+  const file = heldFile('key-one');
+  const cache = createSecretCache({ files: file.files, env: {} });
+  const ref = 'file:/run/agent.key';
+  await cache.fresh([ref]);
+  t.same([file.stats, file.reads], [1, 1]);
 
-    clock.advance(SECRET_REFRESH_MS + 1);
-    let settled = false;
-    void cache.fresh([ref]).then(() => (settled = true));
-    await new Promise((r) => setImmediate(r));
-    t.ok(settled, 'a check is due but the material is within the bound: answered at once');
+  file.held = true;
+  let first = false;
+  void cache.fresh([ref]).then(() => (first = true));
+  await turn();
+  t.equal(file.stats, 2, 'the first request started a check');
+  const later: boolean[] = [];
+  for (let i = 0; i < 100; i++) {
+    const index = later.push(false) - 1;
+    void cache.fresh([ref, ref]).then(() => (later[index] = true));
+  }
+  await turn();
+  t.equal(file.stats, 2, '100 requests arriving meanwhile start nothing yet: their check is queued');
 
-    await new Promise((r) => setTimeout(r, 20));
-    writeSettled(path, 'rotated-key');
-    clock.advance(SECRET_MAX_AGE_MS);
-    settled = false;
-    void cache.fresh([ref]).then(() => (settled = true));
-    await new Promise((r) => setTimeout(r, 20));
-    t.notOk(settled, 'past the bound: waits for the check in flight');
-    gate.open = true;
-    release();
-    await new Promise((r) => setTimeout(r, 50));
-    t.ok(settled);
-    t.equal(cache.read(ref), 'rotated-key', 'the check in flight had looked before the rewrite: a second check was waited for');
-  },
-);
+  file.release();
+  await turn();
+  t.ok(first, 'the first request has its check');
+  t.notOk(later.some(Boolean), 'the check that started before them does not satisfy the later requests');
+  t.equal(file.stats, 3, 'the queued check started once, for all of them');
 
-t.test('a deleted file stops the credential within the bound; a restored one works again', async (t) => {
+  file.release();
+  await turn();
+  t.ok(later.every(Boolean), 'all 100 answered by the one queued check');
+  t.equal(file.stats, 3, 'three stats for 101 requests; nothing is left running');
+  t.equal(file.reads, 1, 'and no read: the file never changed');
+});
+
+t.test('a check in flight that started before a request does not satisfy it: the rewrite in between is seen', async (t) => {
+  const file = heldFile('old-key');
+  const cache = createSecretCache({ files: file.files, env: {} });
+  const ref = 'file:/run/agent.key';
+  await cache.fresh([ref]);
+
+  file.held = true;
+  let first = false;
+  void cache.fresh([ref]).then(() => (first = true));
+  await turn(); // the first request's stat looked at the old file; its answer is held
+  file.write('new-key');
+  let second = false;
+  void cache.fresh([ref]).then(() => (second = true));
+
+  file.release();
+  await turn();
+  t.ok(first);
+  t.equal(cache.read(ref), 'old-key', 'the first request arrived before the rewrite: the old key is right for it');
+  t.notOk(second, 'the second request waits for a check that started after it arrived');
+  file.release();
+  await turn();
+  t.ok(second);
+  t.equal(cache.read(ref), 'new-key', 'and sees the rewrite that finished before it arrived');
+  t.equal(file.reads, 2);
+});
+
+t.test('a deleted file is refused on the next request; a restored one works again; an emptied one is refused', async (t) => {
   const dir = tempDir(t);
   const path = join(dir, 'agent.key');
   writeSettled(path, 'the-key');
-  const clock = fakeClock(1_000_000);
-  const cache = createSecretCache({ clock, env: {}, setting: 'McpEndpoint:Authentication' });
+  const cache = createSecretCache({ env: {}, setting: 'McpEndpoint:Authentication' });
   const ref = `file:${path}`;
   await cache.fresh([ref]);
   t.equal(cache.read(ref), 'the-key');
 
   rmSync(path);
-  clock.advance(SECRET_MAX_AGE_MS);
   await cache.fresh([ref]);
   const gone = failure(() => cache.read(ref));
   t.equal(gone.code, 'E_CONFIG_SECRET_UNREADABLE');
@@ -163,18 +210,15 @@ t.test('a deleted file stops the credential within the bound; a restored one wor
   t.notMatch(gone.message, /the-key/, 'never the material');
 
   writeSettled(path, 'the-key');
-  clock.advance(SECRET_MAX_AGE_MS);
   await cache.fresh([ref]);
   t.equal(cache.read(ref), 'the-key');
 
   writeSettled(path, '');
-  clock.advance(SECRET_MAX_AGE_MS);
   await cache.fresh([ref]);
   t.match(failure(() => cache.read(ref)).message, /the material is empty/, 'an emptied file refuses too');
 });
 
 t.test('a same-size rewrite the timestamps cannot tell apart is read again while the file is recent', async (t) => {
-  const clock = fakeClock(1_000_000);
   let content = 'key-aaaa';
   let mtimeMs = BigInt(Date.now());
   let reads = 0;
@@ -186,27 +230,23 @@ t.test('a same-size rewrite the timestamps cannot tell apart is read again while
       return content;
     },
   };
-  const cache = createSecretCache({ clock, files, env: {} });
+  const cache = createSecretCache({ files, env: {} });
   await cache.fresh(['file:/run/agent.key']);
   content = 'key-bbbb';
-  clock.advance(SECRET_MAX_AGE_MS);
   await cache.fresh(['file:/run/agent.key']);
   t.equal(cache.read('file:/run/agent.key'), 'key-bbbb', 'modified just now: read again, the rewrite is seen');
 
   mtimeMs -= 60_000n;
-  clock.advance(SECRET_MAX_AGE_MS);
   await cache.fresh(['file:/run/agent.key']);
   const before = reads;
   content = 'key-cccc';
-  clock.advance(SECRET_MAX_AGE_MS);
   await cache.fresh(['file:/run/agent.key']);
   t.equal(reads, before, 'an old, unchanged signature is trusted: no read');
 });
 
-t.test('a check that never answers counts as failed after the check timeout', async (t) => {
-  const clock = fakeClock(1_000_000);
-  const files: SecretFiles = { stat: () => new Promise(() => {}), readFile: async () => 'never' };
-  const cache = createSecretCache({ clock, files, env: {}, checkTimeoutMs: 30, setting: 'DataEncryption:KeyRing' });
+t.test('a check that never answers counts as failed after the check timeout; the queued check then starts', async (t) => {
+  const hung: SecretFiles = { stat: () => new Promise(() => {}), readFile: async () => 'never' };
+  const cache = createSecretCache({ files: hung, env: {}, checkTimeoutMs: 30, setting: 'DataEncryption:KeyRing' });
   await cache.fresh(['systemd:keyring']);
   t.match(
     failure(() => cache.read('systemd:keyring')),
@@ -216,11 +256,45 @@ t.test('a check that never answers counts as failed after the check timeout', as
   // The check's timer does not hold the process open (a listener does, in the service): hold it here.
   const alive = setInterval(() => {}, 1_000);
   t.teardown(() => clearInterval(alive));
-  const cache2 = createSecretCache({ clock, files, env: { CREDENTIALS_DIRECTORY: '/run/credentials/x' }, checkTimeoutMs: 30 });
+
+  const file = heldFile('the-key');
+  file.held = true;
+  const cache2 = createSecretCache({ files: file.files, env: { CREDENTIALS_DIRECTORY: '/run/credentials/x' }, checkTimeoutMs: 30 });
   const started = Date.now();
-  await cache2.fresh(['systemd:keyring']);
+  const first = cache2.fresh(['systemd:keyring']);
+  await turn();
+  file.write('the-key-2'); // after the hung stat looked
+  file.held = false; // the first stat stays held; the next one answers
+  let second = false;
+  void cache2.fresh(['systemd:keyring']).then(() => (second = true));
+  await first;
   t.ok(Date.now() - started < 2_000, 'the request is not held longer than the check timeout');
   t.match(failure(() => cache2.read('systemd:keyring')).message, /\(systemd:\) could not be read/);
+  await turn();
+  t.ok(second, 'the queued check started when the hung one timed out');
+  t.equal(cache2.read('systemd:keyring'), 'the-key-2');
+  file.content = 'late-key'; // what the hung check would read, its stat showing a change
+  file.release(); // the hung check answers at last
+  await turn();
+  t.equal(file.reads, 2, 'the hung check did read the file when it answered');
+  t.equal(cache2.read('systemd:keyring'), 'the-key-2', 'its late answer changes nothing');
+});
+
+t.test('read does no I/O; refresh starts one check in the background unless one is running', async (t) => {
+  const file = heldFile('the-key');
+  const cache = createSecretCache({ files: file.files, env: {} });
+  const ref = 'file:/run/agent.key';
+  t.match(failure(() => cache.read(ref)).message, /has not been read yet/, 'before any check finished, read refuses rather than reading the file itself');
+  t.equal(file.stats, 0);
+  file.held = true;
+  cache.refresh([ref]);
+  cache.refresh([ref]);
+  await turn();
+  t.equal(file.stats, 1, 'one check for two refreshes');
+  file.release();
+  await turn();
+  for (let i = 0; i < 100; i++) t.equal(cache.read(ref), 'the-key');
+  t.same([file.stats, file.reads], [1, 1], '100 reads: no I/O');
 });
 
 t.test('env: references are looked up at each use, never cached', async (t) => {
@@ -232,10 +306,4 @@ t.test('env: references are looked up at each use, never cached', async (t) => {
   t.equal(cache.read('env:AGENT_KEY'), 'two');
   delete env.AGENT_KEY;
   t.equal(failure(() => cache.read('env:AGENT_KEY')).code, 'E_CONFIG_SECRET_UNREADABLE');
-});
-
-t.test('before any check finished, read refuses rather than reading the file itself', async (t) => {
-  const files: SecretFiles = { stat: () => new Promise(() => {}), readFile: async () => 'x' };
-  const cache = createSecretCache({ files, env: {}, checkTimeoutMs: 10 });
-  t.match(failure(() => cache.read('file:/run/agent.key')).message, /has not been read yet/);
 });
