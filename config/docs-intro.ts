@@ -43,8 +43,8 @@ overridden value names the variable.
 *secret reference* takes \`file:/absolute/path\`, \`env:NAME\` or \`systemd:NAME\` (the file
 \`$CREDENTIALS_DIRECTORY/NAME\` provided by systemd \`LoadCredential=\`). Anything else is refused
 as an inline secret. Replacing the material rotates a key without a restart, from the next request
-(keys and the key ring behind attachment links are held in memory; each request has the file checked
-asynchronously, a stat shared by concurrent requests, and read again only when it changed); one
+(keys and the key ring behind attachment links are held in memory; each request looks at the file with
+a stat, and the file is read again, asynchronously, only when it changed); one
 trailing newline is ignored and empty material is refused. Messages and logs name the setting and
 the scheme, never the path, the variable or the material.
 

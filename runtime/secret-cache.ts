@@ -1,5 +1,5 @@
 /**
- * The material behind secret references, held in memory and checked
+ * The material behind secret references, held in memory and read
  * asynchronously, so that no file is read synchronously on the request path
  * (issue 11: before, every request read every key file synchronously on the
  * main thread) while every request still sees the material as of its own
@@ -7,9 +7,18 @@
  * rotated key takes effect on the very next request, no restart.
  *
  * Freshness. `fresh(refs)` is what a request awaits before judging a
- * credential. It resolves once, for every ref, a check that started at or
- * after the call has finished, so a rewrite completed before the request
- * arrived is always seen. Checks are shared, per reference:
+ * credential. It resolves once, for every ref, the material held is known to
+ * be the file as it was at or after the call, so a rewrite completed before
+ * the request arrived is always seen:
+ * - fast path, the steady state: a stat taken now (`statNow`, synchronous:
+ *   metadata from the inode cache, about 2 µs) matches the signature of the
+ *   file the material was read from. Nothing is read and nothing awaited.
+ *   Measured (bench auth-overhead): an asynchronous stat per request and file
+ *   cost 6–13 µs of main-thread time each, more than the synchronous reads
+ *   it replaced; the synchronous stat costs a fraction of either.
+ * - otherwise (the file changed, is racy, vanished, or was never read) the
+ *   call waits for an asynchronous check that started at or after it.
+ *   Checks are shared, per reference:
  * - none running: the call starts one and waits for it;
  * - one running: it started before this request and may have looked before
  *   a rewrite the request must see, so the call waits for the next check,
@@ -24,7 +33,7 @@
  * the background so that the next `read` is recent.
  *
  * Check. A file reference (`file:`, `systemd:`) is `stat`ed asynchronously,
- * and read again (asynchronously) only when the file's identity or
+ * and read (asynchronously) only when the file's identity or
  * modification changed (device, inode, size, mtime and ctime, in ns) or its
  * mtime lies within `RACY_MS` of the last read: a same-size rewrite inside
  * the file system's timestamp granularity would otherwise look unchanged
@@ -42,6 +51,7 @@
  *
  * Importable from http/ (the authentication stages, attachment links).
  */
+import { statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { AppError } from './errors.ts';
 import { parseSecretRef, secretFileUnreadable, secretMaterial, secretTarget } from './secret-ref.ts';
@@ -66,10 +76,19 @@ export type SecretCache = {
   refresh(refs: readonly string[]): void;
 };
 
-/** What a check needs of the file system; node:fs/promises by default (tests count the calls). */
+type FileStat = { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint; mtimeMs: bigint };
+
+/** What a check needs of the file system; node:fs by default (tests count the calls). */
 export type SecretFiles = {
-  stat(path: string): Promise<{ dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint; mtimeMs: bigint }>;
+  stat(path: string): Promise<FileStat>;
   readFile(path: string): Promise<string>;
+  /**
+   * The fast path of `fresh`: a stat at the request's arrival, answered from
+   * the inode cache (about 2 µs, against 6–13 µs of main-thread time for a
+   * trip through the thread pool). Undefined: the file is not there. Without
+   * it every `fresh` waits for an asynchronous check.
+   */
+  statNow?(path: string): FileStat | undefined;
 };
 
 export type SecretCacheOptions = {
@@ -83,7 +102,10 @@ export type SecretCacheOptions = {
 const nodeFiles: SecretFiles = {
   stat: (path) => stat(path, { bigint: true }),
   readFile: (path) => readFile(path, 'utf8'),
+  statNow: (path) => statSync(path, { bigint: true, throwIfNoEntry: false }),
 };
+
+const signatureOf = (s: FileStat): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 
 type Outcome = { kind: 'material'; material: string } | { kind: 'failed'; error: AppError };
 
@@ -121,6 +143,8 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
   const checkTimeoutMs = options.checkTimeoutMs ?? CHECK_TIMEOUT_MS;
   /** File-backed references only; `env:` ones map to null. */
   const states = new Map<string, State | null>();
+  /** Where each file reference points, resolved once (a `systemd:` one through `$CREDENTIALS_DIRECTORY`); null when it cannot be resolved. */
+  const paths = new Map<State, string | null>();
 
   const stateOf = (ref: string): State | null => {
     let state = states.get(ref);
@@ -150,7 +174,7 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
     }
     try {
       const before = await files.stat(path);
-      const signature = `${before.dev}:${before.ino}:${before.size}:${before.mtimeNs}:${before.ctimeNs}`;
+      const signature = signatureOf(before);
       const held = state.outcome;
       if (signature === state.signature && held?.kind === 'material') return { outcome: held, signature };
       const text = await files.readFile(path);
@@ -186,6 +210,32 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
     );
   };
 
+  /**
+   * True when the material held is the file as it is now: a stat taken now
+   * has the signature of the file the material was read from. No check is
+   * needed then, and none is waited for.
+   */
+  const unchangedNow = (state: State): boolean => {
+    if (files.statNow === undefined || state.signature === undefined || state.outcome?.kind !== 'material') return false;
+    let path = paths.get(state);
+    if (path === undefined) {
+      try {
+        const target = secretTarget(state.ref, env, setting);
+        path = target.scheme === 'env' ? null : target.path;
+      } catch {
+        path = null;
+      }
+      paths.set(state, path);
+    }
+    if (path === null) return false;
+    try {
+      const now = files.statNow(path);
+      return now !== undefined && signatureOf(now) === state.signature;
+    } catch {
+      return false; // the asynchronous check says what is wrong
+    }
+  };
+
   /** A check that starts now or later: the one started now when none runs, else the queued one (shared). */
   const checkFromNow = (state: State): Promise<void> => {
     if (state.running === undefined) {
@@ -207,13 +257,13 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
     fresh(refs) {
       if (refs.length === 1) {
         const state = stateOf(refs[0]!);
-        return state === null ? RESOLVED : checkFromNow(state);
+        return state === null || unchangedNow(state) ? RESOLVED : checkFromNow(state);
       }
       let waits: Map<State, Promise<void>> | undefined;
       for (const ref of refs) {
         const state = stateOf(ref);
         // One check per file even when two entries name it: the second would otherwise queue behind the first.
-        if (state === null || waits?.has(state)) continue;
+        if (state === null || waits?.has(state) || unchangedNow(state)) continue;
         waits ??= new Map();
         waits.set(state, checkFromNow(state));
       }

@@ -63,6 +63,26 @@ function digest(value: string): Buffer {
 }
 
 /**
+ * Digests of configured material, by the material: a key's digest is
+ * computed once, not at every request (with 20 keys that was 20 hashes per
+ * request). Which entry is looked up says nothing of the presented key, so
+ * the comparison stays constant-time. Rotation adds entries; the map is
+ * emptied when it outgrows any real configuration.
+ */
+const materialDigests = new Map<string, Buffer>();
+const MATERIAL_DIGESTS_MAX = 1_024;
+
+function materialDigest(material: string): Buffer {
+  let known = materialDigests.get(material);
+  if (known === undefined) {
+    if (materialDigests.size >= MATERIAL_DIGESTS_MAX) materialDigests.clear();
+    known = digest(material);
+    materialDigests.set(material, known);
+  }
+  return known;
+}
+
+/**
  * Judge a presented API key against the configured entries.
  *
  * `entries` may hold gaps: pass `Authentication.map((e) => e.ApiKey)` and
@@ -87,7 +107,7 @@ export function judgeApiKey(presented: string, entries: readonly (ApiKeyEntry | 
       if (!expired) unreadable.push({ cause: 'material-unreadable', entryIndex, name: entry.Name });
     }
     // Compared even after a match or an unreadable neighbour: no early exit, one digest comparison per entry.
-    const equal = timingSafeEqual(presentedDigest, digest(material ?? ''));
+    const equal = timingSafeEqual(presentedDigest, materialDigest(material ?? ''));
     if (!equal || material === null || material === '') continue;
     if (expired) expiredMatches.push({ cause: 'expired', entryIndex, name: entry.Name });
     else if (admitted === null) admitted = { entryIndex, name: entry.Name };

@@ -42,6 +42,8 @@ function countingFiles(): SecretFiles & { stats: number; reads: number } {
  */
 type HeldFile = {
   content: string;
+  /** A minute back, fixed at creation. */
+  mtimeMs: bigint;
   ctimeNs: bigint;
   held: boolean;
   stats: number;
@@ -56,6 +58,7 @@ function heldFile(content: string): HeldFile {
   const mtimeMs = BigInt(Date.now() - 60_000);
   const file: HeldFile = {
     content,
+    mtimeMs,
     ctimeNs: 1n,
     held: false,
     stats: 0,
@@ -306,4 +309,35 @@ t.test('env: references are looked up at each use, never cached', async (t) => {
   t.equal(cache.read('env:AGENT_KEY'), 'two');
   delete env.AGENT_KEY;
   t.equal(failure(() => cache.read('env:AGENT_KEY')).code, 'E_CONFIG_SECRET_UNREADABLE');
+});
+
+t.test('fast path: a stat at arrival that matches what was read answers at once; a changed file is read before the request is judged', async (t) => {
+  const file = heldFile('mc_first');
+  let looks = 0;
+  const files: SecretFiles = {
+    ...file.files,
+    statNow: () => {
+      looks += 1;
+      return { dev: 1n, ino: 2n, size: BigInt(file.content.length), mtimeNs: file.mtimeMs * 1_000_000n, ctimeNs: file.ctimeNs, mtimeMs: file.mtimeMs };
+    },
+  };
+  const cache = createSecretCache({ files, env: {} });
+  await cache.fresh(['file:/k']);
+  t.equal(cache.read('file:/k'), 'mc_first');
+  const [stats, reads] = [file.stats, file.reads];
+
+  file.held = true; // an asynchronous check would now hang until released
+  for (let i = 0; i < 50; i++) await cache.fresh(['file:/k']);
+  t.equal(file.stats, stats, 'unchanged: no asynchronous check was started');
+  t.equal(file.reads, reads, 'and nothing was read');
+  t.equal(looks, 50, 'one stat at arrival per request');
+
+  file.write('mc_second');
+  let judged = false;
+  const waiting = cache.fresh(['file:/k']).then(() => (judged = true));
+  await new Promise((r) => setImmediate(r));
+  t.notOk(judged, 'changed: the request waits for the asynchronous check');
+  file.release();
+  await waiting;
+  t.equal(cache.read('file:/k'), 'mc_second', 'and is judged against the new material');
 });
