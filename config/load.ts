@@ -1,6 +1,6 @@
 /**
  * Loading the configuration: the only reader of the configuration file and
- * of `process.env` for settings (STYLE.md 9; `config/secret-ref.ts` reads the
+ * of `process.env` for settings (STYLE.md 9; `runtime/secret-ref.ts` reads the
  * environment for `env:` and `systemd:` material, at each use).
  *
  * File (default `$MAILCAIRN_CONFIG`, else `./mailcairn.json`; a missing

@@ -2,7 +2,7 @@
  * The one pino root logger per thread. JSON lines to stdout by default,
  * pretty-printed when stdout is a terminal (Logging:Format "Auto").
  *
- * Privacy: every field whose name is on the list in `config/redact.ts` is
+ * Privacy: every field whose name is on the list in `redact.ts` is
  * censored at any depth before the line is written, so a subject, address,
  * token or secret cannot reach a log line by accident, whatever a caller
  * passes. Messages are constant strings; data goes in fields.
