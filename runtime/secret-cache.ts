@@ -118,6 +118,8 @@ type State = {
   readonly scheme: 'file' | 'systemd';
   /** Undefined until the first check finishes. */
   outcome?: Outcome;
+  /** Where the reference points, resolved at the first fast-path look (a `systemd:` one through `$CREDENTIALS_DIRECTORY`); null when it cannot be resolved. */
+  path?: string | null;
   /** The file `outcome`'s material was read from, unless it may have changed unseen since (racy). */
   signature?: string;
   /** The check in flight; only its answer is taken (a timed-out one answering late changes nothing). */
@@ -143,8 +145,6 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
   const checkTimeoutMs = options.checkTimeoutMs ?? CHECK_TIMEOUT_MS;
   /** File-backed references only; `env:` ones map to null. */
   const states = new Map<string, State | null>();
-  /** Where each file reference points, resolved once (a `systemd:` one through `$CREDENTIALS_DIRECTORY`); null when it cannot be resolved. */
-  const paths = new Map<State, string | null>();
 
   const stateOf = (ref: string): State | null => {
     let state = states.get(ref);
@@ -217,16 +217,15 @@ export function createSecretCache(options: SecretCacheOptions = {}): SecretCache
    */
   const unchangedNow = (state: State): boolean => {
     if (files.statNow === undefined || state.signature === undefined || state.outcome?.kind !== 'material') return false;
-    let path = paths.get(state);
-    if (path === undefined) {
+    if (state.path === undefined) {
       try {
         const target = secretTarget(state.ref, env, setting);
-        path = target.scheme === 'env' ? null : target.path;
+        state.path = target.scheme === 'env' ? null : target.path;
       } catch {
-        path = null;
+        state.path = null;
       }
-      paths.set(state, path);
     }
+    const path = state.path;
     if (path === null) return false;
     try {
       const now = files.statNow(path);

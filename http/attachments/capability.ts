@@ -38,7 +38,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../config/schema.ts';
 import { createSecretCache, type SecretCache } from '../../runtime/secret-cache.ts';
-import { readSecret } from '../../runtime/secret-ref.ts';
 import { purposeKey, type KeyRing } from '../../runtime/keyring/keyring.ts';
 import { loadKeyRing } from '../../runtime/keyring/load.ts';
 
@@ -187,18 +186,6 @@ export function createLinkKeyRing(
       return parse();
     },
   };
-}
-
-/**
- * The key ring of `DataEncryption:KeyRing`, read now, synchronously, or null
- * when none is configured. Not for the request path (that is
- * `createLinkKeyRing`): for one-off uses such as checks and tools.
- * @throws AppError E_CONFIG_SECRET_UNREADABLE or E_KEYRING_* when the configured ring cannot be read.
- */
-export function readLinkKeyRing(config: { DataEncryption: Pick<Config['DataEncryption'], 'KeyRing'> }, env: NodeJS.ProcessEnv = process.env): KeyRing | null {
-  const ref = config.DataEncryption.KeyRing;
-  if (ref === undefined) return null;
-  return loadKeyRing(readSecret(ref, env, 'DataEncryption:KeyRing'));
 }
 
 function tagOf(key: Buffer, payload: Buffer): Buffer {

@@ -16,7 +16,6 @@ import {
   canIssueLinks,
   createLinkKeyRing,
   issueCapability,
-  readLinkKeyRing,
   verifyCapability,
 } from '../../../http/attachments/capability.ts';
 import { newKeyRing, parseKeyRing, purposeKey, rotateKeyRing } from '../../../runtime/keyring/keyring.ts';
@@ -172,17 +171,14 @@ t.test('links are issued only with both a key ring and a public address', async 
 t.test('the key ring is read from its reference at each use', async (t) => {
   const text = newKeyRing();
   const env: NodeJS.ProcessEnv = { MAILCAIRN_TEST_RING: text };
-  t.equal(readLinkKeyRing({ DataEncryption: {} }, env), null);
-  const ring = readLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, env);
+  t.equal(createLinkKeyRing({ DataEncryption: {} }, { env }).current(), null);
+  const links = createLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, { env });
+  const ring = links.current();
   t.equal(ring?.activeKeyId, parseKeyRing(text).activeKeyId);
   env.MAILCAIRN_TEST_RING = rotateKeyRing(text);
-  t.not(
-    readLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, env)?.activeKeyId,
-    ring?.activeKeyId,
-    'a rotation takes effect without a restart',
-  );
+  t.not(links.current()?.activeKeyId, ring?.activeKeyId, 'a rotation takes effect without a restart');
   delete env.MAILCAIRN_TEST_RING;
-  t.throws(() => readLinkKeyRing({ DataEncryption: { KeyRing: 'env:MAILCAIRN_TEST_RING' } }, env), { code: 'E_CONFIG_SECRET_UNREADABLE' });
+  t.throws(() => links.current(), { code: 'E_CONFIG_SECRET_UNREADABLE' });
 });
 
 t.test('the ring held in memory: parsed once per change of the file, not per link; a rotation or removal seen by the next verification', async (t) => {
