@@ -74,6 +74,12 @@ export const Codes = {
   // Agent surface (spec: agent-surface "Errors"; families fixed in DECISIONS.md)
   E_TOOL_INVALID_INPUT: { status: 400, retryable: false, public: 51001, msg: 'The tool input is invalid' },
   E_TOOL_RESULT_LIMIT: { status: 400, retryable: false, public: 51003, msg: 'At most 50 ranked results may be requested' },
+  E_TOOL_REQUEST_CONFLICT: {
+    status: 409,
+    retryable: false,
+    public: 51004,
+    msg: 'The requestId was already used for other changes; use a new requestId',
+  },
   E_CURSOR_INVALID: { status: 400, retryable: false, public: 52001, msg: 'The cursor is not one this service issued; start again without it' },
   E_CURSOR_FILTERS_CHANGED: {
     status: 400,

@@ -24,6 +24,7 @@ import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
 import { recordRepairRequest } from '../../runtime/store/mailbox/repair-requests.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
 import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
+import { closeJournal, journalStep, JournalStep, newJournal, recordAsked, resumeJournal, WriterIdle, writerIdle, type Journal } from './change-journal.ts';
 import { openSession } from './connection.ts';
 import { handleMaintenance, isMaintenance } from './maintenance.ts';
 import { AccessTokens, storeRefreshToken } from './oauth-token.ts';
@@ -35,7 +36,7 @@ const Step = z.strictObject({ type: z.literal('imap-sync.step') });
 // Re-derivation jobs: the next segment of the run under way; a dead letter's write retried until it lands.
 const RederiveStep = z.strictObject({ type: z.literal('imap-sync.rederive-step') });
 const JobRecord = z.strictObject({ type: z.literal('imap-sync.job-record') });
-const Msg = z.union([SyncMessage, Step, RederiveStep, JobRecord]);
+const Msg = z.union([SyncMessage, Step, RederiveStep, JobRecord, JournalStep, WriterIdle]);
 
 type Active = { run: SyncRun; resolve(summary: RunSummary): void; reject(err: unknown): void };
 
@@ -48,27 +49,31 @@ type State = {
   active: Active | null;
   consecutiveFailures: number;
   carriage: Carriage;
+  journal: Journal;
 };
+
+/** A new session with the account's credentials: the reading session's, and the change journal's writing one. */
+async function connect(state: State): Promise<ImapFlow> {
+  const { imap } = state.config;
+  if (imap.passwordRef) {
+    return openSession(state.config, { pass: readSecret(imap.passwordRef, process.env, `Accounts:${state.config.account}:Imap:Password`) });
+  }
+  const reused = state.tokens.wouldReuse();
+  try {
+    return await openSession(state.config, { accessToken: await state.tokens.current() });
+  } catch (err) {
+    // The server refused the access token we held (revoked or expired early): redeem afresh, once.
+    if (!reused || !(err instanceof AppError && err.code === 'E_IMAP_AUTH')) throw err;
+    state.tokens.forget();
+    return openSession(state.config, { accessToken: await state.tokens.current() });
+  }
+}
 
 async function session(state: State, ctx: ActorContext, fresh = false): Promise<ImapFlow> {
   if (state.client?.usable && !fresh) return state.client;
   state.client?.close();
   state.client = null;
-  const { imap } = state.config;
-  let client: ImapFlow;
-  if (imap.passwordRef) {
-    client = await openSession(state.config, { pass: readSecret(imap.passwordRef, process.env, `Accounts:${state.config.account}:Imap:Password`) });
-  } else {
-    const reused = state.tokens.wouldReuse();
-    try {
-      client = await openSession(state.config, { accessToken: await state.tokens.current() });
-    } catch (err) {
-      // The server refused the access token we held (revoked or expired early): redeem afresh, once.
-      if (!reused || !(err instanceof AppError && err.code === 'E_IMAP_AUTH')) throw err;
-      state.tokens.forget();
-      client = await openSession(state.config, { accessToken: await state.tokens.current() });
-    }
-  }
+  const client = await connect(state);
   client.on('close', () => {
     if (state.client === client) state.client = null;
   });
@@ -172,12 +177,15 @@ export default defineActor({
       active: null,
       consecutiveFailures: 0,
       carriage: newCarriage(),
+      journal: newJournal(),
     };
     ctx.defer(() => {
       state.client?.close();
+      closeJournal(state);
       db.close();
     });
     resumeRuns(state, ctx);
+    resumeJournal(state, ctx);
     return state;
   },
   async handle(state, msg, ctx) {
@@ -224,6 +232,12 @@ export default defineActor({
         return carryStep(state, ctx, parseWith(ctx, state));
       case 'imap-sync.job-record':
         return recordDeferred(state, ctx);
+      case 'imap-sync.record-changes':
+        return recordAsked(state, ctx, msg);
+      case 'imap-sync.change-step':
+        return journalStep(state, ctx, () => connect(state));
+      case 'imap-sync.change-writer-idle':
+        return writerIdle(state, ctx);
       default:
         if (isMaintenance(msg)) return handleMaintenance(state, ctx, msg);
         throw new AppError('E_PROTOCOL_INVALID');

@@ -8,15 +8,17 @@
  * - re-derivation: re-read stored raw MIME into the derived columns in
  *   bounded segments, never touching the server. The run is durable and
  *   carried by a job (rederivation-carriage.ts);
- * - an operator's decision on a dead-lettered job (retry or drop).
+ * - an operator's decision on a dead-lettered job (retry or drop): a
+ *   mailbox change (change-journal.ts) or a re-derivation run.
  */
 import type { ActorContext } from '../../runtime/actor.ts';
 import { erasePass, rederivationRecord, rewind, rewindAssessment } from '../../runtime/store/mailbox/maintenance.ts';
 import type { Database } from '../../runtime/store/open.ts';
+import { decideChange, type Journal } from './change-journal.ts';
 import type { ImapSyncConfig, SyncMessage } from './protocol.ts';
 import { decideJob, requestRun, type Carriage } from './rederivation-carriage.ts';
 
-type MaintenanceState = { db: Database; config: ImapSyncConfig; carriage: Carriage };
+type MaintenanceState = { db: Database; config: ImapSyncConfig; carriage: Carriage; journal: Journal };
 type MaintenanceType =
   | 'imap-sync.rewind'
   | 'imap-sync.rewind-assessment'
@@ -57,6 +59,7 @@ export function handleMaintenance(state: MaintenanceState, ctx: ActorContext, ms
     case 'imap-sync.rederive':
       return requestRun(state, ctx, msg.folder);
     case 'imap-sync.job-decision':
-      return decideJob(state, ctx, msg.job, msg.decision);
+      // A change of the journal, else a re-derivation job (which answers JobUnknown for anything else).
+      return decideChange(state, ctx, msg.job, msg.decision) ?? decideJob(state, ctx, msg.job, msg.decision);
   }
 }

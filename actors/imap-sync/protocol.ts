@@ -4,6 +4,7 @@
  * file. The run's private steps stay in actor.ts.
  */
 import { z } from 'zod';
+import { CHANGE_KINDS } from '../../runtime/store/mailbox/change-effect.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
 
@@ -37,6 +38,50 @@ export const ImapSyncConfig = z.strictObject({
 });
 export type ImapSyncConfig = z.infer<typeof ImapSyncConfig>;
 
+// ---------------------------------------------------------------- the change journal
+
+/** An IMAP keyword as the journal takes it: an atom (RFC 3501), folded to lower case by whoever asks. */
+export const KEYWORD_ATOM = /^[^\s"(){%*\\\]\u0000-\u001f\u007f]+$/;
+export const MAX_CHANGE_KEYWORDS = 20;
+export const MAX_KEYWORD_LENGTH = 100;
+const Keywords = z.array(z.string().min(1).max(MAX_KEYWORD_LENGTH).regex(KEYWORD_ATOM)).max(MAX_CHANGE_KEYWORDS);
+const FolderPath = z.string().min(1).max(1_000);
+
+/** One change asked of a message (runtime/store/mailbox/change-effect.ts `ChangeEffect`). */
+export const ChangeAsk = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.enum(['set-seen', 'set-flagged']), value: z.boolean() }),
+  z.strictObject({ kind: z.enum(['add-keywords', 'remove-keywords']), keywords: Keywords.min(1) }),
+  z.strictObject({ kind: z.literal('set-keywords'), keywords: Keywords }),
+  z.strictObject({ kind: z.enum(['relocate', 'copy']), targetPath: FolderPath }),
+  z.strictObject({ kind: z.literal('delete') }),
+]);
+export type ChangeAsk = z.infer<typeof ChangeAsk>;
+
+export const ChangeKind = z.enum(CHANGE_KINDS);
+export const ChangeState = z.enum(['pending', 'converging', 'completed', 'dead-lettered']);
+export const ChangeOutcome = z.enum(['applied', 'superseded', 'gone', 'refused', 'failed']);
+
+/** A recorded change as its asker reads it: `changeId` is its job id (`j<n>`, as the dead-letter routes name it). */
+export const ChangeView = z.strictObject({
+  changeId: z.string(),
+  change: ChangeKind,
+  state: ChangeState,
+  effect: ChangeAsk,
+  outcome: ChangeOutcome.nullable(),
+});
+export type ChangeView = z.infer<typeof ChangeView>;
+
+/**
+ * `recorded`: durable, answered with each change's state (the same records when the request
+ * identifier was seen with the same changes); `request-conflict`: the identifier was used for other
+ * changes; `not-found`: no live email of this account by that id.
+ */
+export const RecordChangesReply = z.discriminatedUnion('outcome', [
+  z.strictObject({ outcome: z.literal('recorded'), changes: z.array(ChangeView) }),
+  z.strictObject({ outcome: z.enum(['request-conflict', 'not-found']) }),
+]);
+export type RecordChangesReply = z.infer<typeof RecordChangesReply>;
+
 export const FolderScope = z.strictObject({ folder: z.string().min(1).nullable() });
 
 export const SyncMessage = z.discriminatedUnion('type', [
@@ -53,6 +98,18 @@ export const SyncMessage = z.discriminatedUnion('type', [
    * token is never logged and never answered back.
    */
   z.strictObject({ type: z.literal('imap-sync.store-refresh-token'), refreshToken: z.string().min(1).max(16_384) }),
+  /**
+   * From the flag tool (and later mail rules and spam): record changes of one message of this account
+   * in the journal, in one transaction; answered once durable (`RecordChangesReply`). The actor applies
+   * them to the server afterwards, in order. `requester`: the credential's name, for the audit.
+   */
+  z.strictObject({
+    type: z.literal('imap-sync.record-changes'),
+    messageId: z.number().int().positive(),
+    requester: z.string().min(1).max(500),
+    requestId: z.string().min(1).max(128).nullable(),
+    changes: z.array(ChangeAsk).min(1).max(8),
+  }),
   /** From the query path (55001): content found missing or damaged; answered once the requests are durable. */
   z.strictObject({
     type: z.literal('imap-sync.record-repairs'),

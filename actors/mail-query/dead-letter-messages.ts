@@ -36,7 +36,9 @@ export const DeadLetter = z.strictObject({
   type: JobType.describe('What the job carries'),
   account: z.string().describe('The account whose work it is'),
   attemptCount: z.number().int().nonnegative().describe('Attempts made at the position where it stopped'),
-  failureClassification: z.string().describe('What ended the last attempt: database-busy, database-failure, parser-unavailable or unexpected'),
+  failureClassification: z
+    .string()
+    .describe('What ended the last attempt: database-busy, database-failure, parser-unavailable, server-refused, server-unresponsive or unexpected'),
   failureReason: z.string().describe('A constant sentence about that failure; never mail content'),
   enqueuedAt: Instant.describe('When the job was enqueued'),
   deadLetteredAt: Instant.describe('When it stopped'),

@@ -23,6 +23,7 @@
 import { createHash } from 'node:crypto';
 import type { SqlValue } from '../../runtime/store/rows.ts';
 import type { ListEmailsInput } from './protocol.ts';
+import { effectiveFlags, effectiveKeywords } from './summary.ts';
 
 export type Filters = Pick<
   ListEmailsInput,
@@ -73,10 +74,11 @@ export function filterClauses(f: Filters): Clauses {
   }
   // Flag sets are stored as sorted JSON arrays of atoms, which never hold a
   // quote: the quoted JSON spelling of a flag is found only as that element.
-  if (f.isSeen !== undefined) sql.push(`instr(m.flags, '${JSON.stringify('\\Seen')}') ${f.isSeen ? '>' : '='} 0`);
-  if (f.isFlagged !== undefined) sql.push(`instr(m.flags, '${JSON.stringify('\\Flagged')}') ${f.isFlagged ? '>' : '='} 0`);
+  // Read as the agent sees them: requested by changes not yet confirmed, else the server's.
+  if (f.isSeen !== undefined) sql.push(`instr(${effectiveFlags}, '${JSON.stringify('\\Seen')}') ${f.isSeen ? '>' : '='} 0`);
+  if (f.isFlagged !== undefined) sql.push(`instr(${effectiveFlags}, '${JSON.stringify('\\Flagged')}') ${f.isFlagged ? '>' : '='} 0`);
   if (f.keyword !== undefined) {
-    sql.push('instr(lower(m.keywords), ?) > 0');
+    sql.push(`instr(lower(${effectiveKeywords}), ?) > 0`);
     params.push(JSON.stringify(asciiLower(f.keyword)));
   }
   if (f.hasAttachments !== undefined) sql.push(`m.has_attachments = ${f.hasAttachments ? 1 : 0}`);

@@ -143,6 +143,12 @@ export type AttachmentSourcePoolRequest = z.infer<typeof AttachmentSourcePoolReq
 
 /** Every message the pool takes; the mailbox-change audit page (`mutation-audit.ts`) serves the admin audit route. */
 // The dead-letter page and the job lookup (`dead-letters.ts`) serve the admin dead-letter routes.
+/** Which account holds a live email in the caller's scope (locate-email.ts); `email: null` reads as not found. */
+export const LocateEmailRequest = z.strictObject({ type: z.literal('mail-query.locate-email'), ...common, messageId: z.number().int().positive() });
+export type LocateEmailRequest = z.infer<typeof LocateEmailRequest>;
+export const LocateEmailReply = z.strictObject({ email: z.strictObject({ accountId: z.string(), folderAlias: z.string() }).nullable() });
+export type LocateEmailReply = z.infer<typeof LocateEmailReply>;
+
 export const MailQueryMessage = z.discriminatedUnion('type', [
   ListAccountsRequest,
   ListEmailsRequest,
@@ -152,6 +158,7 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   MutationAuditRequest,
   DeadLettersRequest,
   JobLookupRequest,
+  LocateEmailRequest,
 ]);
 export type MailQueryMessage = z.infer<typeof MailQueryMessage>;
 
@@ -197,9 +204,11 @@ export const EmailSummary = z.strictObject({
   sizeBytes: Count.optional(),
   /** Non-inline attachments; absent while the message is not parsed (oversized, unreadable). */
   attachmentCount: Count.optional(),
-  /** Remote system flags as stored, e.g. `\Seen`, `\Flagged`. */
+  /** Remote system flags, e.g. `\Seen`, `\Flagged`: as the server holds them, or as changes not yet confirmed ask for them (`flagChangesPending`). */
   flags: z.array(z.string()).optional(),
   keywords: z.array(z.string()).optional(),
+  /** Present (true) while changes asked with set_mail_flags are not yet confirmed by the server: flags and keywords show the requested state. */
+  flagChangesPending: z.literal(true).optional(),
   /** Present only when the content is not held: too large to mirror, or not parseable. */
   contentState: z.enum(['oversized', 'unreadable']).optional(),
 });

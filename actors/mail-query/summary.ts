@@ -13,8 +13,12 @@ import { iso } from './statements.ts';
 /** Addresses a summary lists at most; a content entry lists them all. */
 export const SUMMARY_ADDRESSES = 20;
 
-export const summaryColumns =
-  'm.id, m.account_id, m.binding_id, m.state, m.internal_date, m.size, m.flags, m.keywords, m.thread_id, m.from_json, m.to_json, m.subject, m.sent_at, m.attachments_json';
+/** Flags and keywords as changes not yet confirmed ask for them, else as the server holds them (runtime/store/mailbox/changes.ts). */
+export const effectiveFlags = 'coalesce(m.requested_flags, m.flags)';
+export const effectiveKeywords = 'coalesce(m.requested_keywords, m.keywords)';
+
+export const summaryColumns = `m.id, m.account_id, m.binding_id, m.state, m.internal_date, m.size, ${effectiveFlags} AS flags, ${effectiveKeywords} AS keywords,
+  m.requested_flags IS NOT NULL AS flag_changes_pending, m.thread_id, m.from_json, m.to_json, m.subject, m.sent_at, m.attachments_json`;
 
 export type SummaryRow = {
   id: number;
@@ -25,6 +29,7 @@ export type SummaryRow = {
   size: number | null;
   flags: string;
   keywords: string;
+  flag_changes_pending: number;
   thread_id: string | null;
   from_json: string | null;
   to_json: string | null;
@@ -58,6 +63,7 @@ export function summaryOf(row: SummaryRow, folderAlias: string, addressLimit: nu
     ...(attachments !== null ? { attachmentCount: attachments.filter((a) => !a.inline).length } : {}),
     ...(flags.length > 0 ? { flags } : {}),
     ...(keywords.length > 0 ? { keywords } : {}),
+    ...(row.flag_changes_pending === 1 ? { flagChangesPending: true as const } : {}),
     ...(row.state !== 'stored' ? { contentState: row.state } : {}),
   };
 }

@@ -25,6 +25,7 @@ import { deadLetterPage, lookUpJob } from './dead-letters.ts';
 import { getContent } from './get-content.ts';
 import { listAccounts } from './list-accounts.ts';
 import { listEmails } from './list-emails.ts';
+import { locateEmail } from './locate-email.ts';
 import { mutationAuditPage } from './mutation-audit.ts';
 import { MailQueryMessage } from './protocol.ts';
 import { searchEmails } from './search.ts';
@@ -66,6 +67,8 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
         return deadLetterPage(db, msg);
       case 'mail-query.job':
         return lookUpJob(db, msg);
+      case 'mail-query.locate-email':
+        return locateEmail(db, msg);
     }
   });
   return read.deferred();

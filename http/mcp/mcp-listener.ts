@@ -18,7 +18,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Config } from '../../config/schema.ts';
 import type { QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
-import { RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
+import { type ChangeAsk, RecordChangesReply, RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
 import type { Askable } from '../../runtime/ref.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
@@ -34,7 +34,7 @@ import { effectiveOrigin } from '../proxy.ts';
 import { admit, admitCredential, ANSWERED, answerEmpty, createListener, readJson, type ExchangeResponse } from '../pipeline.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
-import { readTools, type Tool, type ToolContext } from './tools.ts';
+import { allTools, type Tool, type ToolContext } from './tools.ts';
 
 /** A JSON-RPC body larger than this is refused 413: no tool input comes near it. */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -59,7 +59,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   const { config, log } = deps;
   const endpoint = config.McpEndpoint;
   const categories = endpoint.PublishedToolCategories;
-  const offered = readTools.filter((tool) => categories === undefined || categories.includes(tool.category));
+  const offered = allTools.filter((tool) => categories === undefined || categories.includes(tool.category));
   const scope: QueryScope = { accounts: config.Accounts.map((a) => ({ id: a.Id, folders: a.Folders.map((f) => f.Alias) })) };
   const linksIssued = canIssueLinks(config);
   const linkRing = createLinkKeyRing(config);
@@ -67,7 +67,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
-  const baseContext: Omit<ToolContext, 'deadlineMs'> = {
+  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges'> = {
     store: deps.store,
     scope,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
@@ -107,7 +107,11 @@ export function createMcpListener(deps: McpListenerDeps): Server {
       tools,
       withheld,
       principal,
-      context: { ...baseContext, deadlineMs: admitted.deadlineMs },
+      context: {
+        ...baseContext,
+        deadlineMs: admitted.deadlineMs,
+        recordChanges: (accountId, request) => recordChanges(deps, accountId, { ...request, requester: principal.identity }, admitted.deadlineMs),
+      },
       log,
       version: deps.version,
     });
@@ -164,6 +168,16 @@ async function recordRepairs(deps: McpListenerDeps, repairs: readonly RepairNeed
       }
     }),
   );
+}
+
+/** Changes of one email recorded by its account's sync actor; answered once durable. */
+function recordChanges(
+  deps: McpListenerDeps,
+  accountId: string,
+  request: { messageId: number; requestId: string | null; changes: ChangeAsk[]; requester: string },
+  deadlineMs: number,
+): Promise<RecordChangesReply> {
+  return deps.actor(syncActorId(accountId)).ask({ type: 'imap-sync.record-changes', ...request }, { reply: RecordChangesReply, deadlineMs });
 }
 
 function answerParseError(res: ServerResponse): void {

@@ -25,7 +25,9 @@ import {
   type QueryScope,
   type RepairNeeded,
 } from '../../actors/mail-query/protocol.ts';
+import type { ChangeAsk, RecordChangesReply } from '../../actors/imap-sync/protocol.ts';
 import type { AskOptions } from '../../runtime/actor.ts';
+import { flagTools } from './flag-tool.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export type ToolCategory = 'mailbox' | 'flags' | 'sending' | 'drafts' | 'answering' | 'contacts';
@@ -41,6 +43,11 @@ export type ToolContext = {
   recordRepairs(repairs: readonly RepairNeeded[]): Promise<void>;
   /** The download address of an attachment, or null when this deployment issues no links. */
   attachmentLink(ref: { messageId: number; index: number; accountId: string }): string | null;
+  /**
+   * Record changes of one email in its account's change journal (the account's sync actor writes
+   * them); the requester is the caller's name, for the audit.
+   */
+  recordChanges(accountId: string, request: { messageId: number; requestId: string | null; changes: ChangeAsk[] }): Promise<RecordChangesReply>;
   deadlineMs: number;
 };
 
@@ -113,6 +120,9 @@ export const readTools: readonly Tool[] = [
     },
   },
 ];
+
+/** Every tool this build offers, in the order `tools/list` publishes them (narrowed per deployment and grant). */
+export const allTools: readonly Tool[] = [...readTools, ...flagTools];
 
 /** Each attachment gains `downloadUrl` where this deployment issues links. */
 function withLinks(email: EmailContent, ctx: ToolContext): EmailContent {

@@ -1,8 +1,10 @@
 /**
  * Durable background work (`jobs`, migration 1). Sole writer of an
- * account's rows: that account's sync actor, which carries the only job
- * type this build has, the re-derivation run (actors/imap-sync/
- * rederivation-carriage.ts). Reader: the query pool's dead-letter listing.
+ * account's rows: that account's sync actor, which carries both job types
+ * this build has: the re-derivation run (actors/imap-sync/
+ * rederivation-carriage.ts) and the mailbox change (mailbox/changes.ts,
+ * actors/imap-sync/change-journal.ts). Reader: the query pool's
+ * dead-letter listing.
  *
  * Lifecycle. `queued` → `running` (an attempt under way) → `done`. A failed
  * attempt goes back to `queued` with `due_at` pushed out by the backoff;
@@ -26,7 +28,7 @@ import type { Database } from './open.ts';
 import { many, one, run } from './rows.ts';
 
 /** The job types this build has; the dead-letter route refuses any other. */
-export const JOB_TYPES = ['rederivation'] as const;
+export const JOB_TYPES = ['rederivation', 'mailbox-change'] as const;
 export type JobType = (typeof JOB_TYPES)[number];
 
 export type JobState = 'queued' | 'running' | 'done' | 'dead' | 'dropped';
@@ -53,7 +55,7 @@ export function jobRetryDelayMs(failedAttempts: number): number {
   return JOB_RETRY_BASE_MS * 2 ** Math.max(0, failedAttempts - 1);
 }
 
-export const JOB_FAILURE_CLASSES = ['database-busy', 'database-failure', 'parser-unavailable', 'unexpected'] as const;
+export const JOB_FAILURE_CLASSES = ['database-busy', 'database-failure', 'parser-unavailable', 'server-refused', 'server-unresponsive', 'unexpected'] as const;
 export type JobFailureClass = (typeof JOB_FAILURE_CLASSES)[number];
 
 /** What ended an attempt: a class, an internal code, a constant sentence. */
@@ -65,6 +67,8 @@ export type Job = {
   accountId: string | null;
   idempotencyKey: string;
   payload: unknown;
+  /** A type's position where it has no table of its own (a mailbox change's outcome, or what it began); null before any. */
+  progress: unknown;
   state: JobState;
   attemptCount: number;
   enqueuedAt: number;
@@ -82,6 +86,7 @@ type Row = {
   account_id: string | null;
   idempotency_key: string;
   payload: string;
+  progress: string | null;
   state: JobState;
   attempt_count: number;
   enqueued_at: number;
@@ -94,7 +99,7 @@ type Row = {
 };
 
 const columns =
-  'id, type, account_id, idempotency_key, payload, state, attempt_count, enqueued_at, due_at, failure_class, failure_code, failure_reason, dead_lettered_at, dropped_at';
+  'id, type, account_id, idempotency_key, payload, progress, state, attempt_count, enqueued_at, due_at, failure_class, failure_code, failure_reason, dead_lettered_at, dropped_at';
 const LIVE = "('queued', 'running', 'dead')";
 
 const statements = perConnection((db: Database) => ({
@@ -127,7 +132,8 @@ const statements = perConnection((db: Database) => ({
   ),
 }));
 
-export type Enqueue = { type: JobType; accountId: string; idempotencyKey: string; payload: Readonly<Record<string, string | number>>; now: number };
+/** `payload`: plain JSON (it is stored as text). */
+export type Enqueue = { type: JobType; accountId: string; idempotencyKey: string; payload: object; now: number };
 
 /** The live job under the key, created queued (due now) if there is none. */
 export function enqueueJob(db: Database, e: Enqueue): { job: Job; created: boolean } {
@@ -215,6 +221,7 @@ function toJob(row: Row): Job {
     accountId: row.account_id,
     idempotencyKey: row.idempotency_key,
     payload: JSON.parse(row.payload) as unknown,
+    progress: row.progress === null ? null : (JSON.parse(row.progress) as unknown),
     state: row.state,
     attemptCount: row.attempt_count,
     enqueuedAt: row.enqueued_at,

@@ -17,11 +17,12 @@ import type { Database } from '../open.ts';
 import { many, run, type SqlValue } from '../rows.ts';
 import { flagSet, perConnection } from './prepared.ts';
 
-export type TombstoneReason = 'expunged' | 'uidvalidity-changed';
+/** `relocated` and `deleted`: a change of the journal moved the message out of the mirror or removed it. */
+export type TombstoneReason = 'expunged' | 'uidvalidity-changed' | 'relocated' | 'deleted';
 export type FlagChange = { uid: number; flags: string[]; keywords: string[]; modseq: bigint | null };
 
 const emptied = `state = 'tombstoned', tombstoned_at = ?, tombstone_reason = ?, updated_at = ?,
-  internal_date = NULL, size = NULL, flags = '[]', keywords = '[]', modseq = NULL,
+  internal_date = NULL, size = NULL, flags = '[]', keywords = '[]', modseq = NULL, requested_flags = NULL, requested_keywords = NULL,
   header_message_id = NULL, in_reply_to = NULL, references_json = NULL, thread_id = NULL,
   from_json = NULL, to_json = NULL, cc_json = NULL, subject = NULL, sent_at = NULL,
   has_attachments = NULL, attachments_json = NULL, parse_version = NULL, derived_at = NULL`;
@@ -51,6 +52,7 @@ const statements = perConnection((db: Database) => ({
      WHERE binding_id = ? AND uidvalidity = ? AND (highest_modseq IS NULL OR highest_modseq < ?)`,
   ),
   byUid: tombstoner(db, 'binding_id = ? AND uidvalidity = ? AND uid IN (SELECT value FROM json_each(?))'),
+  byId: tombstoner(db, 'id = ?'),
   otherUidValidity: tombstoner(db, 'binding_id = ? AND uidvalidity <> ?'),
   resetCheckpoint: db.prepare('UPDATE checkpoints SET uidvalidity = ?, highest_uid = 0, highest_modseq = NULL, advanced_at = ? WHERE binding_id = ?'),
 }));
@@ -122,6 +124,11 @@ export function retireUidValidity(db: Database, bindingId: number, newUidValidit
     return { tombstoned };
   });
   return apply.immediate();
+}
+
+/** Inside a caller's transaction: tombstones one live row by its local id; returns whether it was live. */
+export function tombstoneMessage(db: Database, messageId: number, reason: TombstoneReason, now: number): boolean {
+  return statements(db).byId([messageId], reason, now) === 1;
 }
 
 /** For `storeBatch`, inside its transaction: tombstones live rows under another UIDVALIDITY. */

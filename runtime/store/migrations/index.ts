@@ -8,6 +8,7 @@
 import { sql as initial } from './0001-initial.ts';
 import { sql as mailboxWrites } from './0002-mailbox-writes.ts';
 import { sql as deploymentSecrets } from './0003-deployment-secrets.ts';
+import { sql as mailboxChanges } from './0004-mailbox-changes.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -15,4 +16,5 @@ export const migrations: readonly Migration[] = [
   { version: 1, name: 'initial', sql: initial },
   { version: 2, name: 'mailbox-writes', sql: mailboxWrites },
   { version: 3, name: 'deployment-secrets', sql: deploymentSecrets },
+  { version: 4, name: 'mailbox-changes', sql: mailboxChanges },
 ];

@@ -224,7 +224,7 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
     const cases: Array<[Record<string, string | number | undefined>, RegExp]> = [
       [{ pageSize: 0 }, /^Send pageSize as a whole number from 1 to 200\.$/],
       [{ pageSize: 201 }, /^Send pageSize as a whole number from 1 to 200\.$/],
-      [{ type: 'rule-run' }, /^Send type as one of the job types this build has \(rederivation\), or leave it out\.$/],
+      [{ type: 'rule-run' }, /^Send type as one of the job types this build has \(rederivation, mailbox-change\), or leave it out\.$/],
       [{ account: 'nobody' }, /^The deployment configures no mail account named 'nobody'; name one of the configured Accounts:Id values\.$/],
       [{ account: 'pat', cursor: first }, /issued under other filters/],
       [{ cursor: 'made-up' }, /not issued by this deployment/],

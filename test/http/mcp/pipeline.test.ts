@@ -114,7 +114,7 @@ t.test('credentials, grants and limits on /mcp', async (t) => {
     JSON.parse(a.body)
       .result.tools.map((tool: { name: string }) => tool.name)
       .sort(),
-    ['get_email_content', 'list_accounts', 'list_emails', 'search_emails'],
+    ['get_email_content', 'list_accounts', 'list_emails', 'search_emails', 'set_mail_flags'],
   );
 
   // The grant narrows the listing; a call to a withheld tool is answered as an unknown tool.

@@ -13,12 +13,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import t from 'tap';
 import { publishedTool } from '../../../http/mcp/mcp-server.ts';
 import { withCurrentSchemas } from '../../../http/mcp/tools-doc.ts';
-import { readTools } from '../../../http/mcp/tools.ts';
+import { allTools } from '../../../http/mcp/tools.ts';
 
 const golden = new URL('./tools.golden.json', import.meta.url);
 
 t.test('tools/list matches the golden file', async (t) => {
-  const current = `${JSON.stringify(readTools.map(publishedTool), null, 2)}\n`;
+  const current = `${JSON.stringify(allTools.map(publishedTool), null, 2)}\n`;
   const recorded = existsSync(golden) ? readFileSync(golden, 'utf8') : null;
   if (process.env.MAILCAIRN_UPDATE_GOLDEN === '1' && current !== recorded) {
     writeFileSync(golden, current);
@@ -34,8 +34,15 @@ t.test('docs/mcp-tools.md carries the current schemas', async (t) => {
 });
 
 t.test('every read tool carries the spec annotations and permission', async (t) => {
-  for (const tool of readTools) {
+  for (const tool of allTools.filter((x) => x.category === 'mailbox')) {
     t.equal(tool.permission, 'service.mail.read', tool.name);
     t.match(tool.annotations, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }, tool.name);
   }
+});
+
+t.test('set_mail_flags carries the spec annotations and permission', async (t) => {
+  const tool = allTools.find((x) => x.name === 'set_mail_flags');
+  t.equal(tool?.permission, 'service.mail.flags.write');
+  t.equal(tool?.category, 'flags');
+  t.match(tool?.annotations, { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true });
 });

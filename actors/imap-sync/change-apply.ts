@@ -1,0 +1,233 @@
+/**
+ * Applies one change of the journal over the account's writing session
+ * and says how it ended; the caller (change-journal.ts) writes the ending.
+ *
+ * Every path reads the server's state first and decides from it, so an
+ * attempt interrupted at any point (a crash, a lost connection) is simply
+ * attempted again and ends as recorded, once:
+ * - flags and keywords: the message is read (FLAGS MODSEQ); if it already
+ *   holds the requested state the change is applied; if the server changed
+ *   the very part this change touches since it was recorded (MODSEQ past
+ *   the recorded one and the part differs) the server wins (`superseded`);
+ *   otherwise `UID STORE … UNCHANGEDSINCE <the MODSEQ just read>` (with
+ *   CONDSTORE), and the message is read again to observe the result;
+ * - copy and relocate: the target's UIDNEXT and the message's size,
+ *   internal date and Message-ID are made durable before COPY or MOVE, so
+ *   a later attempt finds a copy an earlier one made instead of making a
+ *   second; the new UID comes from COPYUID (UIDPLUS);
+ * - delete: `\Deleted` then `UID EXPUNGE` of that UID only (UIDPLUS; a
+ *   server without it is refused: a plain EXPUNGE would remove other
+ *   messages marked deleted).
+ *
+ * A server that refuses (a read-only folder, a keyword it does not accept,
+ * a target that does not exist) ends the change as `refused` at once: a
+ * retry would meet the same answer. An IMAP failure is thrown to the caller,
+ * which retries with backoff.
+ */
+import type { FetchMessageObject, ImapFlow } from 'imapflow';
+import type { ChangeEnd, ChangePayload, ServerState } from '../../runtime/store/mailbox/changes.ts';
+import { type ChangeEffect, isSatisfied, touchedPartChanged } from '../../runtime/store/mailbox/change-effect.ts';
+import { splitFlags } from './server-flags.ts';
+
+export type ApplyResult = { kind: 'ended'; end: Omit<ChangeEnd, 'now'> } | { kind: 'refused'; reason: RefusalReason };
+
+/** Constant sentences: a dead letter's reason, never what the server wrote. */
+export const REFUSALS = {
+  'read-only': 'The folder is read-only on the server.',
+  keyword: 'The folder does not accept new keywords.',
+  'not-applied': 'The server did not apply the change.',
+  'no-target': 'The server refused to place the message in the target folder.',
+  'no-uidplus': 'The server cannot expunge one message alone (no UIDPLUS), so nothing was deleted.',
+} as const;
+export type RefusalReason = keyof typeof REFUSALS;
+
+/** What a copy or move made durable before its command, to find its effect again after a crash. */
+type Placement = { targetUidNext: number; targetUidValidity: number; size: number | null; internalDate: number | null; messageId: string | null };
+
+export type ApplyDeps = {
+  client: ImapFlow;
+  payload: ChangePayload;
+  /** The progress recorded by an earlier attempt, if any. */
+  progress: unknown;
+  /** Makes progress durable before a command whose effect must be found again. */
+  recordProgress(progress: Readonly<Record<string, unknown>>): void;
+};
+
+/** Rounds of read → store → read before a server that keeps changing the message wins. */
+const STORE_ROUNDS = 3;
+
+export async function applyChange(deps: ApplyDeps): Promise<ApplyResult> {
+  const effect = deps.payload.effect;
+  switch (effect.kind) {
+    case 'relocate':
+    case 'copy':
+      return place(deps, effect.kind, effect.targetPath);
+    case 'delete':
+      return remove(deps);
+    default:
+      return storeFlags(deps, effect);
+  }
+}
+
+async function storeFlags(deps: ApplyDeps, effect: ChangeEffect): Promise<ApplyResult> {
+  const { client, payload: p } = deps;
+  const box = await client.mailboxOpen(p.sourcePath);
+  if (box.readOnly) return refused('read-only');
+  if (Number(box.uidValidity) !== p.uidValidity) return ended({ outcome: 'gone' });
+  for (let round = 0; round < STORE_ROUNDS; round++) {
+    const current = await readState(client, p.uid);
+    if (current === null) return ended({ outcome: 'gone' });
+    if (isSatisfied(current, effect)) return ended({ outcome: 'applied', server: current });
+    if (movedPast(current.modseq, p.baseModseq) && touchedPartChanged(p.base, current, effect)) return ended({ outcome: 'superseded', server: current });
+    if ((effect.kind === 'add-keywords' || effect.kind === 'set-keywords') && !acceptsKeywords(box.permanentFlags, effect.keywords)) return refused('keyword');
+    await store(client, p.uid, effect, current);
+    const after = await readState(client, p.uid);
+    if (after === null) return ended({ outcome: 'gone' });
+    if (isSatisfied(after, effect)) return ended({ outcome: 'applied', server: after });
+    // Unchanged: the server answered without applying it. Changed: someone wrote in between; read and decide again.
+    if (after.modseq === null || after.modseq === current.modseq) return refused('not-applied');
+  }
+  const last = await readState(client, p.uid);
+  return last === null ? ended({ outcome: 'gone' }) : ended({ outcome: 'superseded', server: last });
+}
+
+async function store(client: ImapFlow, uid: number, effect: ChangeEffect, current: ServerState): Promise<void> {
+  const options = { uid: true, ...(current.modseq !== null ? { unchangedSince: BigInt(current.modseq) } : {}) };
+  const range = String(uid);
+  switch (effect.kind) {
+    case 'set-seen':
+    case 'set-flagged': {
+      const flag = effect.kind === 'set-seen' ? '\\Seen' : '\\Flagged';
+      await (effect.value ? client.messageFlagsAdd(range, [flag], options) : client.messageFlagsRemove(range, [flag], options));
+      return;
+    }
+    case 'add-keywords':
+      await client.messageFlagsAdd(range, [...effect.keywords], options);
+      return;
+    case 'remove-keywords': {
+      // The server's own spelling of each keyword too: keywords compare case-insensitively, a server may not.
+      const folded = new Set(effect.keywords);
+      const held = current.keywords.filter((k) => folded.has(k.toLowerCase()));
+      await client.messageFlagsRemove(range, [...new Set([...effect.keywords, ...held])], options);
+      return;
+    }
+    case 'set-keywords':
+      await client.messageFlagsSet(range, [...current.flags, ...effect.keywords], options);
+      return;
+    default:
+      throw new Error(`not a flag change: ${effect.kind}`);
+  }
+}
+
+async function place(deps: ApplyDeps, kind: 'relocate' | 'copy', targetPath: string): Promise<ApplyResult> {
+  const { client, payload: p } = deps;
+  const earlier = placementOf(deps.progress);
+  const box = await client.mailboxOpen(p.sourcePath, { readOnly: kind === 'copy' });
+  if (kind === 'relocate' && box.readOnly) return refused('read-only');
+  if (Number(box.uidValidity) !== p.uidValidity) return ended({ outcome: 'gone' });
+  let present = await readIdentity(client, p.uid);
+  if (earlier !== null) {
+    // An earlier attempt may have placed it before it could record so: find that copy rather than make another.
+    const found = await findPlaced(client, targetPath, earlier);
+    if (found !== null) {
+      if (kind === 'relocate') {
+        await client.mailboxOpen(p.sourcePath);
+        if ((await readIdentity(client, p.uid)) !== null) await client.messageDelete(String(p.uid), { uid: true });
+      }
+      return ended({ outcome: 'applied', target: { path: targetPath, uidValidity: earlier.targetUidValidity, uid: found } });
+    }
+    await client.mailboxOpen(p.sourcePath, { readOnly: kind === 'copy' });
+    present = await readIdentity(client, p.uid);
+  }
+  if (present === null) return ended({ outcome: 'gone' });
+  const status = await client.status(targetPath, { uidNext: true, uidValidity: true }).catch((err: unknown) => {
+    // NO: the target does not exist (or may not be read); anything else is the wire's, for the caller.
+    if (answeredNo(err)) return false as const;
+    throw err;
+  });
+  if (status === false || status.uidNext === undefined || status.uidValidity === undefined) return refused('no-target');
+  const placement: Placement = { targetUidNext: status.uidNext, targetUidValidity: Number(status.uidValidity), ...present };
+  deps.recordProgress({ placement });
+  const result =
+    kind === 'copy' ? await client.messageCopy(String(p.uid), targetPath, { uid: true }) : await client.messageMove(String(p.uid), targetPath, { uid: true });
+  if (result === false || result === undefined) return refused('no-target');
+  let uid = result.uidMap?.get(p.uid) ?? null;
+  const uidValidity = result.uidValidity !== undefined ? Number(result.uidValidity) : placement.targetUidValidity;
+  // Without COPYUID (no UIDPLUS), look for it the way a later attempt would.
+  if (uid === null) uid = await findPlaced(client, targetPath, placement);
+  return ended({ outcome: 'applied', target: uid === null ? null : { path: targetPath, uidValidity, uid } });
+}
+
+async function remove(deps: ApplyDeps): Promise<ApplyResult> {
+  const { client, payload: p } = deps;
+  if (!client.capabilities.has('UIDPLUS')) return refused('no-uidplus');
+  const box = await client.mailboxOpen(p.sourcePath);
+  if (box.readOnly) return refused('read-only');
+  if (Number(box.uidValidity) !== p.uidValidity) return ended({ outcome: 'gone' });
+  const began = (deps.progress as { began?: boolean } | null)?.began === true;
+  if ((await readIdentity(client, p.uid)) === null) return ended({ outcome: began ? 'applied' : 'gone' });
+  deps.recordProgress({ began: true });
+  await client.messageDelete(String(p.uid), { uid: true });
+  return (await readIdentity(client, p.uid)) === null ? ended({ outcome: 'applied' }) : refused('not-applied');
+}
+
+/** The message's flags, keywords and MODSEQ on the server, or null when that UID is gone. */
+async function readState(client: ImapFlow, uid: number): Promise<ServerState | null> {
+  const condstore = client.enabled.has('CONDSTORE');
+  const msg = await client.fetchOne(String(uid), { uid: true, flags: true, ...(condstore ? { modseq: true } : {}) }, { uid: true });
+  if (msg === false || msg.uid !== uid) return null;
+  return { ...splitFlags(msg.flags), modseq: msg.modseq !== undefined ? msg.modseq.toString() : null };
+}
+
+/** What tells the message's copy apart in the target folder: size, internal date, Message-ID. */
+async function readIdentity(client: ImapFlow, uid: number): Promise<Pick<Placement, 'size' | 'internalDate' | 'messageId'> | null> {
+  const msg = await client.fetchOne(String(uid), { uid: true, size: true, internalDate: true, envelope: true }, { uid: true });
+  if (msg === false || msg.uid !== uid) return null;
+  return identityOf(msg);
+}
+
+function identityOf(msg: FetchMessageObject): Pick<Placement, 'size' | 'internalDate' | 'messageId'> {
+  const date = msg.internalDate instanceof Date ? msg.internalDate.getTime() : typeof msg.internalDate === 'string' ? Date.parse(msg.internalDate) : Number.NaN;
+  return { size: msg.size ?? null, internalDate: Number.isFinite(date) ? date : null, messageId: msg.envelope?.messageId ?? null };
+}
+
+/** The UID of a copy placed in the target since the placement was recorded, or null. Leaves the target selected. */
+async function findPlaced(client: ImapFlow, targetPath: string, placement: Placement): Promise<number | null> {
+  const box = await client.mailboxOpen(targetPath, { readOnly: true });
+  if (Number(box.uidValidity) !== placement.targetUidValidity || box.exists === 0) return null;
+  for await (const msg of client.fetch(`${placement.targetUidNext}:*`, { uid: true, size: true, internalDate: true, envelope: true }, { uid: true })) {
+    if (msg.uid < placement.targetUidNext) continue;
+    const seen = identityOf(msg);
+    if (seen.size === placement.size && seen.internalDate === placement.internalDate && seen.messageId === placement.messageId) return msg.uid;
+  }
+  return null;
+}
+
+function placementOf(progress: unknown): Placement | null {
+  const placement = (progress as { placement?: Placement } | null)?.placement;
+  return placement && typeof placement.targetUidNext === 'number' ? placement : null;
+}
+
+function acceptsKeywords(permanent: Set<string> | undefined, keywords: readonly string[]): boolean {
+  if (permanent === undefined || permanent.has('\\*')) return true;
+  const held = new Set([...permanent].map((k) => k.toLowerCase()));
+  return keywords.every((k) => held.has(k.toLowerCase()));
+}
+
+function movedPast(current: string | null, base: string | null): boolean {
+  return current !== null && base !== null && BigInt(current) > BigInt(base);
+}
+
+/** The server answered NO to the command (imapflow: `NotFound` for a folder that does not exist): it is there and refuses. */
+function answeredNo(err: unknown): boolean {
+  const e = (err ?? {}) as { responseStatus?: unknown; code?: unknown };
+  return e.responseStatus === 'NO' || e.code === 'NotFound';
+}
+
+function ended(end: Omit<ChangeEnd, 'now'>): ApplyResult {
+  return { kind: 'ended', end };
+}
+
+function refused(reason: RefusalReason): ApplyResult {
+  return { kind: 'refused', reason };
+}

@@ -1,0 +1,227 @@
+/**
+ * The account's change journal as the sync actor carries it: recording a
+ * change (one transaction, answered at once), applying recorded changes
+ * one at a time in the order they were recorded over a writing session of
+ * its own, and an operator's retry or drop of a dead-lettered change.
+ *
+ * The writing session is a second IMAP connection, opened on demand and
+ * closed after WRITER_IDLE_MS without changes: the reading session stays
+ * where runs and the watch left it (a run between two batches keeps its
+ * folder selected), and a change never waits for a long mirror to end.
+ *
+ * An attempt that fails on the wire is retried after 1, 2, 4, 8 s (jobs.ts);
+ * the fifth failure dead-letters the change (`failed`). A server refusal
+ * dead-letters it at once (`refused`). A failure that is neither (a defect,
+ * the database) is logged in full at error and counted the same way, so one
+ * change cannot stop the account. Restarted after a crash, the actor
+ * carries on from the journal: a change found `running` is attempted again,
+ * and change-apply.ts ends it as recorded.
+ */
+import type { ImapFlow } from 'imapflow';
+import { z } from 'zod';
+import type { ActorContext } from '../../runtime/actor.ts';
+import { AppError } from '../../runtime/errors.ts';
+import {
+  dropJob,
+  jobById,
+  jobIdOf,
+  jobRetryDelayMs,
+  MAX_JOB_ATTEMPTS,
+  recordAttemptFailure,
+  retryJob,
+  startJob,
+  type JobFailure,
+} from '../../runtime/store/jobs.ts';
+import {
+  CHANGE_JOB_TYPE,
+  type Change,
+  type ChangeAsk,
+  deadLetterChange,
+  endChange,
+  headChange,
+  recordChangeProgress,
+  recordChanges,
+  relayOverlay,
+  type ChangePayload,
+} from '../../runtime/store/mailbox/changes.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import { errorCode } from '../../runtime/store/open.ts';
+import { applyChange, REFUSALS } from './change-apply.ts';
+import { classifyImapFailure, imapFailureFields } from './connection.ts';
+import type { ImapSyncConfig, JobDecisionReply, RecordChangesReply } from './protocol.ts';
+
+/** The actor's private messages of the journal. */
+export const JournalStep = z.strictObject({ type: z.literal('imap-sync.change-step') });
+export const WriterIdle = z.strictObject({ type: z.literal('imap-sync.change-writer-idle') });
+
+/** A writing session unused this long is closed. */
+const WRITER_IDLE_MS = 30_000;
+
+export type Journal = { writer: ImapFlow | null; stepScheduled: boolean; lastUsedAt: number; idleCheckScheduled: boolean };
+
+type JournalState = { db: Database; config: ImapSyncConfig; journal: Journal };
+/** Opens a new IMAP session with the account's credentials (the actor's, shared with the reading session). */
+export type Connect = () => Promise<ImapFlow>;
+
+export function newJournal(): Journal {
+  return { writer: null, stepScheduled: false, lastUsedAt: 0, idleCheckScheduled: false };
+}
+
+/** At start: carry on with whatever the journal holds. */
+export function resumeJournal(state: JournalState, ctx: ActorContext): void {
+  if (headChange(state.db, state.config.account) !== null) scheduleStep(state, ctx, 0);
+}
+
+export function recordAsked(
+  state: JournalState,
+  ctx: ActorContext,
+  msg: { messageId: number; requester: string; requestId: string | null; changes: ChangeAsk[] },
+): RecordChangesReply {
+  const result = recordChanges(state.db, { accountId: state.config.account, ...msg, now: Date.now() });
+  if (result.outcome !== 'recorded') return { outcome: result.outcome };
+  if (!result.repeated) {
+    ctx.log.info({ event: 'journal.recorded', changes: result.changes.map((c) => c.changeId) }, 'journal.recorded');
+    scheduleStep(state, ctx, 0);
+  }
+  return { outcome: 'recorded', changes: result.changes };
+}
+
+/** Applies the oldest outstanding change, then schedules the next. */
+export async function journalStep(state: JournalState, ctx: ActorContext, connect: Connect): Promise<void> {
+  state.journal.stepScheduled = false;
+  const { db, config } = state;
+  const change = headChange(db, config.account);
+  if (change === null) return scheduleIdleCheck(state, ctx);
+  const now = Date.now();
+  if (change.job.state === 'queued' && change.job.dueAt > now) return scheduleStep(state, ctx, change.job.dueAt - now);
+  startJob(db, change.job.id, now);
+  const job = jobIdOf(change.job.id);
+  const kind = change.payload.effect.kind;
+  try {
+    const client = await writer(state, connect);
+    const result = await applyChange({
+      client,
+      payload: change.payload,
+      progress: change.job.progress,
+      recordProgress: (progress) => recordChangeProgress(db, change.job.id, progress),
+    });
+    state.journal.lastUsedAt = Date.now();
+    if (result.kind === 'refused') {
+      const failure: JobFailure = { classification: 'server-refused', code: 'E_CHANGE_REFUSED', reason: REFUSALS[result.reason] };
+      deadLetterChange(db, change, { outcome: 'refused', attempts: change.job.attemptCount + 1, failure, now: Date.now() });
+      ctx.log.warn({ event: 'journal.change-refused', job, change: kind, reason: result.reason }, 'journal.change-refused');
+    } else {
+      endChange(db, change, { ...result.end, now: Date.now() });
+      ctx.log.info({ event: 'journal.change-ended', job, change: kind, outcome: result.end.outcome }, 'journal.change-ended');
+    }
+  } catch (err) {
+    attemptFailed(state, ctx, change, err);
+  }
+  scheduleStep(state, ctx, 0);
+}
+
+function attemptFailed(state: JournalState, ctx: ActorContext, change: Change, err: unknown): void {
+  const { db } = state;
+  const failure = classifyChangeFailure(err);
+  if (failure.classification === 'server-unresponsive') dropWriter(state);
+  const attempts = change.job.attemptCount + 1;
+  const job = jobIdOf(change.job.id);
+  const cause = failure.classification === 'unexpected' ? { err } : { imap: imapFailureFields(err) };
+  if (attempts >= MAX_JOB_ATTEMPTS) {
+    deadLetterChange(db, change, { outcome: 'failed', attempts, failure, now: Date.now() });
+    ctx.log.error({ ...cause, event: 'journal.change-dead-lettered', job, code: failure.code, attempts }, 'journal.change-dead-lettered');
+    return;
+  }
+  recordAttemptFailure(db, change.job.id, { attempts, failure, dueAt: Date.now() + jobRetryDelayMs(attempts) });
+  const level = failure.classification === 'unexpected' ? 'error' : 'warn';
+  ctx.log[level]({ ...cause, event: 'journal.attempt-failed', job, code: failure.code, attempts }, 'journal.attempt-failed');
+}
+
+const FAILURES = {
+  'server-unresponsive': 'The mail server did not answer or the connection was lost; the change is retried.',
+  'database-busy': 'The database stayed locked by another writer for longer than Storage:BusyTimeout.',
+  'database-failure': 'The database refused a read or a write; the code is in the server log.',
+  unexpected: 'The change failed unexpectedly; the cause is in the server log.',
+} as const;
+
+/** One place that maps what an attempt threw; nothing of the error's own text is kept. */
+export function classifyChangeFailure(err: unknown): JobFailure {
+  const code = errorCode(err);
+  if (/^SQLITE_(BUSY|LOCKED)(_|$)/.test(code)) return failure('database-busy', code);
+  if (code.startsWith('SQLITE_')) return failure('database-failure', code);
+  let imap: AppError | null = null;
+  try {
+    imap = classifyImapFailure(err);
+  } catch {
+    // Not from the wire: a defect. Counted like any failure, logged in full at error.
+  }
+  if (imap !== null && (imap.code.startsWith('E_IMAP_') || imap.code.startsWith('E_OAUTH'))) return failure('server-unresponsive', imap.code);
+  return failure('unexpected', err instanceof AppError ? err.code : 'E_INTERNAL');
+}
+
+function failure(classification: keyof typeof FAILURES, code: string): JobFailure {
+  return { classification, code, reason: FAILURES[classification] };
+}
+
+/** An operator's decision on a dead-lettered change of this account. */
+export function decideChange(state: JournalState, ctx: ActorContext, jobId: number, decision: 'retry' | 'drop'): JobDecisionReply | null {
+  const job = jobById(state.db, jobId);
+  if (job === null || job.type !== CHANGE_JOB_TYPE) return null;
+  if (job.accountId !== state.config.account) return { outcome: 'JobUnknown' };
+  if (job.state !== 'dead') return { outcome: 'JobNotDeadLettered' };
+  const now = Date.now();
+  const messageId = (job.payload as ChangePayload).messageId;
+  state.db
+    .transaction(() => {
+      if (decision === 'retry') retryJob(state.db, jobId, now);
+      else dropJob(state.db, jobId, now);
+      relayOverlay(state.db, state.config.account, messageId);
+    })
+    .immediate();
+  ctx.log.info({ event: decision === 'retry' ? 'job.retried' : 'job.dropped', job: jobIdOf(jobId), account: state.config.account }, 'job.decided');
+  if (decision === 'retry') scheduleStep(state, ctx, 0);
+  return { outcome: 'Accepted' };
+}
+
+/** Closes the writing session when it went unused long enough. */
+export function writerIdle(state: JournalState, ctx: ActorContext): void {
+  state.journal.idleCheckScheduled = false;
+  if (state.journal.writer === null) return;
+  const idleFor = Date.now() - state.journal.lastUsedAt;
+  if (idleFor >= WRITER_IDLE_MS && !state.journal.stepScheduled) dropWriter(state);
+  else scheduleIdleCheck(state, ctx);
+}
+
+export function closeJournal(state: JournalState): void {
+  dropWriter(state);
+}
+
+async function writer(state: JournalState, connect: Connect): Promise<ImapFlow> {
+  const held = state.journal.writer;
+  if (held?.usable) return held;
+  dropWriter(state);
+  const client = await connect();
+  client.on('close', () => {
+    if (state.journal.writer === client) state.journal.writer = null;
+  });
+  state.journal.writer = client;
+  return client;
+}
+
+function dropWriter(state: JournalState): void {
+  const client = state.journal.writer;
+  state.journal.writer = null;
+  client?.close();
+}
+
+function scheduleStep(state: JournalState, ctx: ActorContext, delayMs: number): void {
+  if (state.journal.stepScheduled) return;
+  state.journal.stepScheduled = true;
+  ctx.schedule({ type: 'imap-sync.change-step' }, Math.max(0, delayMs));
+}
+
+function scheduleIdleCheck(state: JournalState, ctx: ActorContext): void {
+  if (state.journal.writer === null || state.journal.idleCheckScheduled) return;
+  state.journal.idleCheckScheduled = true;
+  ctx.schedule({ type: 'imap-sync.change-writer-idle' }, WRITER_IDLE_MS);
+}

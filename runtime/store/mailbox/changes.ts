@@ -1,0 +1,373 @@
+/**
+ * The mailbox change journal (migration 4). Sole writer: the account's sync
+ * actor, which also holds the account's IMAP sessions and applies the
+ * changes (actors/imap-sync/change-journal.ts). Each change is a `jobs`
+ * row of type `mailbox-change` (jobs.ts gives the lifecycle: queued →
+ * running → done, retries with backoff, dead letters, retry and drop); its
+ * payload states the change and where the message was when it was asked.
+ *
+ * Recording is one transaction: the request identifier (answered again, or
+ * refused when it asked for something else), the jobs, and the overlay of
+ * requested flags on the message, so the local copy shows the requested
+ * state at once, marked unconfirmed. The server's own flags stay in
+ * `messages.flags` / `keywords`, written only from the server's answers.
+ * Ending a change is one transaction too: the server's state written, the
+ * job ended, the overlay laid again from what is still outstanding, and one
+ * mailbox-change audit entry (no subject, address or content: folder
+ * paths, UIDs, local id, requester, instants, outcome).
+ *
+ * Importable by the sync actor only (the query pool reads the columns).
+ */
+import { randomUUID } from 'node:crypto';
+import { completeJob, deadLetterJob, enqueueJob, jobById, jobIdOf, type Job, type JobFailure } from '../jobs.ts';
+import type { Database } from '../open.ts';
+import { many, one, run } from '../rows.ts';
+import { applyEffect, type ChangeEffect, type ChangeKind, FLAG_KINDS, type FlagState } from './change-effect.ts';
+import { flagSet, perConnection } from './prepared.ts';
+import { tombstoneMessage, type TombstoneReason } from './server-changes.ts';
+
+export const CHANGE_JOB_TYPE = 'mailbox-change';
+
+/** Where the message was when the change was recorded, and what the mirror knew of it then. */
+export type ChangePayload = {
+  effect: ChangeEffect;
+  messageId: number;
+  bindingId: number;
+  uidValidity: number;
+  uid: number;
+  sourcePath: string;
+  /** The message's MODSEQ as the mirror knew it (decimal: it may exceed 2^53), for UNCHANGEDSINCE; null without CONDSTORE. */
+  baseModseq: string | null;
+  base: FlagState;
+  requester: string;
+  requestedAt: number;
+};
+
+/** A job of the journal with its payload read. */
+export type Change = { job: Job; payload: ChangePayload };
+
+/** How an applied change ended (audit `outcome`, and the tool's `outcome`). */
+export type ChangeOutcome =
+  /** The server holds the requested state (set by this change, or found so after an interrupted attempt). */
+  | 'applied'
+  /** The server changed the same flag or keywords after the change was asked: the server wins. */
+  | 'superseded'
+  /** The message is no longer on the server where it was (expunged, or the folder renumbered). */
+  | 'gone'
+  /** The server refused it (a read-only folder, a keyword the folder does not accept); dead-lettered. */
+  | 'refused'
+  /** It kept failing and was dead-lettered. */
+  | 'failed';
+
+/** The tool's view of one change (DECISIONS.md "Write tools' inputs"). */
+export type ChangeState = 'pending' | 'converging' | 'completed' | 'dead-lettered';
+export type ChangeView = { changeId: string; change: ChangeKind; state: ChangeState; effect: ChangeEffect; outcome: ChangeOutcome | null };
+
+export type ChangeAsk = ChangeEffect;
+
+export type RecordInput = {
+  accountId: string;
+  messageId: number;
+  requester: string;
+  /** The caller's request identifier, or null. */
+  requestId: string | null;
+  changes: readonly ChangeAsk[];
+  now: number;
+};
+
+export type RecordResult =
+  | { outcome: 'recorded'; changes: ChangeView[]; repeated: boolean }
+  /** The request identifier was used for another change (or another email). */
+  | { outcome: 'request-conflict' }
+  /** No live email of this account by that id, or its folder is no longer bound. */
+  | { outcome: 'not-found' };
+
+type MessageRow = {
+  id: number;
+  binding_id: number;
+  uidvalidity: number;
+  uid: number;
+  flags: string;
+  keywords: string;
+  modseq: string | null;
+  remote_path: string | null;
+};
+
+const statements = perConnection((db: Database) => ({
+  message: db.prepare(
+    `SELECT m.id, m.binding_id, m.uidvalidity, m.uid, m.flags, m.keywords, CAST(m.modseq AS TEXT) AS modseq, b.remote_path
+     FROM messages m JOIN folder_bindings b ON b.id = m.binding_id
+     WHERE m.id = ? AND m.account_id = ? AND m.state <> 'tombstoned' AND b.retired_at IS NULL AND b.unresolved_since IS NULL`,
+  ),
+  serverState: db.prepare('SELECT flags, keywords FROM messages WHERE id = ?'),
+  request: db.prepare('SELECT account_id, fingerprint, job_ids FROM mailbox_change_requests WHERE requester = ? AND request_id = ?'),
+  insertRequest: db.prepare(
+    'INSERT INTO mailbox_change_requests (requester, request_id, account_id, fingerprint, job_ids, recorded_at) VALUES (?, ?, ?, ?, ?, ?)',
+  ),
+  views: db.prepare(`SELECT id, state, attempt_count, payload, progress FROM jobs WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`),
+  outstanding: db.prepare(
+    `SELECT payload FROM jobs WHERE type = 'mailbox-change' AND account_id = ? AND json_extract(payload, '$.messageId') = ?
+       AND state IN ('queued', 'running') ORDER BY id`,
+  ),
+  overlay: db.prepare('UPDATE messages SET requested_flags = ?, requested_keywords = ? WHERE id = ?'),
+  // Oldest first: changes are applied in the order they were recorded.
+  head: db.prepare(`SELECT id FROM jobs WHERE type = 'mailbox-change' AND account_id = ? AND state IN ('queued', 'running') ORDER BY id LIMIT 1`),
+  progress: db.prepare("UPDATE jobs SET progress = ? WHERE id = ? AND state IN ('queued', 'running', 'done', 'dead')"),
+  serverFlags: db.prepare(
+    `UPDATE messages SET flags = ?, keywords = ?, modseq = CASE WHEN ? IS NULL THEN modseq ELSE CAST(? AS INTEGER) END, updated_at = ?
+     WHERE id = ? AND binding_id = ? AND uidvalidity = ? AND uid = ? AND state <> 'tombstoned'`,
+  ),
+  audit: db.prepare(
+    `INSERT INTO mutation_audit (account_id, mutation, message_id, source_path, target_path, uidvalidity, source_uid, target_uid, detail,
+       requester, requested_at, ended_at, outcome)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ),
+  targetBinding: db.prepare(
+    `SELECT id FROM folder_bindings WHERE account_id = ? AND remote_path = ? AND retired_at IS NULL AND unresolved_since IS NULL AND mirrored = 1`,
+  ),
+  relocate: db.prepare(
+    `UPDATE messages SET binding_id = ?, uidvalidity = ?, uid = ?, updated_at = ? WHERE id = ? AND state <> 'tombstoned'
+       AND NOT EXISTS (SELECT 1 FROM messages o WHERE o.binding_id = ? AND o.uidvalidity = ? AND o.uid = ?)`,
+  ),
+  copyMessage: db.prepare(
+    `INSERT INTO messages (account_id, binding_id, uidvalidity, uid, state, internal_date, size, flags, keywords, modseq,
+       header_message_id, in_reply_to, references_json, thread_id, from_json, to_json, cc_json, subject, sent_at,
+       has_attachments, attachments_json, parse_version, derived_at, stored_at, updated_at)
+     SELECT account_id, ?, ?, ?, state, internal_date, size, flags, keywords, NULL,
+       header_message_id, in_reply_to, references_json, thread_id, from_json, to_json, cc_json, subject, sent_at,
+       has_attachments, attachments_json, parse_version, derived_at, ?, ?
+     FROM messages WHERE id = ? AND state <> 'tombstoned'
+     ON CONFLICT (binding_id, uidvalidity, uid) DO NOTHING`,
+  ),
+  copyRaw: db.prepare('INSERT INTO message_raw (message_id, mime, sha256, stored_at) SELECT ?, mime, sha256, ? FROM message_raw WHERE message_id = ?'),
+  copyDocument: db.prepare(
+    `INSERT INTO search_documents (message_id, subject, from_text, recipients_text, body_text, attachment_names)
+     SELECT ?, subject, from_text, recipients_text, body_text, attachment_names FROM search_documents WHERE message_id = ?`,
+  ),
+  copyPassages: db.prepare(
+    'INSERT INTO passages (message_id, ordinal, text, parse_version) SELECT ?, ordinal, text, parse_version FROM passages WHERE message_id = ?',
+  ),
+}));
+
+/** A fingerprint of what a request asked, to tell "the same again" from "something else under the same identifier". */
+function fingerprintOf(messageId: number, changes: readonly ChangeAsk[]): string {
+  return JSON.stringify([messageId, changes]);
+}
+
+/** Records the changes asked of one message, in one transaction (see the module comment). */
+export function recordChanges(db: Database, input: RecordInput): RecordResult {
+  const s = statements(db);
+  const record = db.transaction((): RecordResult => {
+    const fingerprint = fingerprintOf(input.messageId, input.changes);
+    if (input.requestId !== null) {
+      const earlier = one<{ account_id: string; fingerprint: string; job_ids: string }>(s.request, [input.requester, input.requestId]);
+      if (earlier !== undefined) {
+        if (earlier.account_id !== input.accountId || earlier.fingerprint !== fingerprint) return { outcome: 'request-conflict' };
+        return { outcome: 'recorded', changes: views(db, JSON.parse(earlier.job_ids) as number[]), repeated: true };
+      }
+    }
+    const message = one<MessageRow>(s.message, [input.messageId, input.accountId]);
+    if (message === undefined || message.remote_path === null) return { outcome: 'not-found' };
+    const base: FlagState = { flags: JSON.parse(message.flags) as string[], keywords: JSON.parse(message.keywords) as string[] };
+    const jobIds = input.changes.map((effect) => {
+      const payload: ChangePayload = {
+        effect,
+        messageId: message.id,
+        bindingId: message.binding_id,
+        uidValidity: message.uidvalidity,
+        uid: message.uid,
+        sourcePath: message.remote_path!,
+        baseModseq: message.modseq,
+        base,
+        requester: input.requester,
+        requestedAt: input.now,
+      };
+      const { job } = enqueueJob(db, {
+        type: CHANGE_JOB_TYPE,
+        accountId: input.accountId,
+        idempotencyKey: `${CHANGE_JOB_TYPE}:${randomUUID()}`,
+        payload,
+        now: input.now,
+      });
+      return job.id;
+    });
+    if (input.requestId !== null) run(s.insertRequest, [input.requester, input.requestId, input.accountId, fingerprint, JSON.stringify(jobIds), input.now]);
+    layOverlay(db, input.accountId, message.id);
+    return { outcome: 'recorded', changes: views(db, jobIds), repeated: false };
+  });
+  return record.immediate();
+}
+
+/** The tool's view of the given changes, in id order. */
+export function views(db: Database, jobIds: readonly number[]): ChangeView[] {
+  const rows = many<{ id: number; state: Job['state']; attempt_count: number; payload: string; progress: string | null }>(statements(db).views, [
+    JSON.stringify(jobIds),
+  ]);
+  return rows.map((row) => {
+    const payload = JSON.parse(row.payload) as ChangePayload;
+    const progress = row.progress === null ? null : (JSON.parse(row.progress) as { outcome?: ChangeOutcome });
+    return {
+      changeId: jobIdOf(row.id),
+      change: payload.effect.kind,
+      state: stateOf(row.state, row.attempt_count),
+      effect: payload.effect,
+      outcome: progress?.outcome ?? null,
+    };
+  });
+}
+
+function stateOf(state: Job['state'], attempts: number): ChangeState {
+  if (state === 'done') return 'completed';
+  if (state === 'dead' || state === 'dropped') return 'dead-lettered';
+  return state === 'running' || attempts > 0 ? 'converging' : 'pending';
+}
+
+/** The oldest change of the account not yet ended (queued or running), or null. */
+export function headChange(db: Database, accountId: string): Change | null {
+  const row = one<{ id: number }>(statements(db).head, [accountId]);
+  if (row === undefined) return null;
+  return changeById(db, row.id);
+}
+
+export function changeById(db: Database, jobId: number): Change | null {
+  const job = jobById(db, jobId);
+  return job === null || job.type !== CHANGE_JOB_TYPE ? null : { job, payload: job.payload as ChangePayload };
+}
+
+/** Progress durable before a command whose effect must be found again after a crash (the target's UIDNEXT before COPY or MOVE). */
+export function recordChangeProgress(db: Database, jobId: number, progress: Readonly<Record<string, unknown>>): void {
+  run(statements(db).progress, [JSON.stringify(progress), jobId]);
+}
+
+/** What the server holds now, when the applying session read it. */
+export type ServerState = FlagState & { modseq: string | null };
+
+export type ChangeEnd = {
+  outcome: Exclude<ChangeOutcome, 'refused' | 'failed'>;
+  /** The message's flags as the server answered them (flag kinds), written as the server's truth. */
+  server?: ServerState | null;
+  /** Where the message went (relocate, copy) when the server reported it. */
+  target?: { path: string; uidValidity: number; uid: number } | null;
+  now: number;
+};
+
+/**
+ * The change ended with the server's answer: the local copy follows it (the
+ * server's flags written; a relocation moves the local row to the target
+ * folder's binding, or out of the mirror; a copy is stored under the target
+ * binding without a refetch; a deletion tombstones), the job is done, the
+ * overlay is laid again, and one audit entry is written. One transaction.
+ */
+export function endChange(db: Database, change: Change, end: ChangeEnd): { targetMessageId: number | null } {
+  const s = statements(db);
+  const apply = db.transaction(() => {
+    const p = change.payload;
+    let targetMessageId: number | null = null;
+    if (end.outcome === 'applied') targetMessageId = followLocally(db, change, end);
+    else if (end.outcome === 'gone') tombstoneMessage(db, p.messageId, 'expunged', end.now);
+    if (end.server && FLAG_KINDS.includes(p.effect.kind)) {
+      run(s.serverFlags, [
+        flagSet(end.server.flags),
+        flagSet(end.server.keywords),
+        end.server.modseq,
+        end.server.modseq,
+        end.now,
+        p.messageId,
+        p.bindingId,
+        p.uidValidity,
+        p.uid,
+      ]);
+    }
+    recordChangeProgress(db, change.job.id, { outcome: end.outcome, ...(end.target ? { targetUid: end.target.uid } : {}) });
+    completeJob(db, change.job.id, end.now);
+    layOverlay(db, change.job.accountId!, p.messageId);
+    audit(db, change, { outcome: end.outcome, targetUid: end.target?.uid ?? null, now: end.now });
+    return { targetMessageId };
+  });
+  return apply.immediate();
+}
+
+/** The change will never apply by itself: dead-lettered (refused by the server, or failing too often), overlay lifted, audited. */
+export function deadLetterChange(db: Database, change: Change, f: { outcome: 'refused' | 'failed'; attempts: number; failure: JobFailure; now: number }): void {
+  const apply = db.transaction(() => {
+    recordChangeProgress(db, change.job.id, { outcome: f.outcome });
+    deadLetterJob(db, change.job.id, { attempts: f.attempts, failure: f.failure, now: f.now });
+    layOverlay(db, change.job.accountId!, change.payload.messageId);
+    audit(db, change, { outcome: f.outcome, targetUid: null, now: f.now });
+  });
+  apply.immediate();
+}
+
+/** After an operator's retry or drop: the overlay follows what is outstanding again. */
+export function relayOverlay(db: Database, accountId: string, messageId: number): void {
+  layOverlay(db, accountId, messageId);
+}
+
+function followLocally(db: Database, change: Change, end: ChangeEnd): number | null {
+  const s = statements(db);
+  const p = change.payload;
+  const effect = p.effect;
+  if (effect.kind === 'delete') {
+    tombstoneMessage(db, p.messageId, 'deleted', end.now);
+    return null;
+  }
+  if (effect.kind !== 'relocate' && effect.kind !== 'copy') return null;
+  const target = end.target ?? null;
+  const binding = one<{ id: number }>(s.targetBinding, [change.job.accountId, effect.targetPath]);
+  if (effect.kind === 'relocate') {
+    // The local id follows the message (storedEmailId stays valid) when the target is mirrored and its UID known.
+    const moved =
+      binding !== undefined &&
+      target !== null &&
+      run(s.relocate, [binding.id, target.uidValidity, target.uid, end.now, p.messageId, binding.id, target.uidValidity, target.uid]).changes === 1;
+    if (!moved) tombstoneMessage(db, p.messageId, 'relocated' satisfies TombstoneReason, end.now);
+    return moved ? p.messageId : null;
+  }
+  if (binding === undefined || target === null) return null;
+  const inserted = run(s.copyMessage, [binding.id, target.uidValidity, target.uid, end.now, end.now, p.messageId]);
+  if (inserted.changes !== 1) return null;
+  const copyId = Number(inserted.lastInsertRowid);
+  run(s.copyRaw, [copyId, end.now, p.messageId]);
+  run(s.copyDocument, [copyId, p.messageId]);
+  run(s.copyPassages, [copyId, p.messageId]);
+  return copyId;
+}
+
+/** Requested flags = the outstanding changes laid, in order, over the server's state; NULL when none is outstanding. */
+function layOverlay(db: Database, accountId: string, messageId: number): void {
+  const s = statements(db);
+  const outstanding = many<{ payload: string }>(s.outstanding, [accountId, messageId]).map((r) => (JSON.parse(r.payload) as ChangePayload).effect);
+  const flagChanges = outstanding.filter((e) => FLAG_KINDS.includes(e.kind));
+  if (flagChanges.length === 0) {
+    run(s.overlay, [null, null, messageId]);
+    return;
+  }
+  const server = one<{ flags: string; keywords: string }>(s.serverState, [messageId]);
+  if (server === undefined) return;
+  let state: FlagState = { flags: JSON.parse(server.flags) as string[], keywords: JSON.parse(server.keywords) as string[] };
+  for (const effect of flagChanges) state = applyEffect(state, effect);
+  run(s.overlay, [flagSet(state.flags), flagSet(state.keywords), messageId]);
+}
+
+function audit(db: Database, change: Change, e: { outcome: ChangeOutcome; targetUid: number | null; now: number }): void {
+  const p = change.payload;
+  const effect = p.effect;
+  // What was asked (a flag value, the keyword set), never mail content.
+  const detail = 'value' in effect ? { value: effect.value } : 'keywords' in effect ? { keywords: effect.keywords } : null;
+  const targetPath = 'targetPath' in effect ? effect.targetPath : null;
+  run(statements(db).audit, [
+    change.job.accountId,
+    effect.kind,
+    p.messageId,
+    p.sourcePath,
+    targetPath,
+    p.uidValidity,
+    p.uid,
+    e.targetUid,
+    detail === null ? null : JSON.stringify(detail),
+    p.requester,
+    p.requestedAt,
+    e.now,
+    e.outcome,
+  ]);
+}
