@@ -6,7 +6,7 @@
  * actor as mail rules will ask; refusals that dead-letter; the audit; and
  * that nothing of the mail reaches a log line.
  */
-import { writeFileSync } from 'node:fs';
+import { chownSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -16,7 +16,7 @@ import t, { type Test } from 'tap';
 import { RecordChangesReply, type ChangeAsk } from '../../../actors/imap-sync/protocol.ts';
 import { decodeStoredEmailId } from '../../../actors/mail-query/protocol.ts';
 import { startDovecot, type Dovecot } from '../../harness/dovecot.ts';
-import { mailAdmin } from '../../harness/doveadm.ts';
+import { mailAdmin, mailboxDir } from '../../harness/doveadm.ts';
 import { appendMessages } from '../../harness/place-mail.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 import { sensitiveStrings } from '../../helpers/privacy.ts';
@@ -47,13 +47,25 @@ function message(n: number, folder: string): Buffer {
 
 type Setup = { dovecot: Dovecot; sync: SyncService; full: Client; reader: Client; raws: Buffer[] };
 
-async function setup(t: Test): Promise<Setup> {
+/** Dovecot's ACL plugin, so a folder can be made read-only for its owner (a `dovecot-acl` file granting lookup and read only). */
+const ACL_CONFIG = 'mail_plugins = $mail_plugins acl\nprotocol imap {\n  mail_plugins = $mail_plugins acl imap_acl\n}\nplugin {\n  acl = vfile\n}\n';
+
+async function setup(t: Test, options: { locked?: boolean } = {}): Promise<Setup> {
   const dir = tempDir(t);
-  const dovecot = await startDovecot({ users: [{ user: 'ann', password: 'pw-ann' }] });
+  const dovecot = await startDovecot({ users: [{ user: 'ann', password: 'pw-ann' }], ...(options.locked ? { extraConfig: ACL_CONFIG } : {}) });
   t.teardown(() => dovecot.stop());
   const admin = mailAdmin(dovecot);
   await admin.createMailbox('ann', 'Work');
   await admin.createMailbox('ann', 'Filed');
+  if (options.locked) {
+    await admin.createMailbox('ann', 'Locked');
+    await appendMessages(dovecot, 'ann', 'Locked', [{ raw: message(9, 'locked') }]);
+    const folder = mailboxDir(dovecot, 'ann', 'Locked');
+    const acl = join(folder, 'dovecot-acl');
+    writeFileSync(acl, 'owner lr\n');
+    const owner = statSync(folder);
+    chownSync(acl, owner.uid, owner.gid);
+  }
   const raws = [...[1, 2, 3, 4].map((n) => message(n, 'inbox')), ...[1, 2].map((n) => message(n, 'work'))];
   await appendMessages(
     dovecot,
@@ -74,7 +86,18 @@ async function setup(t: Test): Promise<Setup> {
   const sync = await startSyncService(
     dir,
     dovecot,
-    [{ id: 'ann', user: 'ann', folders: [{ Alias: 'inbox' }, { Alias: 'work', Path: 'Work' }, { Alias: 'filed', Path: 'Filed' }] }],
+    [
+      {
+        id: 'ann',
+        user: 'ann',
+        folders: [
+          { Alias: 'inbox' },
+          { Alias: 'work', Path: 'Work' },
+          { Alias: 'filed', Path: 'Filed' },
+          ...(options.locked ? [{ Alias: 'locked', Path: 'Locked' }] : []),
+        ],
+      },
+    ],
     {
       McpEndpoint: {
         Enabled: true,
@@ -398,4 +421,32 @@ t.test('a change the server refuses is dead-lettered with a constant sentence; r
   const ref = sync.service.supervisor.ref('imap-sync:ann');
   t.same(await ref.ask({ type: 'imap-sync.job-decision', job: Number(changeId.slice(1)), decision: 'drop' }), { outcome: 'Accepted' });
   t.same(await ref.ask({ type: 'imap-sync.job-decision', job: Number(changeId.slice(1)), decision: 'retry' }), { outcome: 'JobNotDeadLettered' });
+});
+
+t.test('a folder that is read-only on the server: the flag change is dead-lettered, the local copy returns to the server state', async (t) => {
+  const { sync, full } = await setup(t, { locked: true });
+  const [locked] = await listed(full, 'locked');
+  t.ok(locked, 'the read-only folder is mirrored');
+  const asked = await call(full, 'set_mail_flags', { storedEmailId: locked!.storedEmailId, flagged: true, requestId: 'locked-1' });
+  t.ok(asked.ok, asked.text);
+  const ended = await eventually('the change to be dead-lettered', async () => {
+    const again = await call(full, 'set_mail_flags', { storedEmailId: locked!.storedEmailId, flagged: true, requestId: 'locked-1' });
+    const change = (again.value.recordedChanges as Json[])[0]!;
+    return change.state === 'dead-lettered' ? change : null;
+  });
+  t.equal(ended.outcome, 'refused');
+  const db = new Libsql(sync.database, { readonly: true });
+  t.teardown(() => db.close());
+  t.match(db.prepare("SELECT failure_class, failure_reason FROM jobs WHERE type = 'mailbox-change'").get([]), {
+    failure_class: 'server-refused',
+    failure_reason: 'The folder is read-only on the server.',
+  });
+  const after = (await listed(full, 'locked'))[0]!;
+  t.notOk(after.flags?.includes('\\Flagged'), 'the requested flag is no longer shown');
+  t.notOk(after.flagChangesPending);
+  t.equal(auditRows(sync.database).at(-1)!.outcome, 'refused');
+  t.ok(
+    sync.logs.events('journal.change-refused').some((l) => l.reason === 'read-only'),
+    'logged with its reason word',
+  );
 });
