@@ -53,7 +53,7 @@ type State = {
   carriage: Carriage;
 };
 
-async function session(state: State, ctx: ActorContext, fresh = false): Promise<ImapFlow> {
+async function session(state: State, fresh = false): Promise<ImapFlow> {
   if (state.client?.usable && !fresh) return state.client;
   state.client?.close();
   state.client = null;
@@ -187,7 +187,7 @@ export default defineActor({
           db: state.db,
           config: state.config,
           log: ctx.log,
-          session: (fresh?: boolean) => session(state, ctx, fresh),
+          session: (fresh?: boolean) => session(state, fresh),
           parseMany: parseWith(ctx, state),
           now: Date.now,
         });
