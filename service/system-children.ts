@@ -58,6 +58,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       maxMessageBytes: sync.MaxMessageBytes,
       connectTimeoutMs: sync.ConnectTimeout,
       commandTimeoutMs: sync.CommandTimeout,
+      changeCheckMs: sync.ChangeCheckInterval,
       schedulerId: SCHEDULER_ID,
       parserId: MIME_PARSE_POOL,
     },

@@ -1,8 +1,8 @@
 /**
  * The sync actor of one account (`imap-sync:<account>`): mirrors the mapped
  * folders into the database, one run at a time when the scheduler asks,
- * and watches the first folder with IDLE between runs so new mail wakes the
- * scheduler within seconds. It is the sole writer of the account's mail
+ * and between runs watches every mapped folder (change-watch.ts) so a
+ * change made on the server wakes the scheduler within seconds. It is the sole writer of the account's mail
  * tables (see runtime/store/migrations/0001-initial.ts).
  *
  * A run is a sequence of private `step` messages, so a rewind, an erasure
@@ -29,6 +29,7 @@ import { openSession } from './connection.ts';
 import { handleMaintenance, isMaintenance } from './maintenance.ts';
 import { AccessTokens, storeRefreshToken } from './oauth-token.ts';
 import { ImapSyncConfig, type RunSummary, SyncMessage } from './protocol.ts';
+import { ChangeWatch } from './change-watch.ts';
 import { carryStep, newCarriage, recordDeferred, resumeRuns, type Carriage } from './rederivation-carriage.ts';
 import { SyncRun } from './sync-run.ts';
 
@@ -36,7 +37,9 @@ const Step = z.strictObject({ type: z.literal('imap-sync.step') });
 // Re-derivation jobs: the next segment of the run under way; a dead letter's write retried until it lands.
 const RederiveStep = z.strictObject({ type: z.literal('imap-sync.rederive-step') });
 const JobRecord = z.strictObject({ type: z.literal('imap-sync.job-record') });
-const Msg = z.union([SyncMessage, Step, RederiveStep, JobRecord, JournalStep, WriterIdle]);
+// The change watch's sweep, between runs.
+const WatchSweep = z.strictObject({ type: z.literal('imap-sync.watch-sweep') });
+const Msg = z.union([SyncMessage, Step, RederiveStep, JobRecord, WatchSweep, JournalStep, WriterIdle]);
 
 type Active = { run: SyncRun; resolve(summary: RunSummary): void; reject(err: unknown): void };
 
@@ -45,7 +48,7 @@ type State = {
   config: ImapSyncConfig;
   tokens: AccessTokens;
   client: ImapFlow | null;
-  watching: boolean;
+  watch: ChangeWatch;
   active: Active | null;
   consecutiveFailures: number;
   carriage: Carriage;
@@ -69,7 +72,7 @@ async function connect(state: State): Promise<ImapFlow> {
   }
 }
 
-async function session(state: State, ctx: ActorContext, fresh = false): Promise<ImapFlow> {
+async function session(state: State, fresh = false): Promise<ImapFlow> {
   if (state.client?.usable && !fresh) return state.client;
   state.client?.close();
   state.client = null;
@@ -77,25 +80,13 @@ async function session(state: State, ctx: ActorContext, fresh = false): Promise<
   client.on('close', () => {
     if (state.client === client) state.client = null;
   });
-  client.on('exists', (e: { count: number; prevCount: number }) => {
-    if (state.watching && e.count > e.prevCount) ctx.tell(state.config.schedulerId, { type: 'sync-scheduler.wake', account: state.config.account });
-  });
   state.client = client;
   return client;
 }
 
-/** Between runs: select the first mapped folder read-only and let imapflow IDLE on it. */
-async function watch(state: State, ctx: ActorContext): Promise<void> {
-  const first = state.config.folders[0];
-  if (!state.client?.usable || !first) return;
-  try {
-    const path = first.path ?? (first.alias.toLowerCase() === 'inbox' ? 'INBOX' : null);
-    if (path === null) return;
-    await state.client.mailboxOpen(path, { readOnly: true });
-    state.watching = true;
-  } catch (err) {
-    ctx.log.debug({ err, event: 'sync.watch-failed' }, 'sync.watch-failed');
-  }
+/** Between runs (and after other work on the session): watch every mapped folder for changes on the server. */
+async function watch(state: State): Promise<void> {
+  if (state.client?.usable) await state.watch.start(state.client);
 }
 
 /** Messages per ask to the parse pool: big enough that hand-overs are rare, small enough that both threads get work. */
@@ -152,8 +143,9 @@ async function runStep(state: State, ctx: ActorContext): Promise<void> {
   }
   state.active = null;
   state.consecutiveFailures = summary.outcome === 'failed' ? state.consecutiveFailures + 1 : 0;
+  state.watch.afterRun(active.run.watchFolders());
   active.resolve(summary);
-  void watch(state, ctx);
+  await watch(state);
 }
 
 export default defineActor({
@@ -173,13 +165,19 @@ export default defineActor({
       config,
       tokens: new AccessTokens(db, config),
       client: null,
-      watching: false,
+      watch: new ChangeWatch({
+        periodMs: config.changeCheckMs,
+        wake: () => ctx.tell(config.schedulerId, { type: 'sync-scheduler.wake', account: config.account }),
+        schedule: (delayMs) => ctx.schedule({ type: 'imap-sync.watch-sweep' }, delayMs),
+        log: ctx.log,
+      }),
       active: null,
       consecutiveFailures: 0,
       carriage: newCarriage(),
       journal: newJournal(),
     };
     ctx.defer(() => {
+      state.watch.stop();
       state.client?.close();
       closeJournal(state);
       db.close();
@@ -192,12 +190,12 @@ export default defineActor({
     switch (msg.type) {
       case 'imap-sync.run': {
         if (state.active) return later(new Promise<RunSummary>((resolve, reject) => chain(state.active!, resolve, reject)));
-        state.watching = false;
+        state.watch.stop();
         const run = new SyncRun({
           db: state.db,
           config: state.config,
           log: ctx.log,
-          session: (fresh?: boolean) => session(state, ctx, fresh),
+          session: (fresh?: boolean) => session(state, fresh),
           parseMany: parseWith(ctx, state),
           now: Date.now,
         });
@@ -238,12 +236,15 @@ export default defineActor({
         return journalStep(state, ctx, () => connect(state));
       case 'imap-sync.change-writer-idle':
         return writerIdle(state, ctx);
+      case 'imap-sync.watch-sweep':
+        return state.watch.sweep();
       default:
         if (isMaintenance(msg)) return handleMaintenance(state, ctx, msg);
         throw new AppError('E_PROTOCOL_INVALID');
     }
   },
   stop(state) {
+    state.watch.stop();
     if (state.active) {
       const active = state.active;
       state.active = null;

@@ -20,6 +20,7 @@ import { readCheckpoint } from '../../runtime/store/mailbox/checkpoints.ts';
 import { storeBatch, type FetchedMessage } from '../../runtime/store/mailbox/store-batch.ts';
 import { applyFlagChanges, knownUids, localFlags, retireUidValidity, tombstone } from '../../runtime/store/mailbox/server-changes.ts';
 import type { ParseReply } from '../mime-parse/protocol.ts';
+import { type FolderState, selectedState } from './change-watch.ts';
 import { classifyImapFailure } from './connection.ts';
 import { sameFlags, splitFlags } from './server-flags.ts';
 import { noteUnreadable, type UnreadableCounts } from './unreadable.ts';
@@ -65,6 +66,9 @@ export class FolderRun {
   /** Whether `prepare` finished (the folder is selected and what was stored is up to date). */
   prepared = false;
 
+  /** The folder as SELECT reported it: what the mirror reflects once this run is through it (the change watch's baseline). */
+  selected: FolderState | null = null;
+
   get hasMore(): boolean {
     return this.pending.length > 0 || this.prefetch !== null;
   }
@@ -101,6 +105,7 @@ export class FolderRun {
       client.off('flags', onFlags);
     }
     this.uidValidity = Number(mailbox.uidValidity);
+    this.selected = selectedState(mailbox);
     this.selectModseq = mailbox.highestModseq ?? null;
     if (checkpoint && checkpoint.uidValidity !== this.uidValidity) {
       // The server renumbered the folder: retire every old copy before refetching, so nothing shows twice.

@@ -32,6 +32,8 @@ export const ImapSyncConfig = z.strictObject({
   maxMessageBytes: z.number().int().min(1),
   connectTimeoutMs: z.number().int().positive(),
   commandTimeoutMs: z.number().int().positive(),
+  /** Between runs, how often the change watch asks the server whether the mapped folders changed (`ChangeCheckInterval`). */
+  changeCheckMs: z.number().int().positive(),
   /** Ids of the actors and pools this one talks to. */
   schedulerId: z.string(),
   parserId: z.string(),

@@ -25,12 +25,20 @@ import { beginRun, endRun, recordFolderRun, type FolderOutcome } from '../../run
 import type { ParseReply } from '../mime-parse/protocol.ts';
 import { resolveAliases, type AliasResolution } from './folder-aliases.ts';
 import { classifyImapFailure, imapFailureFields } from './connection.ts';
+import type { RunFolder } from './change-watch.ts';
 import { FolderRun } from './folder-run.ts';
 import type { ImapSyncConfig, RunSummary } from './protocol.ts';
 
 export const BATCHES_PER_RUN = 50;
 
-type FolderSlot = { resolution: AliasResolution; binding: Binding; run: FolderRun | null; startedAt: number; retried: boolean };
+type FolderSlot = {
+  resolution: AliasResolution;
+  binding: Binding;
+  run: FolderRun | null;
+  startedAt: number;
+  retried: boolean;
+  outcome: FolderOutcome | 'ok' | null;
+};
 
 export type SyncRunDeps = {
   db: Database;
@@ -90,6 +98,19 @@ export class SyncRun {
     }
   }
 
+  /**
+   * The folders this run resolved, in configured order, each with the state
+   * its SELECT reported when the folder ended `ok` (null otherwise): the
+   * change watch's baselines.
+   */
+  watchFolders(): RunFolder[] {
+    return (this.folders ?? []).flatMap((slot) =>
+      slot.resolution.outcome === 'ok'
+        ? [{ alias: slot.resolution.alias, path: slot.resolution.path, selected: slot.outcome === 'ok' ? (slot.run?.selected ?? null) : null }]
+        : [],
+    );
+  }
+
   /** Shutdown: what was under way is recorded as interrupted; the checkpoint holds what was committed. */
   interrupt(consecutiveFailures: number): RunSummary {
     const slot = this.folders?.[this.index];
@@ -116,6 +137,7 @@ export class SyncRun {
       run: null,
       startedAt: this.deps.now(),
       retried: false,
+      outcome: null,
     }));
   }
 
@@ -182,6 +204,7 @@ export class SyncRun {
   }
 
   private record(slot: FolderSlot, outcome: FolderOutcome | 'ok'): void {
+    slot.outcome = outcome;
     if (outcome !== 'ok') this.failed += 1;
     const run = slot.run;
     if (run && run.unreadable > 0) {

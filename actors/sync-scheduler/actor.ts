@@ -1,7 +1,8 @@
 /**
  * The synchronization scheduler: gives accounts their runs within the
- * `MaxConcurrentAccounts` slots, on the interval, sooner when IDLE saw new
- * mail, later after failures (schedule.ts), and answers the synchronization
+ * `MaxConcurrentAccounts` slots, on the interval, sooner when the account's
+ * watch saw the server change (a wake during a run makes the account due
+ * again when the run ends), later after failures (schedule.ts), and answers the synchronization
  * status. It asks each account's sync actor to run; an account whose actor
  * is down counts as a failed run, so a crashed actor never holds a slot.
  */

@@ -22,7 +22,7 @@ export const SchedulerConfig = z.strictObject({
 export type SchedulerConfig = z.infer<typeof SchedulerConfig>;
 
 export const SchedulerMessage = z.discriminatedUnion('type', [
-  /** From an account's sync actor: new mail arrived while it watched. */
+  /** From an account's sync actor: the server changed (new mail, flags, expunges) in a mapped folder while it watched. */
   z.strictObject({ type: z.literal('sync-scheduler.wake'), account: z.string() }),
   /** The synchronization status of admin-surface.md (answered with SynchronizationStatus). */
   z.strictObject({ type: z.literal('sync-scheduler.status') }),

@@ -21,6 +21,8 @@ export class Schedule {
   private readonly accounts = new Map<string, AccountSchedule>();
   private readonly policy: SchedulePolicy;
   private readonly random: Random;
+  /** Accounts woken while running: the run may have passed the changed folder already, so they are due again when it ends. */
+  private readonly wokenWhileRunning = new Set<string>();
 
   constructor(accounts: readonly string[], policy: SchedulePolicy, random: Random, now: number, enabled: boolean) {
     this.policy = policy;
@@ -62,16 +64,26 @@ export class Schedule {
     const failed = end === 'failed' || end === 'down';
     a.consecutiveFailures = failed ? a.consecutiveFailures + 1 : 0;
     a.phase = 'waiting';
+    const woken = this.wokenWhileRunning.delete(account);
     if (failed) a.nextDueAt = now + this.backoff(a.consecutiveFailures);
-    else if (hasMore) a.nextDueAt = now;
+    else if (hasMore || woken) a.nextDueAt = now;
     else a.nextDueAt = now + this.policy.intervalMs;
     // More to fetch queues behind whoever was already ready.
     a.readyAt = hasMore && !failed ? now + 1 : now;
   }
 
-  /** New mail was seen: a waiting account is due now (a failing one keeps its backoff). */
+  /**
+   * A change was seen on the server: a waiting account is due now; a running
+   * one is due again as soon as its run ends (the run may already have passed
+   * the folder that changed). A failing one keeps its backoff; one waiting for
+   * a slot will run anyway.
+   */
   wake(account: string, now: number): void {
     const a = this.accounts.get(account);
+    if (a?.phase === 'running') {
+      this.wokenWhileRunning.add(account);
+      return;
+    }
     if (a?.phase !== 'waiting' || a.consecutiveFailures > 0) return;
     a.nextDueAt = Math.min(a.nextDueAt ?? now, now);
   }

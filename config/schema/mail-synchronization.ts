@@ -11,6 +11,11 @@ export const MailSynchronization = z
   .strictObject({
     Enabled: flag('Whether mail is fetched at all; false keeps every figure still').default(true),
     Interval: timeSpan('00:00:10', '1.00:00:00', 'Pause between the runs of one account (ours)').prefault('00:05:00'),
+    ChangeCheckInterval: timeSpan(
+      '00:00:01',
+      '01:00:00',
+      'Between runs, how often every mapped folder is asked whether it changed on the server (NOOP, STATUS); a change starts a run, so it shows within seconds. Interval stays the fallback (ours)',
+    ).prefault('00:00:05'),
     MaxConcurrentAccounts: wholeNumber(1, 500, 'Accounts synchronizing at once; others wait for a slot').default(4),
     MaxMessageBytes: wholeNumber(1_024, 1_073_741_824, 'Largest message stored; a larger one is counted as oversized (ours)').default(52_428_800),
     BatchSize: wholeNumber(1, 5_000, 'Messages fetched and stored per transaction with the checkpoint (ours)').default(200),

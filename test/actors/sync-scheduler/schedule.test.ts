@@ -55,3 +55,19 @@ t.test('disabled: nothing is ever due and every account reads not started', asyn
   t.equal(s.list()[0]!.phase, 'not-started');
   t.equal(s.nextDueAt(), null);
 });
+
+t.test('a wake while the account runs is kept: due again as soon as the run ends, not after the interval', async (t) => {
+  const s = new Schedule(['a'], { ...policy, maxConcurrent: 1 }, seededRandom(1), 0, true);
+  t.same(s.start(0), ['a']);
+  s.wake('a', 500);
+  s.ended('a', 'ok', false, 1_000);
+  t.match(s.list()[0], { phase: 'waiting', nextDueAt: 1_000 });
+  t.same(s.start(1_000), ['a'], 'the change the run may have missed gets its run');
+  s.ended('a', 'ok', false, 2_000);
+  t.match(s.list()[0], { nextDueAt: 302_000 }, 'the kept wake is used once');
+  t.same(s.start(2_000), []);
+  s.start(302_000);
+  s.wake('a', 302_100);
+  s.ended('a', 'failed', false, 303_000);
+  t.match(s.list()[0], { nextDueAt: 333_000, consecutiveFailures: 1 }, 'a failed run keeps its backoff');
+});
