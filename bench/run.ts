@@ -22,7 +22,8 @@ const scenarios: Scenario[] = [actorAsk, actorDensity, mimeParse, syncInitial, s
 
 function table(rows: Row[]): string {
   if (rows.length === 0) return '(no rows)';
-  const columns = Object.keys(rows[0]!);
+  // Every row's columns, in first-seen order: a scenario of several parts has rows of several shapes.
+  const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
   const cells = rows.map((r) => columns.map((c) => String(r[c] ?? '')));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
   const line = (values: string[]): string => `| ${values.map((v, i) => v.padStart(widths[i]!)).join(' | ')} |`;

@@ -5,12 +5,14 @@
  * Every path reads the server's state first and decides from it, so an
  * attempt interrupted at any point (a crash, a lost connection) is simply
  * attempted again and ends as recorded, once:
- * - flags and keywords: the message is read (FLAGS MODSEQ); if it already
- *   holds the requested state the change is applied; if the server changed
- *   the very part this change touches since it was recorded (MODSEQ past
- *   the recorded one and the part differs) the server wins (`superseded`);
- *   otherwise `UID STORE … UNCHANGEDSINCE <the MODSEQ just read>` (with
- *   CONDSTORE), and the message is read again to observe the result;
+ * - flags and keywords: with CONDSTORE, `UID STORE … UNCHANGEDSINCE <the
+ *   MODSEQ the mirror knew>` first, then the message is read (FLAGS
+ *   MODSEQ): holding the requested state, the change is applied. Otherwise
+ *   (or without CONDSTORE, where the read comes first) it decides from what
+ *   the server holds: if the server changed the very part this change
+ *   touches since it was recorded (MODSEQ past the recorded one and the
+ *   part differs) the server wins (`superseded`); else it stores again
+ *   guarded by the MODSEQ just read, and reads again to observe;
  * - copy and relocate: the target's UIDNEXT and the message's size,
  *   internal date and Message-ID are made durable before COPY or MOVE, so
  *   a later attempt finds a copy an earlier one made instead of making a
@@ -71,24 +73,40 @@ export async function applyChange(deps: ApplyDeps): Promise<ApplyResult> {
 
 async function storeFlags(deps: ApplyDeps, effect: ChangeEffect): Promise<ApplyResult> {
   const { client, payload: p } = deps;
-  const box = await client.mailboxOpen(p.sourcePath);
+  const box = await select(client, p.sourcePath);
   if (box.readOnly) return refused('read-only');
   if (Number(box.uidValidity) !== p.uidValidity) return ended({ outcome: 'gone' });
+  if ((effect.kind === 'add-keywords' || effect.kind === 'set-keywords') && !acceptsKeywords(box.permanentFlags, effect.keywords)) return refused('keyword');
+  let current: ServerState | null;
+  if (client.enabled.has('CONDSTORE') && p.baseModseq !== null) {
+    // The common case in one round trip less: store over what the mirror knew, guarded by its MODSEQ.
+    // The server refuses it (MODIFIED) if anything changed the message since; then read and decide.
+    await store(client, p.uid, effect, { ...p.base, modseq: p.baseModseq });
+    current = await readState(client, p.uid);
+    if (current !== null && isSatisfied(current, effect)) return ended({ outcome: 'applied', server: current });
+  } else {
+    current = await readState(client, p.uid);
+  }
   for (let round = 0; round < STORE_ROUNDS; round++) {
-    const current = await readState(client, p.uid);
     if (current === null) return ended({ outcome: 'gone' });
     if (isSatisfied(current, effect)) return ended({ outcome: 'applied', server: current });
     if (movedPast(current.modseq, p.baseModseq) && touchedPartChanged(p.base, current, effect)) return ended({ outcome: 'superseded', server: current });
-    if ((effect.kind === 'add-keywords' || effect.kind === 'set-keywords') && !acceptsKeywords(box.permanentFlags, effect.keywords)) return refused('keyword');
     await store(client, p.uid, effect, current);
     const after = await readState(client, p.uid);
     if (after === null) return ended({ outcome: 'gone' });
     if (isSatisfied(after, effect)) return ended({ outcome: 'applied', server: after });
-    // Unchanged: the server answered without applying it. Changed: someone wrote in between; read and decide again.
+    // Unchanged: the server answered without applying it. Changed: someone wrote in between; decide again.
     if (after.modseq === null || after.modseq === current.modseq) return refused('not-applied');
+    current = after;
   }
-  const last = await readState(client, p.uid);
-  return last === null ? ended({ outcome: 'gone' }) : ended({ outcome: 'superseded', server: last });
+  return current === null ? ended({ outcome: 'gone' }) : ended({ outcome: 'superseded', server: current });
+}
+
+/** The folder selected read-write, reusing the selection the writing session already holds. */
+async function select(client: ImapFlow, path: string): Promise<{ readOnly?: boolean; uidValidity: bigint; permanentFlags?: Set<string> }> {
+  const held = client.mailbox;
+  if (held && held.path === path && !held.readOnly) return held;
+  return client.mailboxOpen(path);
 }
 
 async function store(client: ImapFlow, uid: number, effect: ChangeEffect, current: ServerState): Promise<void> {
@@ -161,7 +179,7 @@ async function place(deps: ApplyDeps, kind: 'relocate' | 'copy', targetPath: str
 async function remove(deps: ApplyDeps): Promise<ApplyResult> {
   const { client, payload: p } = deps;
   if (!client.capabilities.has('UIDPLUS')) return refused('no-uidplus');
-  const box = await client.mailboxOpen(p.sourcePath);
+  const box = await select(client, p.sourcePath);
   if (box.readOnly) return refused('read-only');
   if (Number(box.uidValidity) !== p.uidValidity) return ended({ outcome: 'gone' });
   const began = (deps.progress as { began?: boolean } | null)?.began === true;

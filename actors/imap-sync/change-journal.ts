@@ -94,7 +94,6 @@ export async function journalStep(state: JournalState, ctx: ActorContext, connec
   if (change === null) return scheduleIdleCheck(state, ctx);
   const now = Date.now();
   if (change.job.state === 'queued' && change.job.dueAt > now) return scheduleStep(state, ctx, change.job.dueAt - now);
-  startJob(db, change.job.id, now);
   const job = jobIdOf(change.job.id);
   const kind = change.payload.effect.kind;
   try {

@@ -21,13 +21,16 @@
  *   IDLE connection per folder is measured for its idle cost: N imapflow
  *   clients each IDLEing on one folder through the counting proxy
  *   (connections, commands per minute); its latency is the floor's.
- * - tool call → server state: the second part, added with `set_mail_flags`.
+ * - `toolToServerRows` (mailbox-changes-tool.ts): an agent's `set_mail_flags`
+ *   call until the server holds the change, beside the same change made by
+ *   a plain imapflow client, observed the same way.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { toolToServerRows } from './mailbox-changes-tool.ts';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -450,8 +453,8 @@ export async function serverChangeToVisible(): Promise<Row[]> {
 export const mailboxChanges: Scenario = {
   name: 'mailbox-changes',
   description:
-    'a change on the server → visible through list_emails at 1, 10 and 50 folders; idle commands per minute and connections; the imapflow IDLE floor',
+    'a change on the server → visible through list_emails at 1, 10 and 50 folders; idle commands per minute and connections; the imapflow IDLE floor; set_mail_flags → server state against an imapflow STORE',
   async run() {
-    return [...(await serverChangeToVisible())];
+    return [...(await serverChangeToVisible()), ...(await toolToServerRows())];
   },
 };
