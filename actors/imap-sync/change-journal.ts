@@ -29,7 +29,6 @@ import {
   MAX_JOB_ATTEMPTS,
   recordAttemptFailure,
   retryJob,
-  startJob,
   type JobFailure,
 } from '../../runtime/store/jobs.ts';
 import {

@@ -120,10 +120,10 @@ export async function toolToServerRows(): Promise<Row[]> {
         await new Promise((r) => setTimeout(r, 200));
       }
     }
-    const call = async (args: Record<string, unknown>): Promise<Record<string, any>> => {
+    const call = async (args: Record<string, unknown>): Promise<Record<string, unknown>> => {
       const result = (await mcp.callTool({ name: 'set_mail_flags', arguments: args })) as CallToolResult;
       if (result.isError) throw new Error(`set_mail_flags refused: ${JSON.stringify(result.structuredContent)}`);
-      return result.structuredContent as Record<string, any>;
+      return result.structuredContent as Record<string, unknown>;
     };
     // Wait for the first mirror, then map UIDs to storedEmailIds from the database (read-only).
     const database = join(dir, 'mailcairn.db');
