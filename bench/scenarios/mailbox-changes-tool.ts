@@ -156,6 +156,8 @@ export async function toolToServerRows(): Promise<Row[]> {
 
     const tool: number[] = [];
     const floor: number[] = [];
+    // The Mailcairn side's answer alone (recorded durably, nothing sent yet), from the same calls.
+    const answered: number[] = [];
     // Each side its own messages: a change the floor made behind the mirror's back to a message the tool
     // then changes is a conflict the server wins (docs/sync.md), not a figure of this bench.
     const rest = [...byUid.keys()].slice(1);
@@ -166,8 +168,10 @@ export async function toolToServerRows(): Promise<Row[]> {
         const uid = pool[Math.floor(Math.random() * pool.length)]!;
         const wanted = !(flagged.get(uid) ?? false);
         const started = performance.now();
-        if (side === 'tool') await call({ storedEmailId: byUid.get(uid)!, flagged: wanted });
-        else
+        if (side === 'tool') {
+          await call({ storedEmailId: byUid.get(uid)!, flagged: wanted });
+          answered.push(performance.now() - started);
+        } else
           await (wanted
             ? floorClient.messageFlagsAdd(String(uid), ['\\Flagged'], { uid: true })
             : floorClient.messageFlagsRemove(String(uid), ['\\Flagged'], { uid: true }));
@@ -181,7 +185,16 @@ export async function toolToServerRows(): Promise<Row[]> {
     await mcp.close();
     const t = summarize(tool, 1);
     const f = summarize(floor, 1);
+    const a = summarize(answered, 1);
     return [
+      {
+        part: 'tool to server',
+        side: 'set_mail_flags answered (recorded, not yet sent)',
+        samples,
+        p50Ms: round(a.p50Us / 1000),
+        p99Ms: round(a.p99Us / 1000),
+        ratioP50: null,
+      },
       {
         part: 'tool to server',
         side: 'set_mail_flags (MCP, journal, STORE)',
