@@ -8,7 +8,9 @@
  * - flags and keywords: the message is read (FLAGS MODSEQ); if it already
  *   holds the requested state the change is applied; if the server changed
  *   the very part this change touches since it was recorded (MODSEQ past
- *   the recorded one and the part differs) the server wins (`superseded`);
+ *   the recorded one and the part differs from what the server held and
+ *   from what the asker saw, the journal's earlier changes included) the
+ *   server wins (`superseded`);
  *   otherwise `UID STORE … UNCHANGEDSINCE <the MODSEQ just read>` (with
  *   CONDSTORE), and the message is read again to observe the result;
  * - copy and relocate: the target's UIDNEXT and the message's size,
@@ -78,7 +80,7 @@ async function storeFlags(deps: ApplyDeps, effect: ChangeEffect): Promise<ApplyR
     const current = await readState(client, p.uid);
     if (current === null) return ended({ outcome: 'gone' });
     if (isSatisfied(current, effect)) return ended({ outcome: 'applied', server: current });
-    if (movedPast(current.modseq, p.baseModseq) && touchedPartChanged(p.base, current, effect)) return ended({ outcome: 'superseded', server: current });
+    if (serverChangedIt(p, current, effect)) return ended({ outcome: 'superseded', server: current });
     if ((effect.kind === 'add-keywords' || effect.kind === 'set-keywords') && !acceptsKeywords(box.permanentFlags, effect.keywords)) return refused('keyword');
     await store(client, p.uid, effect, current);
     const after = await readState(client, p.uid);
@@ -212,6 +214,16 @@ function acceptsKeywords(permanent: Set<string> | undefined, keywords: readonly 
   if (permanent === undefined || permanent.has('\\*')) return true;
   const held = new Set([...permanent].map((k) => k.toLowerCase()));
   return keywords.every((k) => held.has(k.toLowerCase()));
+}
+
+/**
+ * Someone else changed the part this change touches since it was asked: the
+ * MODSEQ moved and the part differs both from the server's state then and
+ * from what the asker saw (the journal's own earlier changes included), so
+ * neither the server as it was nor this journal's changes explain it.
+ */
+function serverChangedIt(p: ChangePayload, current: ServerState, effect: ChangeEffect): boolean {
+  return movedPast(current.modseq, p.baseModseq) && touchedPartChanged(p.base, current, effect) && touchedPartChanged(p.shown ?? p.base, current, effect);
 }
 
 function movedPast(current: string | null, base: string | null): boolean {
