@@ -16,7 +16,9 @@
  * - copy and relocate: the target's UIDNEXT and the message's size,
  *   internal date and Message-ID are made durable before COPY or MOVE, so
  *   a later attempt finds a copy an earlier one made instead of making a
- *   second; the new UID comes from COPYUID (UIDPLUS);
+ *   second; the new UID comes from COPYUID (UIDPLUS). A relocation without
+ *   MOVE is COPY, `\Deleted`, `UID EXPUNGE`; a server with neither MOVE nor
+ *   UIDPLUS is refused, for the reason below;
  * - delete: `\Deleted` then `UID EXPUNGE` of that UID only (UIDPLUS; a
  *   server without it is refused: a plain EXPUNGE would remove other
  *   messages marked deleted).
@@ -40,6 +42,7 @@ export const REFUSALS = {
   'not-applied': 'The server did not apply the change.',
   'no-target': 'The server refused to place the message in the target folder.',
   'no-uidplus': 'The server cannot expunge one message alone (no UIDPLUS), so nothing was deleted.',
+  'no-move': 'The server can neither move a message nor expunge one alone (no MOVE, no UIDPLUS), so nothing was moved.',
 } as const;
 export type RefusalReason = keyof typeof REFUSALS;
 
@@ -123,6 +126,9 @@ async function store(client: ImapFlow, uid: number, effect: ChangeEffect, curren
 
 async function place(deps: ApplyDeps, kind: 'relocate' | 'copy', targetPath: string): Promise<ApplyResult> {
   const { client, payload: p } = deps;
+  // Without MOVE, imapflow moves by COPY, \Deleted and EXPUNGE; without UIDPLUS that EXPUNGE is a plain one,
+  // which removes every message marked deleted in the folder, not only this one.
+  if (kind === 'relocate' && !client.capabilities.has('MOVE') && !client.capabilities.has('UIDPLUS')) return refused('no-move');
   const earlier = placementOf(deps.progress);
   const box = await client.mailboxOpen(p.sourcePath, { readOnly: kind === 'copy' });
   if (kind === 'relocate' && box.readOnly) return refused('read-only');
