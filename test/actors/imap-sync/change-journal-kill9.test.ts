@@ -36,7 +36,7 @@ import { appendMessages } from '../../harness/place-mail.ts';
 import { listenerPort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
 
 // Every kill is followed by a restart of a real process: minutes on a small machine.
-t.setTimeout(600_000);
+t.setTimeout(900_000);
 
 type Json = Record<string, any>;
 const KEY = 'key-kill9-0123456789abcdef';
@@ -345,6 +345,17 @@ t.test('kill -9 after apply, before the completion is written', async (t) => {
   await s.kill(again);
 });
 
+/** Whether the message's change has made its placement durable (the target's UIDNEXT before COPY or MOVE). */
+function placed(database: string, messageId: number): boolean {
+  return (
+    query(
+      database,
+      `SELECT 1 FROM jobs WHERE type = 'mailbox-change' AND json_extract(payload, '$.messageId') = ? AND json_extract(progress, '$.placement') IS NOT NULL`,
+      [messageId],
+    ).length > 0
+  );
+}
+
 /** A change recorded in the journal by its own function, with the daemon down (copy, relocate and delete are not offered to agents). */
 function recordDirectly(database: string, messageId: number, effect: ChangeEffect): void {
   const db = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Full' });
@@ -363,6 +374,8 @@ t.test('kill -9 after COPY, MOVE or EXPUNGE reached the server, before the compl
     { what: 'copy', n: 1, effect: { kind: 'copy', targetPath: 'Filed' }, landed: async () => (await serverState(s.watcher, 'Filed')).has(1) },
     { what: 'relocate', n: 2, effect: { kind: 'relocate', targetPath: 'Filed' }, landed: async () => (await serverState(s.watcher, 'Filed')).has(2) },
     { what: 'delete', n: 3, effect: { kind: 'delete' }, landed: async () => !(await serverState(s.watcher)).has(3) },
+    // Killed once the placement is durable, before (or while) its COPY is on the wire: the next attempt copies once.
+    { what: 'copy (placement recorded)', n: 4, effect: { kind: 'copy', targetPath: 'Filed' }, landed: async () => placed(s.database, id(4)) },
   ];
   for (const round of rounds) {
     recordDirectly(s.database, id(round.n), round.effect);
@@ -373,6 +386,7 @@ t.test('kill -9 after COPY, MOVE or EXPUNGE reached the server, before the compl
     s.proxy.delay(0);
     const job = jobs(s.database).at(-1)!;
     t.not(job.state, 'done', `${round.what}: killed before the completion was written (${job.state})`);
+    t.comment(`${round.what}: on the server at the kill: ${JSON.stringify([...(await serverState(s.watcher, 'Filed')).keys()])} in Filed`);
   }
 
   const again = await s.start();
@@ -384,7 +398,8 @@ t.test('kill -9 after COPY, MOVE or EXPUNGE reached the server, before the compl
   t.notOk(inbox.has(2), 'the relocated message left INBOX');
   t.equal(filed.get(2)?.length, 1, 'relocated into Filed exactly once');
   t.notOk(inbox.has(3), 'the deleted message is gone');
-  t.equal([...filed.values()].flat().length, 2, 'nothing else in Filed');
+  t.equal(filed.get(4)?.length, 1, 'the copy killed after its placement: in Filed exactly once');
+  t.equal([...filed.values()].flat().length, 3, 'nothing else in Filed');
   auditedOnce(t, s.database);
   const entries = audit(s.database);
   t.same(
@@ -393,6 +408,7 @@ t.test('kill -9 after COPY, MOVE or EXPUNGE reached the server, before the compl
       ['copy', 'Filed', filed.get(1)![0]!.uid],
       ['relocate', 'Filed', filed.get(2)![0]!.uid],
       ['delete', null, null],
+      ['copy', 'Filed', filed.get(4)![0]!.uid],
     ],
     'the audit names the copies the server holds',
   );
@@ -417,16 +433,22 @@ t.test('kill -9 after COPY, MOVE or EXPUNGE reached the server, before the compl
       `relocate: one row, in filed ${when}`,
     );
     t.same(liveRows(3), [], `delete: no live row ${when}`);
+    t.same(
+      liveRows(4).map((r) => r.alias),
+      ['filed', 'inbox'],
+      `copy after its placement: one row in each folder ${when}`,
+    );
   };
   check('after the changes');
+  t.comment(`relocated after a crash: storedEmailId ${liveRows(2)[0]?.id === id(2) ? 'kept' : 'not kept (the run saw it first)'}`);
   t.same(
     (await listEmails(again.mcp, 'filed')).map((e) => e.subject).sort(),
-    ['Kill nine message 1', 'Kill nine message 2'],
+    ['Kill nine message 1', 'Kill nine message 2', 'Kill nine message 4'],
     'list_emails shows filed as the server has it',
   );
   await s.kill(again);
   const last = await s.start();
-  await eventually('the first run of the last incarnation', async () => (await listEmails(last.mcp, 'filed')).length === 2);
+  await eventually('the first run of the last incarnation', async () => (await listEmails(last.mcp, 'filed')).length === 3);
   await sleep(1_000);
   check('after another run');
   await s.kill(last);
