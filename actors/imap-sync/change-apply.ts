@@ -2,21 +2,26 @@
  * Applies one change of the journal over the account's writing session
  * and says how it ended; the caller (change-journal.ts) writes the ending.
  *
- * Every path reads the server's state first and decides from it, so an
+ * Every path decides from the server's state as read in this attempt
+ * (a guarded STORE changes nothing the mirror did not know), so an
  * attempt interrupted at any point (a crash, a lost connection) is simply
  * attempted again and ends as recorded, once:
  * - flags and keywords: with CONDSTORE, `UID STORE … UNCHANGEDSINCE <the
  *   MODSEQ the mirror knew>` first, then the message is read (FLAGS
  *   MODSEQ): holding the requested state, the change is applied. Otherwise
  *   (or without CONDSTORE, where the read comes first) it decides from what
- *   the server holds: if the server changed the very part this change
- *   touches since it was recorded (MODSEQ past the recorded one and the
- *   part differs) the server wins (`superseded`); else it stores again
- *   guarded by the MODSEQ just read, and reads again to observe;
+ *   the server holds: if someone changed the very part this change touches
+ *   since it was recorded (MODSEQ past the recorded one, and the part
+ *   differs from what the server held and from what the asker saw, the
+ *   journal's earlier changes included) the server wins (`superseded`);
+ *   else it stores again guarded by the MODSEQ just read, and reads again
+ *   to observe;
  * - copy and relocate: the target's UIDNEXT and the message's size,
  *   internal date and Message-ID are made durable before COPY or MOVE, so
  *   a later attempt finds a copy an earlier one made instead of making a
- *   second; the new UID comes from COPYUID (UIDPLUS);
+ *   second; the new UID comes from COPYUID (UIDPLUS). A relocation without
+ *   MOVE is COPY, `\Deleted`, `UID EXPUNGE`; a server with neither MOVE nor
+ *   UIDPLUS is refused, for the reason below;
  * - delete: `\Deleted` then `UID EXPUNGE` of that UID only (UIDPLUS; a
  *   server without it is refused: a plain EXPUNGE would remove other
  *   messages marked deleted).
@@ -40,6 +45,7 @@ export const REFUSALS = {
   'not-applied': 'The server did not apply the change.',
   'no-target': 'The server refused to place the message in the target folder.',
   'no-uidplus': 'The server cannot expunge one message alone (no UIDPLUS), so nothing was deleted.',
+  'no-move': 'The server can neither move a message nor expunge one alone (no MOVE, no UIDPLUS), so nothing was moved.',
 } as const;
 export type RefusalReason = keyof typeof REFUSALS;
 
@@ -90,7 +96,7 @@ async function storeFlags(deps: ApplyDeps, effect: ChangeEffect): Promise<ApplyR
   for (let round = 0; round < STORE_ROUNDS; round++) {
     if (current === null) return ended({ outcome: 'gone' });
     if (isSatisfied(current, effect)) return ended({ outcome: 'applied', server: current });
-    if (movedPast(current.modseq, p.baseModseq) && touchedPartChanged(p.base, current, effect)) return ended({ outcome: 'superseded', server: current });
+    if (serverChangedIt(p, current, effect)) return ended({ outcome: 'superseded', server: current });
     await store(client, p.uid, effect, current);
     const after = await readState(client, p.uid);
     if (after === null) return ended({ outcome: 'gone' });
@@ -139,6 +145,9 @@ async function store(client: ImapFlow, uid: number, effect: ChangeEffect, curren
 
 async function place(deps: ApplyDeps, kind: 'relocate' | 'copy', targetPath: string): Promise<ApplyResult> {
   const { client, payload: p } = deps;
+  // Without MOVE, imapflow moves by COPY, \Deleted and EXPUNGE; without UIDPLUS that EXPUNGE is a plain one,
+  // which removes every message marked deleted in the folder, not only this one.
+  if (kind === 'relocate' && !client.capabilities.has('MOVE') && !client.capabilities.has('UIDPLUS')) return refused('no-move');
   const earlier = placementOf(deps.progress);
   const box = await client.mailboxOpen(p.sourcePath, { readOnly: kind === 'copy' });
   if (kind === 'relocate' && box.readOnly) return refused('read-only');
@@ -230,6 +239,16 @@ function acceptsKeywords(permanent: Set<string> | undefined, keywords: readonly 
   if (permanent === undefined || permanent.has('\\*')) return true;
   const held = new Set([...permanent].map((k) => k.toLowerCase()));
   return keywords.every((k) => held.has(k.toLowerCase()));
+}
+
+/**
+ * Someone else changed the part this change touches since it was asked: the
+ * MODSEQ moved and the part differs both from the server's state then and
+ * from what the asker saw (the journal's own earlier changes included), so
+ * neither the server as it was nor this journal's changes explain it.
+ */
+function serverChangedIt(p: ChangePayload, current: ServerState, effect: ChangeEffect): boolean {
+  return movedPast(current.modseq, p.baseModseq) && touchedPartChanged(p.base, current, effect) && touchedPartChanged(p.shown, current, effect);
 }
 
 function movedPast(current: string | null, base: string | null): boolean {

@@ -21,16 +21,7 @@ import type { ImapFlow } from 'imapflow';
 import { z } from 'zod';
 import type { ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
-import {
-  dropJob,
-  jobById,
-  jobIdOf,
-  jobRetryDelayMs,
-  MAX_JOB_ATTEMPTS,
-  recordAttemptFailure,
-  retryJob,
-  type JobFailure,
-} from '../../runtime/store/jobs.ts';
+import { dropJob, jobById, jobIdOf, jobRetryDelayMs, MAX_JOB_ATTEMPTS, recordAttemptFailure, retryJob, type JobFailure } from '../../runtime/store/jobs.ts';
 import {
   CHANGE_JOB_TYPE,
   type Change,

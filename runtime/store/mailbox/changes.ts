@@ -38,7 +38,15 @@ export type ChangePayload = {
   sourcePath: string;
   /** The message's MODSEQ as the mirror knew it (decimal: it may exceed 2^53), for UNCHANGEDSINCE; null without CONDSTORE. */
   baseModseq: string | null;
+  /** The server's flags and keywords as the mirror held them. */
   base: FlagState;
+  /**
+   * What the asker saw just before this change: `base` with the changes still
+   * outstanding then, and the earlier changes of the same request, laid over
+   * it (the overlay). The journal's own earlier changes move the server's
+   * MODSEQ and the touched part; they are no server-side conflict.
+   */
+  shown: FlagState;
   requester: string;
   requestedAt: number;
 };
@@ -89,13 +97,16 @@ type MessageRow = {
   uid: number;
   flags: string;
   keywords: string;
+  requested_flags: string | null;
+  requested_keywords: string | null;
   modseq: string | null;
   remote_path: string | null;
 };
 
 const statements = perConnection((db: Database) => ({
   message: db.prepare(
-    `SELECT m.id, m.binding_id, m.uidvalidity, m.uid, m.flags, m.keywords, CAST(m.modseq AS TEXT) AS modseq, b.remote_path
+    `SELECT m.id, m.binding_id, m.uidvalidity, m.uid, m.flags, m.keywords, m.requested_flags, m.requested_keywords,
+       CAST(m.modseq AS TEXT) AS modseq, b.remote_path
      FROM messages m JOIN folder_bindings b ON b.id = m.binding_id
      WHERE m.id = ? AND m.account_id = ? AND m.state <> 'tombstoned' AND b.retired_at IS NULL AND b.unresolved_since IS NULL`,
   ),
@@ -169,7 +180,14 @@ export function recordChanges(db: Database, input: RecordInput): RecordResult {
     const message = one<MessageRow>(s.message, [input.messageId, input.accountId]);
     if (message === undefined || message.remote_path === null) return { outcome: 'not-found' };
     const base: FlagState = { flags: JSON.parse(message.flags) as string[], keywords: JSON.parse(message.keywords) as string[] };
+    // The overlay (outstanding changes laid over the server's state), then each change of this request in order.
+    let shown: FlagState = {
+      flags: message.requested_flags === null ? base.flags : (JSON.parse(message.requested_flags) as string[]),
+      keywords: message.requested_keywords === null ? base.keywords : (JSON.parse(message.requested_keywords) as string[]),
+    };
     const jobIds = input.changes.map((effect) => {
+      const seen = shown;
+      shown = applyEffect(shown, effect);
       const payload: ChangePayload = {
         effect,
         messageId: message.id,
@@ -179,6 +197,7 @@ export function recordChanges(db: Database, input: RecordInput): RecordResult {
         sourcePath: message.remote_path!,
         baseModseq: message.modseq,
         base,
+        shown: seen,
         requester: input.requester,
         requestedAt: input.now,
       };
