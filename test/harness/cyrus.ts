@@ -156,7 +156,10 @@ export async function startCyrus(options: CyrusOptions = {}): Promise<Cyrus> {
 
   const launch = async () => {
     writeServices();
-    const c = spawn(MASTER, ['-C', conf, '-M', cyrusConf, '-p', join(dir, 'run', 'master.pid'), '-L', logFile], { stdio: 'ignore' });
+    // A process group of its own: a Cyrus master shutting down signals its whole process group, which
+    // otherwise holds every other Cyrus instance the test run started (seen: one instance's stop ended
+    // another test's idled and master, "graceful shutdown initiated by unexpected process").
+    const c = spawn(MASTER, ['-C', conf, '-M', cyrusConf, '-p', join(dir, 'run', 'master.pid'), '-L', logFile], { stdio: 'ignore', detached: true });
     let gone = false;
     exited = new Promise<void>((resolve) => {
       c.once('exit', () => resolve());
