@@ -45,6 +45,7 @@ export const REFUSALS = {
   'not-applied': 'The server did not apply the change.',
   'no-target': 'The server refused to place the message in the target folder.',
   'no-uidplus': 'The server cannot expunge one message alone (no UIDPLUS), so nothing was deleted.',
+  'source-kept': 'The message was placed in the target folder, but the server did not remove it from the source folder.',
   'no-move': 'The server can neither move a message nor expunge one alone (no MOVE, no UIDPLUS), so nothing was moved.',
 } as const;
 export type RefusalReason = keyof typeof REFUSALS;
@@ -156,13 +157,7 @@ async function place(deps: ApplyDeps, kind: 'relocate' | 'copy', targetPath: str
   if (earlier !== null) {
     // An earlier attempt may have placed it before it could record so: find that copy rather than make another.
     const found = await findPlaced(client, targetPath, earlier);
-    if (found !== null) {
-      if (kind === 'relocate') {
-        await client.mailboxOpen(p.sourcePath);
-        if ((await readIdentity(client, p.uid)) !== null) await client.messageDelete(String(p.uid), { uid: true });
-      }
-      return ended({ outcome: 'applied', target: { path: targetPath, uidValidity: earlier.targetUidValidity, uid: found } });
-    }
+    if (found !== null) return completePlacement(client, kind, p, { path: targetPath, uidValidity: earlier.targetUidValidity, uid: found });
     await client.mailboxOpen(p.sourcePath, { readOnly: kind === 'copy' });
     present = await readIdentity(client, p.uid);
   }
@@ -177,12 +172,35 @@ async function place(deps: ApplyDeps, kind: 'relocate' | 'copy', targetPath: str
   deps.recordProgress({ placement });
   const result =
     kind === 'copy' ? await client.messageCopy(String(p.uid), targetPath, { uid: true }) : await client.messageMove(String(p.uid), targetPath, { uid: true });
-  if (result === false || result === undefined) return refused('no-target');
+  if (result === false || result === undefined) {
+    // Without MOVE, imapflow copies and then deletes: a failed deletion leaves the copy placed.
+    const placed = kind === 'relocate' && !client.capabilities.has('MOVE') ? await findPlaced(client, targetPath, placement) : null;
+    if (placed === null) return refused('no-target');
+    return completePlacement(client, kind, p, { path: targetPath, uidValidity: placement.targetUidValidity, uid: placed });
+  }
   let uid = result.uidMap?.get(p.uid) ?? null;
   const uidValidity = result.uidValidity !== undefined ? Number(result.uidValidity) : placement.targetUidValidity;
   // Without COPYUID (no UIDPLUS), look for it the way a later attempt would.
   if (uid === null) uid = await findPlaced(client, targetPath, placement);
   return ended({ outcome: 'applied', target: uid === null ? null : { path: targetPath, uidValidity, uid } });
+}
+
+/** A copy is in the target: a relocation then removes the source (that UID alone) and checks that it went. */
+async function completePlacement(
+  client: ImapFlow,
+  kind: 'relocate' | 'copy',
+  p: ChangePayload,
+  target: { path: string; uidValidity: number; uid: number },
+): Promise<ApplyResult> {
+  if (kind === 'relocate') {
+    await client.mailboxOpen(p.sourcePath);
+    if ((await readIdentity(client, p.uid)) !== null) {
+      await client.messageDelete(String(p.uid), { uid: true });
+      // The copy stands; a retry finds it and tries the source again.
+      if ((await readIdentity(client, p.uid)) !== null) return refused('source-kept');
+    }
+  }
+  return ended({ outcome: 'applied', target });
 }
 
 async function remove(deps: ApplyDeps): Promise<ApplyResult> {
