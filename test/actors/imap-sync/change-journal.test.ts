@@ -19,6 +19,7 @@ import { startDovecot, type Dovecot } from '../../harness/dovecot.ts';
 import { mailAdmin, mailboxDir } from '../../harness/doveadm.ts';
 import { appendMessages } from '../../harness/place-mail.ts';
 import { tempDir } from '../../helpers/daemon.ts';
+import { adminCall, adminEndpointSection, query } from '../../helpers/admin-client.ts';
 import { sensitiveStrings } from '../../helpers/privacy.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
 
@@ -26,6 +27,7 @@ t.setTimeout(300_000);
 
 type Json = Record<string, any>;
 const FULL_KEY = 'key-full-0123456789abcdef';
+const ADMIN_KEYS = { operator: 'key-operator-0123456789abcdef', reader: 'key-admin-reader-0123456789ab', nothing: 'key-admin-nothing-0123456789a' };
 const READER_KEY = 'key-reader-0123456789abcdef';
 
 function message(n: number, folder: string): Buffer {
@@ -104,11 +106,12 @@ async function setup(t: Test, options: { locked?: boolean } = {}): Promise<Setup
         BindAddress: '127.0.0.1',
         Port: 0,
         Authentication: [
-          { ApiKey: { Name: 'agent-full', SecretReference: key('full.key', FULL_KEY), Lifetime: 'NoLimit' } },
-          { ApiKey: { Name: 'agent-reader', SecretReference: key('reader.key', READER_KEY), Lifetime: 'NoLimit' }, Permissions: ['service.mail.read'] },
+          { ApiKey: { Name: 'agent-full', SecretReference: key('mcp-full.key', FULL_KEY), Lifetime: 'NoLimit' } },
+          { ApiKey: { Name: 'agent-reader', SecretReference: key('mcp-reader.key', READER_KEY), Lifetime: 'NoLimit' }, Permissions: ['service.mail.read'] },
         ],
         RateLimiting: { TokenCapacity: 100_000, TokensPerReplenishmentPeriod: 100_000 },
       },
+      AdminEndpoint: adminEndpointSection(dir, 0, ADMIN_KEYS),
       // Runs only when a test asks: what the tool writes must show without one.
       MailSynchronization: { Interval: '01:00:00' },
     },
@@ -418,9 +421,40 @@ t.test('a change the server refuses is dead-lettered with a constant sentence; r
     (await listed(full, 'inbox')).some((e) => e.storedEmailId === inbox[0]!.storedEmailId),
     'the message stays where it was',
   );
-  const ref = sync.service.supervisor.ref('imap-sync:ann');
-  t.same(await ref.ask({ type: 'imap-sync.job-decision', job: Number(changeId.slice(1)), decision: 'drop' }), { outcome: 'Accepted' });
-  t.same(await ref.ask({ type: 'imap-sync.job-decision', job: Number(changeId.slice(1)), decision: 'retry' }), { outcome: 'JobNotDeadLettered' });
+  // Through the administrative routes: listed as a dead letter of its own type, audited, retried (meets the same refusal), dropped.
+  const admin = `http://127.0.0.1:${sync.service.admin!.port}/api/admin`;
+  const operator = ADMIN_KEYS.operator;
+  const deadLetters = (await adminCall(`${admin}/jobs/dead-letters${query({ type: 'mailbox-change', account: 'ann' })}`, { apiKey: operator })).json();
+  t.match(deadLetters.jobs, [{ job: changeId, type: 'mailbox-change', account: 'ann', failureClassification: 'server-refused' }]);
+  const audited = (await adminCall(`${admin}/mailbox/mutations/audit${query({ account: 'ann', mutation: 'relocate' })}`, { apiKey: operator })).json();
+  t.match(audited.entries, [
+    {
+      mutation: 'relocate',
+      storedEmailId: inbox[0]!.storedEmailId,
+      sourceFolderPath: 'INBOX',
+      targetFolderPath: 'No/Such/Folder',
+      requester: 'rule:test',
+      outcome: 'refused',
+    },
+  ]);
+  const retried = await adminCall(`${admin}/jobs/dead-letters/retry`, { method: 'POST', apiKey: operator, json: { job: changeId } });
+  t.same(retried.json(), { job: changeId, outcome: 'Accepted' });
+  await eventually('the retried change to be refused again', async () => {
+    const again = (await adminCall(`${admin}/mailbox/mutations/audit${query({ account: 'ann', mutation: 'relocate' })}`, { apiKey: operator })).json();
+    return again.entries.length === 2 ? again : null;
+  });
+  await eventually('the change to be dead again', async () => {
+    const page = (await adminCall(`${admin}/jobs/dead-letters${query({ type: 'mailbox-change' })}`, { apiKey: operator })).json();
+    return page.jobs.length === 1 ? page : null;
+  });
+  t.same((await adminCall(`${admin}/jobs/dead-letters/drop`, { method: 'POST', apiKey: operator, json: { job: changeId } })).json(), {
+    job: changeId,
+    outcome: 'Accepted',
+  });
+  t.same((await adminCall(`${admin}/jobs/dead-letters/retry`, { method: 'POST', apiKey: operator, json: { job: changeId } })).json(), {
+    job: changeId,
+    outcome: 'JobNotDeadLettered',
+  });
 });
 
 t.test('a folder that is read-only on the server: the flag change is dead-lettered, the local copy returns to the server state', async (t) => {
