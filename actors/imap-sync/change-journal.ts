@@ -127,7 +127,7 @@ function attemptFailed(state: JournalState, ctx: ActorContext, change: Change, e
 }
 
 const FAILURES = {
-  'server-unresponsive': 'The mail server did not answer or the connection was lost; the change is retried.',
+  'server-unresponsive': 'The mail server did not answer, or the connection to it was lost.',
   'database-busy': 'The database stayed locked by another writer for longer than Storage:BusyTimeout.',
   'database-failure': 'The database refused a read or a write; the code is in the server log.',
   unexpected: 'The change failed unexpectedly; the cause is in the server log.',
