@@ -31,12 +31,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { toolToServerRows } from './mailbox-changes-tool.ts';
+import { storedCount } from '../../test/helpers/mirror.ts';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ImapFlow } from 'imapflow';
-import Libsql from 'libsql';
 import { seededRandom } from '../../runtime/clock.ts';
 import { mailAdmin } from '../../test/harness/doveadm.ts';
 import { type Dovecot, startDovecot } from '../../test/harness/dovecot.ts';
@@ -206,19 +206,6 @@ async function startDaemon(dir: string, imapPort: number, user: string, folders:
       disarm();
     },
   };
-}
-
-function storedCount(database: string): number {
-  try {
-    const db = new Libsql(database, { readonly: true, timeout: 1_000 });
-    try {
-      return Number((db.prepare("SELECT count(*) AS n FROM messages WHERE state <> 'tombstoned'").get() as { n: number }).n);
-    } finally {
-      db.close();
-    }
-  } catch {
-    return 0;
-  }
 }
 
 async function list(client: Client, alias: string): Promise<Summary[]> {
