@@ -21,7 +21,11 @@ function accountLines(config: Config): string[] {
   return config.Accounts.map((account, index) => {
     const imap = account.Imap;
     const server = `IMAP ${imap.Host}:${imap.Port ?? defaultMailPort('Imap', imap.Security)} ${imap.Security} (${imap.OAuth !== undefined ? 'OAuth' : 'password'})`;
-    return `Accounts:${index} (${account.Id}): ${server}; folders ${account.Folders.map((folder) => folder.Alias).join(', ')}`;
+    const smtp = account.Smtp;
+    const login = smtp === undefined ? '' : smtp.OAuth !== undefined ? 'OAuth' : smtp.Password !== undefined ? 'password' : 'no login';
+    const sends =
+      smtp === undefined ? 'no SMTP (cannot send)' : `SMTP ${smtp.Host}:${smtp.Port ?? defaultMailPort('Smtp', smtp.Security)} ${smtp.Security} (${login})`;
+    return `Accounts:${index} (${account.Id}): ${server}; ${sends}; folders ${account.Folders.map((folder) => folder.Alias).join(', ')}`;
   });
 }
 
@@ -30,6 +34,17 @@ function storageLine(config: Config): string {
   if (!isServerUrl(Database)) return `Storage:Database: file ${Database} (synchronous ${Synchronous})`;
   const url = new URL(Database);
   return `Storage:Database: libSQL server ${url.protocol}//${url.host}${config.Storage.AuthToken !== undefined ? ' with a token' : ''}`;
+}
+
+function outboxLine(config: Config): string {
+  const outbox = config.Outbox;
+  if (!outbox.Enabled) return 'Outbox: off (sends are recorded and wait; nothing is offered to SMTP)';
+  const senders = config.Accounts.filter((a) => a.Smtp !== undefined).length;
+  if (senders === 0) return 'Outbox: no account has an SMTP server (send tools refuse)';
+  const policy = outbox.RecipientPolicy;
+  const rules = policy.AllowedAddresses.length + policy.AllowedDomains.length > 0 ? 'recipients limited to the allowed list' : 'any recipient';
+  const ceilings = (['PerAccount', 'PerCaller', 'PerDeployment'] as const).filter((k) => outbox.Ceilings[k] !== undefined).map((k) => `${k} ${outbox.Ceilings[k]}`);
+  return `Outbox: ${senders} account(s) send, ${outbox.MaxAttempts} attempt(s) at most, ${rules}${policy.DeniedAddresses.length + policy.DeniedDomains.length > 0 ? ' minus the denied list' : ''}, ceilings ${ceilings.length > 0 ? `${ceilings.join(', ')} per ${formatTimeSpan(outbox.Ceilings.Period)}` : 'none'}`;
 }
 
 export function workLines(config: Config): string[] {
@@ -59,6 +74,7 @@ export function workLines(config: Config): string[] {
       ? `MailSynchronization: every ${formatTimeSpan(sync.Interval)}, ${sync.MaxConcurrentAccounts} account(s) at once, ${sync.BatchSize} messages per batch`
       : 'MailSynchronization: off (nothing is fetched)',
   );
+  lines.push(outboxLine(config));
   lines.push(`Logging: ${config.Logging.Level}, ${config.Logging.Format}`);
   lines.push(`Not served by this release (accepted, no effect): ${NO_EFFECT.map((row) => row.setting).join(', ')}`);
   return lines;

@@ -12,6 +12,8 @@ import { STORE_MAINTENANCE_ENTRY } from '../actors/store-maintenance/protocol.ts
 import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
 import { storeSlice } from '../config/store-slice.ts';
 import { replayGuardChild } from '../actors/replay-guard/protocol.ts';
+import { OUTBOX_ENTRY, OUTBOX_ID, type OutboxConfig } from '../actors/outbox/protocol.ts';
+import { senderAddress } from '../config/schema/accounts.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
@@ -74,6 +76,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
     },
     replayGuardChild(storeSlice(config)),
     ...accounts,
+    outboxChild(config),
     {
       id: SCHEDULER_ID,
       entry: SCHEDULER_ENTRY,
@@ -92,4 +95,58 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       },
     },
   ];
+}
+
+/** The outbox: one per deployment, beside the accounts it files copies through (docs/sending.md). */
+function outboxChild(config: Config): ChildSpecInput {
+  const outbox = config.Outbox;
+  const policy = outbox.RecipientPolicy;
+  const slice: OutboxConfig = {
+    store: storeSlice(config),
+    enabled: outbox.Enabled,
+    maxAttempts: outbox.MaxAttempts,
+    retryDelayMs: outbox.RetryDelay,
+    sendTimeoutMs: outbox.SendTimeout,
+    concurrency: outbox.Concurrency,
+    accounts: config.Accounts.map((account) => ({
+      id: account.Id,
+      address: senderAddress(account),
+      syncActorId: syncActorId(account.Id),
+      smtp: account.Smtp
+        ? {
+            host: account.Smtp.Host,
+            port: account.Smtp.Port ?? defaultMailPort('Smtp', account.Smtp.Security),
+            security: account.Smtp.Security,
+            username: account.Smtp.Username,
+            ...(account.Smtp.Password ? { passwordRef: account.Smtp.Password } : {}),
+            ...(account.Smtp.TrustedCertificate ? { trustedCertificateRef: account.Smtp.TrustedCertificate } : {}),
+            oauth: account.Smtp.OAuth !== undefined,
+          }
+        : null,
+    })),
+    policy: {
+      allowedDomains: [...policy.AllowedDomains],
+      allowedAddresses: [...policy.AllowedAddresses],
+      deniedDomains: [...policy.DeniedDomains],
+      deniedAddresses: [...policy.DeniedAddresses],
+    },
+    ceilings: {
+      periodMs: outbox.Ceilings.Period,
+      perAccount: outbox.Ceilings.PerAccount ?? null,
+      perCaller: outbox.Ceilings.PerCaller ?? null,
+      perDeployment: outbox.Ceilings.PerDeployment ?? null,
+    },
+  };
+  return {
+    id: OUTBOX_ID,
+    entry: OUTBOX_ENTRY,
+    restart: 'permanent',
+    // An attempt under way is given this long to hear its answer before the thread goes.
+    shutdownMs: 10_000,
+    placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
+    // A crash loop is retried with backoff, never given up: sends wait durably meanwhile.
+    backoff: { baseMs: 1_000, maxMs: 60_000, stableAfterMs: 60_000 },
+    intensity: { maxRestarts: 1_000_000, windowMs: 60_000 },
+    config: slice,
+  };
 }

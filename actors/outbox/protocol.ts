@@ -24,7 +24,7 @@ export const SEND_LIMITS = {
   recipients: 50,
   addressLength: 254,
   subjectLength: 998,
-  bodyCharacters: 500_000,
+  bodyCharacters: 200_000,
   /** Attachments a forward carries from the original. */
   attachments: 20,
   attachmentBytes: 20 * 1024 * 1024,
@@ -102,7 +102,7 @@ export const Composition = z.discriminatedUnion('kind', [
 ]);
 export type Composition = z.infer<typeof Composition>;
 
-const Caller = { requester: z.string().min(1).max(500), permissions: z.array(z.string()).nullable() };
+const Caller = { requester: z.string().min(1).max(500), permissions: z.array(z.string()) };
 const OutgoingRow = z.number().int().positive();
 
 export const OutboxMessage = z.discriminatedUnion('type', [

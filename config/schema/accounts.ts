@@ -54,12 +54,30 @@ export const Account = z
     Id: slug('Account identifier; unique'),
     Owner: text('The person the account belongs to (a label, not an address)').optional(),
     Imap: server('IMAP'),
-    Smtp: server('SMTP').optional(),
+    Smtp: server('SMTP')
+      .extend({
+        From: text(
+          'Sender address of this account (From and envelope sender); absent: the SMTP login, else the IMAP login, when it is an address (ours)',
+          254,
+        ).optional(),
+      })
+      .meta({ description: "SMTP server the outbox sends through; Password, OAuth (the IMAP login's refresh token), or neither for a relay that takes no login" })
+      .optional(),
     Folders: list(Folder, 'Folders mirrored, by alias').min(1, { error: 'must map at least one folder' }),
   })
   .meta({ description: 'One mirrored mailbox' });
 
+export type Account = z.infer<typeof Account>;
 export const Accounts = list(Account, 'Mailboxes mirrored');
+
+/** A plain address (`name@example.org`): what a sender address must be. */
+export const PLAIN_ADDRESS = /^[^\s@<>(),;:"\\[\]]+@[^\s@<>(),;:"\\[\]]+$/;
+
+/** The address an account sends as: `Smtp:From`, else the SMTP login, else the IMAP login, whichever first is an address; null when none is. */
+export function senderAddress(account: Account): string | null {
+  const candidates = [account.Smtp?.From, account.Smtp?.Username, account.Imap.Username];
+  return candidates.find((c): c is string => c !== undefined && PLAIN_ADDRESS.test(c)) ?? null;
+}
 
 /** The port an account server is reached on, when none is written. */
 export function defaultMailPort(kind: 'Imap' | 'Smtp', security: 'Tls' | 'StartTls' | 'None'): number {

@@ -1,17 +1,43 @@
 /**
- * `Outbox`: how recorded sends are offered to SMTP. A message whose body
- * began to go out is never retried automatically (admin-surface
- * "TransmissionBegun"); these bounds apply to attempts that never started.
+ * `Outbox`: how recorded sends are offered to SMTP, and the send policy
+ * (docs/sending.md). A message whose body began to go out is never retried
+ * automatically (admin-surface "TransmissionBegun"); the attempt bounds
+ * apply to attempts that ended with an answer or never began.
  */
 import { z } from 'zod';
-import { flag, wholeNumber } from './fields.ts';
+import { flag, list, text, wholeNumber } from './fields.ts';
 import { timeSpan } from './time-span.ts';
+
+const Entries = (what: string) => list(text(what, 254), what).default([]);
+
+const RecipientPolicy = z
+  .strictObject({
+    AllowedDomains: Entries('Domains recipients may be in (`.example.org` also names its subdomains); empty with AllowedAddresses empty: any'),
+    AllowedAddresses: Entries('Addresses that may be recipients besides the allowed domains'),
+    DeniedDomains: Entries('Domains no recipient may be in; denied wins over allowed'),
+    DeniedAddresses: Entries('Addresses that may never be recipients; denied wins over allowed'),
+  })
+  .meta({ description: 'Who may receive mail from this deployment; one refused recipient refuses the whole message (ours)' });
+
+const ceiling = (who: string) => wholeNumber(1, 1_000_000, `Sends ${who} may record per Period; absent: no ceiling`).optional();
+
+const Ceilings = z
+  .strictObject({
+    Period: timeSpan('00:01:00', '31.00:00:00', 'The sliding window the ceilings count sends over').prefault('1.00:00:00'),
+    PerAccount: ceiling('each account'),
+    PerCaller: ceiling('each caller (credential)'),
+    PerDeployment: ceiling('the whole deployment'),
+  })
+  .meta({ description: 'Send ceilings, counted from the recorded sends themselves, so a restart does not hand out a fresh allowance (ours)' });
 
 export const Outbox = z
   .strictObject({
     Enabled: flag('Whether recorded sends are offered to SMTP; false keeps them Recorded').default(true),
     MaxAttempts: wholeNumber(1, 50, 'Attempts before a send is Refused').default(5),
     RetryDelay: timeSpan('00:00:01', '1.00:00:00', 'Delay before the next attempt, doubled per attempt').prefault('00:05:00'),
-    SendTimeout: timeSpan('00:00:05', '00:30:00', 'How long one SMTP session may take').prefault('00:02:00'),
+    SendTimeout: timeSpan('00:00:01', '00:30:00', 'How long one SMTP session may take').prefault('00:02:00'),
+    Concurrency: wholeNumber(1, 64, 'Sends offered at once, across accounts').default(4),
+    RecipientPolicy: RecipientPolicy.prefault({}),
+    Ceilings: Ceilings.prefault({}),
   })
   .meta({ description: 'Sending (keys ours)' });

@@ -20,6 +20,7 @@ import type { Config } from '../../config/schema.ts';
 import type { QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
 import { type ChangeAsk, RecordChangesReply, RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
 import type { Askable } from '../../runtime/ref.ts';
+import { OUTBOX_ID } from '../../actors/outbox/protocol.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
@@ -67,7 +68,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
-  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges'> = {
+  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'askOutbox'> = {
     store: deps.store,
     scope,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
@@ -111,6 +112,8 @@ export function createMcpListener(deps: McpListenerDeps): Server {
         ...baseContext,
         deadlineMs: admitted.deadlineMs,
         recordChanges: (accountId, request) => recordChanges(deps, accountId, { ...request, requester: principal.identity }, admitted.deadlineMs),
+        caller: { identity: principal.identity, permissions: [...principal.permissions] },
+        askOutbox: (msg, reply) => deps.actor(OUTBOX_ID).ask(msg, { reply, deadlineMs: admitted.deadlineMs }),
       },
       log,
       version: deps.version,

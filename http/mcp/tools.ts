@@ -28,6 +28,8 @@ import {
 import type { ChangeAsk, RecordChangesReply } from '../../actors/imap-sync/protocol.ts';
 import type { AskOptions } from '../../runtime/actor.ts';
 import { flagTools } from './flag-tool.ts';
+import { draftTools, sendTools } from './send-tools.ts';
+import type { OutboxMessage } from '../../actors/outbox/protocol.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export type ToolCategory = 'mailbox' | 'flags' | 'sending' | 'drafts' | 'answering' | 'contacts';
@@ -48,6 +50,10 @@ export type ToolContext = {
    * them); the requester is the caller's name, for the audit.
    */
   recordChanges(accountId: string, request: { messageId: number; requestId: string | null; changes: ChangeAsk[] }): Promise<RecordChangesReply>;
+  /** Who calls: the name audits and the outbox record, and the grant the outbox checks again. */
+  caller: { identity: string; permissions: readonly string[] };
+  /** Ask the outbox actor (it records sends and drafts); the deadline is the request's. */
+  askOutbox<T>(msg: OutboxMessage, reply: z.ZodType<T>): Promise<T>;
   deadlineMs: number;
 };
 
@@ -122,7 +128,7 @@ export const readTools: readonly Tool[] = [
 ];
 
 /** Every tool this build offers, in the order `tools/list` publishes them (narrowed per deployment and grant). */
-export const allTools: readonly Tool[] = [...readTools, ...flagTools];
+export const allTools: readonly Tool[] = [...readTools, ...flagTools, ...sendTools, ...draftTools];
 
 /** Each attachment gains `downloadUrl` where this deployment issues links. */
 function withLinks(email: EmailContent, ctx: ToolContext): EmailContent {

@@ -29,7 +29,7 @@ export function richConfig(): Record<string, unknown> {
       {
         Id: 'alice',
         Imap: { Host: 'imap.example.org', Username: 'alice', Password: 'env:ALICE_IMAP' },
-        Smtp: { Host: 'smtp.example.org', Username: 'alice', Password: 'env:ALICE_IMAP' },
+        Smtp: { Host: 'smtp.example.org', Username: 'alice', Password: 'env:ALICE_IMAP', From: 'alice@example.org' },
         Folders: [{ Alias: 'inbox', Path: 'INBOX' }],
       },
     ],

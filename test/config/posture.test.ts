@@ -129,11 +129,9 @@ t.test('a written setting this release does not serve: one not-served warning, n
         Id: 'alice',
         Owner: 'Alice',
         Imap: { Host: 'imap.example.org', Username: 'alice', Password: 'env:PW' },
-        Smtp: { Host: 'smtp.example.org', Username: 'alice', Password: 'env:PW' },
         Folders: [{ Alias: 'inbox' }, { Alias: 'junk' }],
       },
     ],
-    Outbox: { Enabled: true },
     MailRules: { Enabled: true },
     Spam: { Enabled: true },
     Telemetry: { Enabled: true },
@@ -145,15 +143,14 @@ t.test('a written setting this release does not serve: one not-served warning, n
   const notServed = warnings.filter((w) => w.code === 'not-served');
   t.same(
     notServed.map((w) => w.setting),
-    ['Embeddings', 'EmbeddingBackfill', 'Accounts:[]:Owner', 'Accounts:[]:Smtp', 'Answering', 'Outbox', 'MailRules', 'Spam', 'Telemetry'],
+    ['Embeddings', 'EmbeddingBackfill', 'Accounts:[]:Owner', 'Answering', 'MailRules', 'Spam', 'Telemetry'],
   );
   for (const warning of notServed) t.match(warning.message, /^has no effect in this release: \S/);
   const text = lines.join('\n');
-  t.notMatch(text, /^(Outbox|MailRules|Spam|Telemetry|Answering|Embeddings|EmbeddingBackfill):/m, 'no line describes them');
-  t.notMatch(text, /SMTP|smtp\.example\.org/, 'the account line names no SMTP server');
+  t.notMatch(text, /^(MailRules|Spam|Telemetry|Answering|Embeddings|EmbeddingBackfill):/m, 'no line describes them');
   t.ok(
     lines.includes(
-      'Not served by this release (accepted, no effect): Embeddings, EmbeddingBackfill, Accounts:[]:Owner, Accounts:[]:Smtp, Answering, Outbox, MailRules, Spam, Telemetry',
+      'Not served by this release (accepted, no effect): Embeddings, EmbeddingBackfill, Accounts:[]:Owner, Answering, MailRules, Spam, Telemetry',
     ),
   );
   t.same(
@@ -161,6 +158,6 @@ t.test('a written setting this release does not serve: one not-served warning, n
     [],
     'without the written tree, nothing counts as written',
   );
-  t.same(describePosture(config({}), { written: {} }).warnings, [], 'nothing written, no warning, though Outbox defaults to Enabled');
+  t.same(describePosture(config({}), { written: {} }).warnings, [], 'nothing written, no warning, though Spam has defaults');
   t.end();
 });

@@ -23,6 +23,8 @@ export type AccountSpec = {
   port?: number;
   security?: 'Tls' | 'StartTls' | 'None';
   host?: string;
+  /** The account's `Smtp` section, as written. */
+  smtp?: Record<string, unknown>;
 };
 
 export async function startSyncService(dir: string, dovecot: ImapPeer, accounts: AccountSpec[], extra: Record<string, unknown> = {}): Promise<SyncService> {
@@ -49,6 +51,7 @@ export async function startSyncService(dir: string, dovecot: ImapPeer, accounts:
           Password: `file:${passwordFile}`,
           ...(dovecot.certificate ? { TrustedCertificate: `file:${caFile}` } : {}),
         },
+        ...(a.smtp ? { Smtp: a.smtp } : {}),
         Folders: a.folders,
       };
     }),

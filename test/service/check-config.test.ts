@@ -109,16 +109,16 @@ t.test('credential material is judged as startup judges it, and never printed', 
 });
 
 t.test('a written setting this release does not serve is accepted with one warning, an override counting as written', (t) => {
-  const { code, out } = run({ Outbox: { Enabled: true } }, { MAILCAIRN__Telemetry__Enabled: 'true' });
+  const { code, out } = run({ Spam: { Enabled: true } }, { MAILCAIRN__Telemetry__Enabled: 'true' });
   t.equal(code, 0);
   t.same(
     out.filter((line) => line.includes('not-served')),
     [
-      '  warning [not-served] Outbox: has no effect in this release: nothing is sent',
+      '  warning [not-served] Spam: has no effect in this release: no mail is classified',
       '  warning [not-served] Telemetry: has no effect in this release: no trace or metric is exported',
     ],
   );
-  t.notMatch(out.join('\n'), /Outbox: on|Telemetry: exported/);
+  t.notMatch(out.join('\n'), /Spam: on|Telemetry: exported/);
   t.ok(out.includes('Startup warnings (2):'));
   t.end();
 });

@@ -174,6 +174,12 @@ export function outgoingById(db: Database, id: number): Outgoing | null {
   return row ? outgoingOf(row) : null;
 }
 
+/** The send a caller's key names, with the fingerprint of what it asked; null when the key is new. */
+export function outgoingByKey(db: Database, accountId: string, requester: string, key: string): { outgoing: Outgoing; fingerprint: string } | null {
+  const row = one<Row>(statements(db).byKey, [accountId, requester, key]);
+  return row ? { outgoing: outgoingOf(row), fingerprint: row.fingerprint } : null;
+}
+
 export function recipientsOf(db: Database, id: number): Recipient[] {
   return many<RecipientRow>(statements(db).recipients, [id]).map(recipientOf);
 }

@@ -53,7 +53,19 @@ t.test('accounts: Ids and aliases unique, Security None only to loopback, one IM
   const neither = account('alice', { Imap: { Host: 'h.example.org', Username: 'a' } });
   t.same(problemLines({ Accounts: [neither] }), ['Accounts:0:Imap: must log in with Password (a secret reference) or OAuth']);
   const relay = account('alice', { Smtp: { Host: 'localhost', Port: 25, Security: 'None', Username: 'a' } });
-  t.same(problemLines({ Accounts: [relay] }), [], 'an SMTP relay on this machine needs no login');
+  t.same(problemLines({ Accounts: [relay] }), ['Accounts:0:Smtp: the sender address cannot be told: write From, or log in with an address as the SMTP or IMAP Username']);
+  const withFrom = account('alice', { Smtp: { Host: 'localhost', Port: 25, Security: 'None', Username: 'a', From: 'alice@example.org' } });
+  t.same(problemLines({ Accounts: [withFrom] }), [], 'an SMTP relay on this machine needs no login');
+  const loginAddress = account('alice', { Smtp: { Host: 'localhost', Port: 25, Security: 'None', Username: 'alice@example.org' } });
+  t.same(problemLines({ Accounts: [loginAddress] }), [], 'a login that is an address is the sender address');
+  const badFrom = account('alice', { Smtp: { Host: 'localhost', Security: 'None', Username: 'a', From: 'Alice <alice@example.org>' } });
+  t.same(problemLines({ Accounts: [badFrom] }), ['Accounts:0:Smtp:From: must be a plain address such as name@example.org (no display name)']);
+  const smtpOAuth = account('alice', {
+    Smtp: { Host: 'localhost', Security: 'None', Username: 'alice@example.org', OAuth: { TokenEndpoint: 'https://login.example.org/token', ClientId: 'c' } },
+  });
+  t.same(problemLines({ Accounts: [smtpOAuth] }), [
+    'Accounts:0:Smtp:OAuth: SMTP XOAUTH2 uses the refresh token of the IMAP login; configure Imap:OAuth (with scopes covering SMTP) too',
+  ]);
   t.match(problemLines({ Accounts: [account('Alice Smith')] }).join('\n'), /Accounts:0:Id: must be 1 to 63 lower-case letters/);
   t.match(problemLines({ Accounts: [account('alice', { Folders: [] })] }).join('\n'), /Accounts:0:Folders: must map at least one folder/);
   t.end();

@@ -1,0 +1,240 @@
+/**
+ * The outbox actor (`outbox`, one per deployment): sole writer of the
+ * outbox and drafts tables. It records sends and drafts (composing their
+ * MIME once), delivers recorded sends over SMTP off the request, and asks
+ * each account's sync actor to file sent copies and drafts through the
+ * change journal (filing.ts).
+ *
+ * Delivery runs beside the mailbox: a tick claims the sends due (up to
+ * `concurrency` at once), each attempt runs as its own promise and writes
+ * its ending directly (synchronous statements, so nothing interleaves), and
+ * asks and operator decisions keep being answered meanwhile. An attempt's
+ * unexpected failure is reported back as a private message whose handler
+ * crashes the actor: the supervisor restarts it, and `releaseClaims` at
+ * start gives back sends whose body had not begun. A send whose body began
+ * stays TransmissionBegun, and only an operator re-offers it.
+ */
+import { z } from 'zod';
+import { defineActor, type ActorContext } from '../../runtime/actor.ts';
+import { AppError } from '../../runtime/errors.ts';
+import { readSecret } from '../../runtime/secret-ref.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import { openSlice } from '../../runtime/store/open-slice.ts';
+import {
+  type Outgoing,
+  cancelSend,
+  claimSend,
+  dueSends,
+  endAttempt,
+  leaveBegun,
+  markBodyBegan,
+  nextDueAt,
+  rawMimeOf,
+  recipientsOf,
+  releaseClaims,
+  requeueSend,
+  unclaimSend,
+} from '../../runtime/store/outbox/outgoing.ts';
+import { type AttemptResult, type Credentials, attemptDelivery } from './delivery.ts';
+import { deleteDraftOf, fileOwed, recordDraftSend, saveDraftOf, type Filing } from './drafts.ts';
+import { accessToken } from './filing.ts';
+import { outgoingView, recordNewSend } from './sends.ts';
+import { OutboxConfig, OutboxMessage } from './protocol.ts';
+
+const Tick = z.strictObject({ type: z.literal('outbox.tick') });
+/** An attempt failed in a way no rule covers: crash, so the supervisor restarts the outbox. */
+const Fault = z.strictObject({ type: z.literal('outbox.fault'), where: z.string() });
+const Msg = z.union([OutboxMessage, Tick, Fault]);
+
+/** Longest wait between ticks even when nothing is due, so a send recorded behind the actor's back is found. */
+const IDLE_TICK_MS = 60_000;
+
+export type OutboxState = {
+  db: Database;
+  config: OutboxConfig;
+  /** Sends an attempt holds now. */
+  underWay: Set<number>;
+  /** The attempts in flight, so stopping can let them hear their answers. */
+  attempts: Set<Promise<void>>;
+  stopping: boolean;
+  timer: { cancel(): void } | null;
+  closed: boolean;
+  filing: Filing;
+};
+
+function scheduleTick(state: OutboxState, ctx: ActorContext, delayMs: number): void {
+  state.timer?.cancel();
+  state.timer = ctx.schedule({ type: 'outbox.tick' }, Math.max(0, delayMs));
+}
+
+/** Wake the delivery loop now (a send was recorded, re-offered or an attempt ended). */
+export function kick(state: OutboxState, ctx: ActorContext): void {
+  scheduleTick(state, ctx, 0);
+}
+
+function retryDelayMs(config: OutboxConfig): (attempts: number) => number {
+  return (attempts) => config.retryDelayMs * 2 ** Math.max(0, attempts - 1);
+}
+
+async function credentialsOf(state: OutboxState, ctx: ActorContext, accountId: string): Promise<Credentials> {
+  const account = state.config.accounts.find((a) => a.id === accountId)!;
+  const smtp = account.smtp!;
+  // Read at each connection, so a rotated password needs no restart.
+  if (smtp.passwordRef) return { password: readSecret(smtp.passwordRef, process.env, `Accounts:${accountId}:Smtp:Password`) };
+  if (smtp.oauth) return { accessToken: await accessToken(ctx, account.syncActorId) };
+  return null;
+}
+
+/** What the attempt's ending writes; returns the stage it left the send at. */
+function recordEnding(state: OutboxState, send: Outgoing, result: AttemptResult, pending: ReadonlyArray<{ position: number }>): string {
+  const end = { now: Date.now(), maxAttempts: state.config.maxAttempts, retryDelayMs: retryDelayMs(state.config) };
+  if (result.kind === 'answered') return endAttempt(state.db, send.id, { ...end, replies: result.replies, failure: result.failure });
+  if (result.kind === 'no-final-reply') {
+    leaveBegun(state.db, send.id, result.code);
+    return 'TransmissionBegun';
+  }
+  const replies = result.permanent ? pending.map((r) => ({ position: r.position, state: 'refused' as const, replyCode: result.replyCode })) : [];
+  return endAttempt(state.db, send.id, { ...end, replies, failure: { code: result.code, replyCode: result.replyCode } });
+}
+
+async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): Promise<void> {
+  const account = state.config.accounts.find((a) => a.id === send.accountId);
+  const pending = recipientsOf(state.db, send.id).filter((r) => r.state === 'pending');
+  const raw = rawMimeOf(state.db, send.id);
+  if (!account?.smtp || raw === null) {
+    // The account lost its SMTP server since the send was recorded: it waits (Recorded) for the configuration to return.
+    unclaimSend(state.db, send.id);
+    ctx.log.warn({ event: 'outbox.no-smtp', outgoing: send.id, account: send.accountId }, 'outbox.no-smtp: the account has no SMTP server configured');
+    return;
+  }
+  let result: AttemptResult;
+  try {
+    const credentials = await credentialsOf(state, ctx, send.accountId);
+    result = await attemptDelivery(
+      { accountId: send.accountId, envelopeFrom: send.envelopeFrom, raw, recipients: pending },
+      account.smtp,
+      credentials,
+      state.config.sendTimeoutMs,
+      () => !state.closed && markBodyBegan(state.db, send.id, Date.now()),
+    );
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    result = {
+      kind: 'not-begun',
+      permanent: false,
+      code: err.code === 'E_CONFIG_SECRET_UNREADABLE' ? 'credential-unreadable' : 'login-unavailable',
+      replyCode: null,
+    };
+  }
+  if (state.closed) return;
+  const stage = recordEnding(state, send, result, pending);
+  ctx.log.info(
+    { event: 'outbox.attempt', outgoing: send.id, account: send.accountId, ending: result.kind, code: 'code' in result ? result.code : null, stage },
+    'outbox.attempt',
+  );
+}
+
+function deliverDue(state: OutboxState, ctx: ActorContext): void {
+  const free = state.config.concurrency - state.underWay.size;
+  if (!state.config.enabled || state.stopping || free <= 0) return;
+  for (const send of dueSends(state.db, Date.now(), free)) {
+    if (!claimSend(state.db, send.id, Date.now())) continue;
+    state.underWay.add(send.id);
+    const running = attempt(state, ctx, send).then(
+      () => {
+        state.underWay.delete(send.id);
+        if (!state.closed && !state.stopping) kick(state, ctx);
+      },
+      (err: unknown) => {
+        state.underWay.delete(send.id);
+        if (state.closed) return;
+        ctx.log.error({ err, event: 'outbox.attempt-threw', outgoing: send.id }, 'outbox.attempt-threw');
+        ctx.schedule({ type: 'outbox.fault', where: 'attempt' }, 0);
+      },
+    );
+    state.attempts.add(running);
+    void running.finally(() => state.attempts.delete(running));
+  }
+}
+
+/** How long stopping waits for attempts in flight to hear their answers (inside the child's shutdown deadline). */
+const DRAIN_MS = 8_000;
+
+export default defineActor({
+  name: 'outbox',
+  config: OutboxConfig,
+  messages: Msg,
+  init(config, ctx) {
+    const db = openSlice(config.store, { checkpoints: 'background' });
+    const state: OutboxState = { db, config, underWay: new Set(), attempts: new Set(), stopping: false, timer: null, closed: false, filing: { busy: false } };
+    ctx.defer(() => {
+      state.closed = true;
+      state.timer?.cancel();
+      db.close();
+    });
+    const released = releaseClaims(db);
+    if (released > 0)
+      ctx.log.info({ event: 'outbox.claims-released', count: released }, 'outbox.claims-released: attempts the last process began before any body');
+    kick(state, ctx);
+    return state;
+  },
+  async handle(state, msg, ctx) {
+    switch (msg.type) {
+      case 'outbox.tick': {
+        state.timer = null;
+        deliverDue(state, ctx);
+        fileOwed(state, ctx).catch((err: unknown) => {
+          if (state.closed) return;
+          ctx.log.error({ err, event: 'outbox.filing-threw' }, 'outbox.filing-threw');
+          ctx.schedule({ type: 'outbox.fault', where: 'filing pass' }, 0);
+        });
+        const due = nextDueAt(state.db);
+        scheduleTick(state, ctx, Math.min(IDLE_TICK_MS, due === null ? IDLE_TICK_MS : due - Date.now()));
+        return undefined;
+      }
+      case 'outbox.fault':
+        throw new Error(`outbox: an ${msg.where} failed unexpectedly`);
+      case 'outbox.record-send': {
+        const reply = await recordNewSend(state, msg);
+        if (reply.outcome === 'recorded') kick(state, ctx);
+        return reply;
+      }
+      case 'outbox.send-draft': {
+        const reply = recordDraftSend(state, msg);
+        if (reply.outcome === 'recorded') kick(state, ctx);
+        return reply;
+      }
+      case 'outbox.outgoing':
+        return { outgoing: outgoingView(state.db, msg.outgoing, msg.requester) };
+      case 'outbox.cancel':
+        return { outcome: cancelSend(state.db, msg.outgoing, msg.by, msg.requester, Date.now()) };
+      case 'outbox.requeue': {
+        const outcome = requeueSend(state.db, msg.outgoing, msg.refusalRestated, state.underWay, Date.now());
+        if (outcome === 'Accepted') {
+          ctx.log.info({ event: 'outbox.requeued', outgoing: msg.outgoing }, 'outbox.requeued');
+          kick(state, ctx);
+        }
+        return { outcome };
+      }
+      case 'outbox.save-draft': {
+        const reply = await saveDraftOf(state, msg);
+        if (reply.outcome === 'saved') kick(state, ctx);
+        return reply;
+      }
+      case 'outbox.delete-draft': {
+        const reply = deleteDraftOf(state, msg);
+        if (reply.outcome === 'deleted') kick(state, ctx);
+        return reply;
+      }
+    }
+  },
+  async stop(state) {
+    // No new attempt; those in flight may still hear their final replies, or stay as they are (a body begun stays TransmissionBegun).
+    state.stopping = true;
+    state.timer?.cancel();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...state.attempts]), new Promise((resolve) => (timer = setTimeout(resolve, DRAIN_MS)))]);
+    clearTimeout(timer);
+    state.closed = true;
+  },
+});

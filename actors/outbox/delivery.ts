@@ -1,0 +1,216 @@
+/**
+ * One delivery attempt of one send over nodemailer's SMTP client
+ * (`SMTPConnection`, the connection its SMTP transport is built on: the
+ * transport hides the moment the body begins, which decides whether a lost
+ * answer may be retried).
+ *
+ * What an attempt can end as:
+ * - `answered`: the server gave a final reply for each recipient offered
+ *   (accepted after the body's 250; refused with a 5xx; deferred with a 4xx);
+ * - `not-begun`: it ended before the body's first byte (no connection, login
+ *   refused, MAIL FROM refused, the server's SIZE exceeded): nothing was
+ *   delivered, so it may be tried again (or is refused, when permanent);
+ * - `no-final-reply`: the body began and no final reply came (connection
+ *   dropped, `SendTimeout` passed). Nobody knows whether it was delivered.
+ *
+ * `onBodyBegins` runs, and must have written durably, before the first byte
+ * of the body is handed to the socket: the body is a stream whose first read
+ * calls it. Nothing here logs an address, a reply text or the message:
+ * nodemailer's logger is off and its error messages (which quote the
+ * server's reply, often with the address) are reduced to codes.
+ */
+import { Readable } from 'node:stream';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import { readSecret } from '../../runtime/secret-ref.ts';
+import type { RecipientReply } from '../../runtime/store/outbox/outgoing.ts';
+import type { OutboxConfig } from './protocol.ts';
+
+type SmtpConfig = NonNullable<OutboxConfig['accounts'][number]['smtp']>;
+
+export type Offer = {
+  accountId: string;
+  envelopeFrom: string;
+  raw: Uint8Array;
+  /** The recipients still owed, with their positions. */
+  recipients: ReadonlyArray<{ position: number; address: string }>;
+};
+
+export type Credentials = { password: string } | { accessToken: string } | null;
+
+export type AttemptResult =
+  | { kind: 'answered'; replies: RecipientReply[]; failure: { code: string; replyCode: number | null } | null }
+  | { kind: 'not-begun'; permanent: boolean; code: string; replyCode: number | null }
+  | { kind: 'no-final-reply'; code: string };
+
+type SmtpError = Error & { code?: string; responseCode?: number; command?: string; recipient?: string; rejectedErrors?: SmtpError[] };
+
+/** The internal code of a failure that ended an attempt before the body (a word of docs/sending.md, never the server's text). */
+function codeOf(err: SmtpError): string {
+  if (err.code === 'EAUTH') return 'login-refused';
+  if (err.code === 'ETLS') return 'tls-refused';
+  if (err.code === 'EMESSAGE') return 'too-large';
+  if (err.code === 'EENVELOPE' && err.command === 'MAIL FROM') return 'sender-refused';
+  if (err.code === 'EENVELOPE' && err.command === 'RCPT TO') return 'recipients-refused';
+  if (err.code === 'EENVELOPE' && err.command === 'DATA') return 'data-refused';
+  if (err.code === 'ETIMEDOUT') return 'server-unresponsive';
+  if (err.code === 'ECONNECTION' || err.code === 'EDNS' || err.code === 'ESOCKET') return 'server-unreachable';
+  return 'smtp-failure';
+}
+
+const isPermanent = (replyCode: number | null | undefined): boolean => replyCode !== null && replyCode !== undefined && replyCode >= 500;
+
+/** The connection options of an account's SMTP server; the certificate is read at each connection, like the password. */
+function connectionOptions(smtp: SmtpConfig, accountId: string, timeoutMs: number): ConstructorParameters<typeof SMTPConnection>[0] {
+  return {
+    host: smtp.host,
+    port: smtp.port,
+    secure: smtp.security === 'Tls',
+    requireTLS: smtp.security === 'StartTls',
+    ignoreTLS: smtp.security === 'None',
+    ...(smtp.trustedCertificateRef
+      ? { tls: { ca: readSecret(smtp.trustedCertificateRef, process.env, `Accounts:${accountId}:Smtp:TrustedCertificate`) } }
+      : {}),
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+    logger: false,
+    debug: false,
+    transactionLog: false,
+  };
+}
+
+function loginData(smtp: SmtpConfig, credentials: Credentials): Parameters<SMTPConnection['login']>[0] | null {
+  if (credentials === null) return null;
+  if ('password' in credentials) return { user: smtp.username, pass: credentials.password };
+  const token = credentials.accessToken;
+  // XOAUTH2 with an access token already redeemed (by the account's sync actor): nodemailer asks this for it.
+  return {
+    user: smtp.username,
+    oauth2: {
+      getToken: (_renew: boolean, callback: (err: Error | null, token?: string) => void) => callback(null, token),
+      buildXOAuth2Token: (accessToken: string) => Buffer.from(`user=${smtp.username}\u0001auth=Bearer ${accessToken}\u0001\u0001`).toString('base64'),
+    },
+  } as unknown as Parameters<SMTPConnection['login']>[0];
+}
+
+/** The body, handed to nodemailer after DATA's 354; its first read runs `onBegins` before any byte is given out. */
+function bodyStream(raw: Uint8Array, onBegins: () => void): Readable {
+  let begun = false;
+  return new Readable({
+    read() {
+      if (begun) return;
+      begun = true;
+      try {
+        onBegins();
+      } catch (err) {
+        this.destroy(err as Error);
+        return;
+      }
+      this.push(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength));
+      this.push(null);
+    },
+  });
+}
+
+/**
+ * Offer one send to the account's SMTP server. `onBodyBegins` returns false
+ * when the send may not go on (the claim was lost): the attempt then stops
+ * before the body, as not begun.
+ */
+export async function attemptDelivery(
+  offer: Offer,
+  smtp: SmtpConfig,
+  credentials: Credentials,
+  timeoutMs: number,
+  onBodyBegins: () => boolean,
+): Promise<AttemptResult> {
+  const connection = new SMTPConnection(connectionOptions(smtp, offer.accountId, timeoutMs));
+  let bodyBegan = false;
+  let finished = false;
+  const positions = new Map(offer.recipients.map((r) => [r.address.toLowerCase(), r.position]));
+  const session = new Promise<AttemptResult>((resolve) => {
+    const finish = (result: AttemptResult): void => {
+      if (finished) return;
+      finished = true;
+      resolve(result);
+    };
+    const failed = (err: SmtpError): void => {
+      if (bodyBegan) {
+        // A final reply to the body (err.command DATA with a code) is an answer for every recipient offered; anything else is silence.
+        if (err.responseCode !== undefined && !/^(ETIMEDOUT|ECONNECTION|ESOCKET)$/.test(err.code ?? '')) {
+          const state = isPermanent(err.responseCode) ? 'refused' : 'pending';
+          const replies = offer.recipients.map((r) => ({ position: r.position, state, replyCode: err.responseCode ?? null }) as RecipientReply);
+          return finish({ kind: 'answered', replies, failure: { code: 'message-refused', replyCode: err.responseCode } });
+        }
+        return finish({ kind: 'no-final-reply', code: codeOf(err) });
+      }
+      if (err.code === 'EENVELOPE' && err.command === 'RCPT TO' && err.rejectedErrors) {
+        // Every recipient was refused at RCPT: each one's reply is its answer.
+        const replies = err.rejectedErrors.map((e) => replyOf(e, positions));
+        return finish({
+          kind: 'answered',
+          replies: replies.filter((r) => r !== null),
+          failure: { code: 'recipients-refused', replyCode: err.responseCode ?? null },
+        });
+      }
+      const replyCode = err.responseCode ?? null;
+      finish({ kind: 'not-begun', permanent: err.code === 'EMESSAGE' || (err.code === 'EENVELOPE' && isPermanent(replyCode)), code: codeOf(err), replyCode });
+    };
+    const timer = setTimeout(() => {
+      failed(Object.assign(new Error('SendTimeout passed'), { code: 'ETIMEDOUT' }));
+      connection.close();
+    }, timeoutMs);
+    timer.unref();
+    connection.on('error', (err: SmtpError) => failed(err));
+    connection.on('end', () => failed(Object.assign(new Error('connection closed'), { code: 'ECONNECTION' })));
+    connection.connect(() => {
+      const send = (): void => {
+        const body = bodyStream(offer.raw, () => {
+          if (!onBodyBegins()) throw new Error('claim lost');
+          bodyBegan = true;
+        });
+        connection.send(
+          { from: offer.envelopeFrom, to: offer.recipients.map((r) => r.address), size: offer.raw.byteLength } as Parameters<SMTPConnection['send']>[0],
+          body,
+          (err: SmtpError | null, info?: { accepted: string[]; rejectedErrors?: SmtpError[] }) => {
+            clearTimeout(timer);
+            if (err) {
+              failed(err);
+              connection.close();
+              return;
+            }
+            const accepted = new Set((info?.accepted ?? []).map((a) => a.toLowerCase()));
+            const refused = (info?.rejectedErrors ?? []).map((e) => replyOf(e, positions)).filter((r) => r !== null);
+            const replies: RecipientReply[] = [
+              ...offer.recipients
+                .filter((r) => accepted.has(r.address.toLowerCase()))
+                .map((r) => ({ position: r.position, state: 'accepted' as const, replyCode: 250 })),
+              ...refused,
+            ];
+            finish({ kind: 'answered', replies, failure: refused.length > 0 ? { code: 'recipient-refused', replyCode: refused[0]!.replyCode } : null });
+            connection.quit();
+          },
+        );
+      };
+      const login = loginData(smtp, credentials);
+      if (login === null) return send();
+      connection.login(login, (err: SmtpError | null) => {
+        if (err) {
+          clearTimeout(timer);
+          failed(err);
+          connection.close();
+          return;
+        }
+        send();
+      });
+    });
+  });
+  return session;
+}
+
+function replyOf(err: SmtpError, positions: ReadonlyMap<string, number>): RecipientReply | null {
+  const position = err.recipient === undefined ? undefined : positions.get(err.recipient.toLowerCase());
+  if (position === undefined) return null;
+  const replyCode = err.responseCode ?? null;
+  return { position, state: isPermanent(replyCode) ? 'refused' : 'pending', replyCode };
+}

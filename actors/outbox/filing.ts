@@ -1,0 +1,118 @@
+/**
+ * What the outbox owes the mail server, handed to each account's sync actor
+ * (the sole holder of its IMAP sessions) as change-journal placements:
+ *
+ * - the copy of each Sent send in the sent folder, with `\Seen`;
+ * - each draft's current revision in the drafts folder, with `\Draft`;
+ * - the removal of a draft's earlier copies, recorded once its current
+ *   revision is placed (or it was sent or deleted), so an update appends
+ *   the new version before it removes the old one.
+ *
+ * Each ask names a request id derived from the row (`sent-copy:<id>`,
+ * `draft:<id>:<revision>`, `removal:<job>`), so asking again after a crash
+ * between the journal's write and ours answers the same job: nothing is
+ * placed twice. The journal finds an append whose answer was lost by its
+ * Message-ID. A sync actor that is down leaves the work owed until the next
+ * tick.
+ */
+import type { ActorContext } from '../../runtime/actor.ts';
+import { AppError } from '../../runtime/errors.ts';
+import { jobById } from '../../runtime/store/jobs.ts';
+import { draftsWithRetired, markDraftFiled, retireFiledCopy, setRetiredJobs, unfiledDrafts } from '../../runtime/store/outbox/drafts.ts';
+import { sentCopiesOwed, settleSentCopy } from '../../runtime/store/outbox/outgoing.ts';
+import { z } from 'zod';
+import { syncActorId } from '../imap-sync/protocol.ts';
+
+// MERGE: replaced by the imap-sync protocol's own schemas when the journal's placements land.
+const RecordPlacementReply = z.object({ job: z.number().int().positive(), state: z.string() });
+type RecordPlacementReply = z.infer<typeof RecordPlacementReply>;
+const AccessTokenReply = z.object({ accessToken: z.string(), username: z.string() });
+import type { OutboxState } from './actor.ts';
+
+export type Filing = { busy: boolean };
+
+const REQUESTER = 'outbox';
+const BATCH = 20;
+const ASK_DEADLINE_MS = 30_000;
+
+/** An XOAUTH2 access token for the account's SMTP login, from the sync actor that holds its sealed refresh token. */
+export async function accessToken(ctx: ActorContext, syncActor: string): Promise<string> {
+  const reply = await ctx.ask(syncActor, { type: 'imap-sync.access-token' }, { reply: AccessTokenReply, deadlineMs: ASK_DEADLINE_MS });
+  return reply.accessToken;
+}
+
+function place(ctx: ActorContext, accountId: string, msg: Record<string, unknown>): Promise<RecordPlacementReply> {
+  return ctx.ask(syncActorId(accountId), { requester: REQUESTER, ...msg }, { reply: RecordPlacementReply, deadlineMs: ASK_DEADLINE_MS });
+}
+
+async function fileSentCopies(state: OutboxState, ctx: ActorContext): Promise<void> {
+  for (const o of sentCopiesOwed(state.db, BATCH)) {
+    const reply = await place(ctx, o.accountId, {
+      type: 'imap-sync.record-append',
+      requestId: `sent-copy:${o.id}`,
+      target: 'sent',
+      source: { table: 'outgoing_emails', id: o.id },
+      flags: ['\\Seen'],
+      messageIdHeader: o.messageId,
+    });
+    if (state.closed) return;
+    settleSentCopy(state.db, o.id, { job: reply.job });
+    // A sent draft is sent: its copy in the drafts folder goes.
+    if (o.draftId !== null) retireFiledCopy(state.db, o.draftId);
+  }
+}
+
+async function fileDrafts(state: OutboxState, ctx: ActorContext): Promise<void> {
+  for (const d of unfiledDrafts(state.db, BATCH)) {
+    const reply = await place(ctx, d.accountId, {
+      type: 'imap-sync.record-append',
+      requestId: `draft:${d.id}:${d.revision}`,
+      target: 'drafts',
+      source: { table: 'drafts', id: d.id },
+      flags: ['\\Draft'],
+      messageIdHeader: d.messageId,
+    });
+    if (state.closed) return;
+    markDraftFiled(state.db, d.id, d.revision, reply.job);
+  }
+}
+
+const ENDED = new Set(['done', 'dead', 'dropped']);
+
+async function removeRetired(state: OutboxState, ctx: ActorContext): Promise<void> {
+  for (const d of draftsWithRetired(state.db, BATCH)) {
+    // A held draft's old copies wait until the new revision is placed, so the folder never lacks the draft.
+    const current = d.state === 'held' && d.filedJob !== null ? jobById(state.db, d.filedJob) : null;
+    if (d.state === 'held' && (d.filedJob === null || (current !== null && !ENDED.has(current.state)))) continue;
+    const left = [...d.retiredJobs];
+    while (left.length > 0) {
+      const appendJob = left[0]!;
+      await place(ctx, d.accountId, { type: 'imap-sync.record-removal', requestId: `removal:${appendJob}`, appendJob });
+      if (state.closed) return;
+      left.shift();
+      setRetiredJobs(state.db, d.id, left);
+    }
+  }
+}
+
+/**
+ * One pass over what is owed; runs beside the mailbox (never twice at once).
+ * A sync actor that is down or slow leaves the rest for the next tick.
+ */
+export async function fileOwed(state: OutboxState, ctx: ActorContext): Promise<void> {
+  if (state.filing.busy || state.closed) return;
+  state.filing.busy = true;
+  try {
+    await fileSentCopies(state, ctx);
+    await fileDrafts(state, ctx);
+    await removeRetired(state, ctx);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    ctx.log.warn(
+      { event: 'outbox.filing-deferred', code: err.code },
+      'outbox.filing-deferred: the account sync actor did not take the placement; retried at the next tick',
+    );
+  } finally {
+    state.filing.busy = false;
+  }
+}
