@@ -43,7 +43,9 @@ function outboxLine(config: Config): string {
   if (senders === 0) return 'Outbox: no account has an SMTP server (send tools refuse)';
   const policy = outbox.RecipientPolicy;
   const rules = policy.AllowedAddresses.length + policy.AllowedDomains.length > 0 ? 'recipients limited to the allowed list' : 'any recipient';
-  const ceilings = (['PerAccount', 'PerCaller', 'PerDeployment'] as const).filter((k) => outbox.Ceilings[k] !== undefined).map((k) => `${k} ${outbox.Ceilings[k]}`);
+  const ceilings = (['PerAccount', 'PerCaller', 'PerDeployment'] as const)
+    .filter((k) => outbox.Ceilings[k] !== undefined)
+    .map((k) => `${k} ${outbox.Ceilings[k]}`);
   return `Outbox: ${senders} account(s) send, ${outbox.MaxAttempts} attempt(s) at most, ${rules}${policy.DeniedAddresses.length + policy.DeniedDomains.length > 0 ? ' minus the denied list' : ''}, ceilings ${ceilings.length > 0 ? `${ceilings.join(', ')} per ${formatTimeSpan(outbox.Ceilings.Period)}` : 'none'}`;
 }
 

@@ -61,7 +61,9 @@ export const Account = z
           254,
         ).optional(),
       })
-      .meta({ description: "SMTP server the outbox sends through; Password, OAuth (the IMAP login's refresh token), or neither for a relay that takes no login" })
+      .meta({
+        description: "SMTP server the outbox sends through; Password, OAuth (the IMAP login's refresh token), or neither for a relay that takes no login",
+      })
       .optional(),
     Folders: list(Folder, 'Folders mirrored, by alias').min(1, { error: 'must map at least one folder' }),
   })

@@ -149,9 +149,7 @@ t.test('a written setting this release does not serve: one not-served warning, n
   const text = lines.join('\n');
   t.notMatch(text, /^(MailRules|Spam|Telemetry|Answering|Embeddings|EmbeddingBackfill):/m, 'no line describes them');
   t.ok(
-    lines.includes(
-      'Not served by this release (accepted, no effect): Embeddings, EmbeddingBackfill, Accounts:[]:Owner, Answering, MailRules, Spam, Telemetry',
-    ),
+    lines.includes('Not served by this release (accepted, no effect): Embeddings, EmbeddingBackfill, Accounts:[]:Owner, Answering, MailRules, Spam, Telemetry'),
   );
   t.same(
     describePosture(config(raw)).warnings.filter((w) => w.code === 'not-served'),

@@ -53,7 +53,9 @@ t.test('accounts: Ids and aliases unique, Security None only to loopback, one IM
   const neither = account('alice', { Imap: { Host: 'h.example.org', Username: 'a' } });
   t.same(problemLines({ Accounts: [neither] }), ['Accounts:0:Imap: must log in with Password (a secret reference) or OAuth']);
   const relay = account('alice', { Smtp: { Host: 'localhost', Port: 25, Security: 'None', Username: 'a' } });
-  t.same(problemLines({ Accounts: [relay] }), ['Accounts:0:Smtp: the sender address cannot be told: write From, or log in with an address as the SMTP or IMAP Username']);
+  t.same(problemLines({ Accounts: [relay] }), [
+    'Accounts:0:Smtp: the sender address cannot be told: write From, or log in with an address as the SMTP or IMAP Username',
+  ]);
   const withFrom = account('alice', { Smtp: { Host: 'localhost', Port: 25, Security: 'None', Username: 'a', From: 'alice@example.org' } });
   t.same(problemLines({ Accounts: [withFrom] }), [], 'an SMTP relay on this machine needs no login');
   const loginAddress = account('alice', { Smtp: { Host: 'localhost', Port: 25, Security: 'None', Username: 'alice@example.org' } });

@@ -77,7 +77,26 @@ t.test('OAuth access tokens through the MCP listener', async (t) => {
     const answer = await seen(mcp, { bearer: good, headers: OVER_TLS });
     if (!t.equal(answer.status, 200, 'admitted')) return;
     const names = (JSON.parse(answer.body) as { result: { tools: Array<{ name: string }> } }).result.tools.map((tool) => tool.name).sort();
-    t.same(names, ['cancel_outgoing_email', 'delete_draft', 'forward_email', 'get_email_content', 'get_outgoing_email', 'list_accounts', 'list_emails', 'reply_to_email', 'save_draft', 'search_emails', 'send_draft', 'send_email', 'set_mail_flags', 'update_draft'], 'no Permissions list: the whole surface');
+    t.same(
+      names,
+      [
+        'cancel_outgoing_email',
+        'delete_draft',
+        'forward_email',
+        'get_email_content',
+        'get_outgoing_email',
+        'list_accounts',
+        'list_emails',
+        'reply_to_email',
+        'save_draft',
+        'search_emails',
+        'send_draft',
+        'send_email',
+        'set_mail_flags',
+        'update_draft',
+      ],
+      'no Permissions list: the whole surface',
+    );
   });
 
   await t.test('the same token in clear text reads exactly like no token', async (t) => {

@@ -114,7 +114,22 @@ t.test('credentials, grants and limits on /mcp', async (t) => {
     JSON.parse(a.body)
       .result.tools.map((tool: { name: string }) => tool.name)
       .sort(),
-    ['cancel_outgoing_email', 'delete_draft', 'forward_email', 'get_email_content', 'get_outgoing_email', 'list_accounts', 'list_emails', 'reply_to_email', 'save_draft', 'search_emails', 'send_draft', 'send_email', 'set_mail_flags', 'update_draft'],
+    [
+      'cancel_outgoing_email',
+      'delete_draft',
+      'forward_email',
+      'get_email_content',
+      'get_outgoing_email',
+      'list_accounts',
+      'list_emails',
+      'reply_to_email',
+      'save_draft',
+      'search_emails',
+      'send_draft',
+      'send_email',
+      'set_mail_flags',
+      'update_draft',
+    ],
   );
 
   // The grant narrows the listing; a call to a withheld tool is answered as an unknown tool.
