@@ -24,11 +24,24 @@ import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
 import { recordRepairRequest } from '../../runtime/store/mailbox/repair-requests.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
 import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
-import { closeJournal, journalStep, JournalStep, newJournal, recordAsked, resumeJournal, WriterIdle, writerIdle, type Journal } from './change-journal.ts';
+import {
+  closeJournal,
+  journalStep,
+  JournalStep,
+  newJournal,
+  placementAsked,
+  recordAppendAsked,
+  recordAsked,
+  recordRemovalAsked,
+  resumeJournal,
+  WriterIdle,
+  writerIdle,
+  type Journal,
+} from './change-journal.ts';
 import { openSession } from './connection.ts';
 import { handleMaintenance, isMaintenance } from './maintenance.ts';
 import { AccessTokens, storeRefreshToken } from './oauth-token.ts';
-import { ImapSyncConfig, type RunSummary, SyncMessage } from './protocol.ts';
+import { type AccessTokenReply, ImapSyncConfig, type RunSummary, SyncMessage } from './protocol.ts';
 import { ChangeWatch } from './change-watch.ts';
 import { carryStep, newCarriage, recordDeferred, resumeRuns, type Carriage } from './rederivation-carriage.ts';
 import { SyncRun } from './sync-run.ts';
@@ -232,6 +245,14 @@ export default defineActor({
         return recordDeferred(state, ctx);
       case 'imap-sync.record-changes':
         return recordAsked(state, ctx, msg);
+      case 'imap-sync.record-append':
+        return recordAppendAsked(state, ctx, msg);
+      case 'imap-sync.record-removal':
+        return recordRemovalAsked(state, ctx, msg);
+      case 'imap-sync.placement':
+        return placementAsked(state, msg.job);
+      case 'imap-sync.access-token':
+        return accessToken(state, msg.fresh === true);
       case 'imap-sync.change-step':
         return journalStep(state, ctx, () => connect(state));
       case 'imap-sync.change-writer-idle':
@@ -252,6 +273,18 @@ export default defineActor({
     }
   },
 });
+
+/**
+ * For the outbox's SMTP login (XOAUTH2): the access token the IMAP sessions
+ * use, redeemed from the sealed refresh token when none valid is held.
+ * Nothing here logs it.
+ */
+async function accessToken(state: State, fresh: boolean): Promise<AccessTokenReply> {
+  const { imap } = state.config;
+  if (!imap.oauth) throw new AppError('E_IMAP_AUTH', { details: { cause: 'no-oauth-configured' } });
+  if (fresh) state.tokens.forget();
+  return { accessToken: await state.tokens.current(), username: imap.username };
+}
 
 function chain(active: Active, resolve: (s: RunSummary) => void, reject: (e: unknown) => void): void {
   const { resolve: r0, reject: j0 } = active;

@@ -47,6 +47,7 @@ export const REFUSALS = {
   'no-uidplus': 'The server cannot expunge one message alone (no UIDPLUS), so nothing was deleted.',
   'source-kept': 'The message was placed in the target folder, but the server did not remove it from the source folder.',
   'no-move': 'The server can neither move a message nor expunge one alone (no MOVE, no UIDPLUS), so nothing was moved.',
+  'too-large': 'The server does not accept a message this large in the target folder (APPENDLIMIT).',
 } as const;
 export type RefusalReason = keyof typeof REFUSALS;
 
@@ -204,16 +205,32 @@ async function completePlacement(
 }
 
 async function remove(deps: ApplyDeps): Promise<ApplyResult> {
-  const { client, payload: p } = deps;
-  if (!client.capabilities.has('UIDPLUS')) return refused('no-uidplus');
-  const box = await select(client, p.sourcePath);
-  if (box.readOnly) return refused('read-only');
-  if (Number(box.uidValidity) !== p.uidValidity) return ended({ outcome: 'gone' });
-  const began = (deps.progress as { began?: boolean } | null)?.began === true;
-  if ((await readIdentity(client, p.uid)) === null) return ended({ outcome: began ? 'applied' : 'gone' });
-  deps.recordProgress({ began: true });
-  await client.messageDelete(String(p.uid), { uid: true });
-  return (await readIdentity(client, p.uid)) === null ? ended({ outcome: 'applied' }) : refused('not-applied');
+  const { payload: p } = deps;
+  const removed = await expungeOne(deps.client, { path: p.sourcePath, uidValidity: p.uidValidity, uid: p.uid }, deps);
+  return removed === 'applied' || removed === 'gone' ? ended({ outcome: removed }) : refused(removed);
+}
+
+/**
+ * Removes one message by its UID alone: `\Deleted` then `UID EXPUNGE` of
+ * that UID (UIDPLUS; without it, refused: a plain EXPUNGE would remove other
+ * messages marked deleted). `began` is made durable before the STORE, so an
+ * attempt that finds the message gone after an earlier one began says
+ * `applied`, not `gone`. Shared by `delete` and `remove-appended`.
+ */
+export async function expungeOne(
+  client: ImapFlow,
+  target: { path: string; uidValidity: number; uid: number },
+  progress: Pick<ApplyDeps, 'progress' | 'recordProgress'>,
+): Promise<'applied' | 'gone' | RefusalReason> {
+  if (!client.capabilities.has('UIDPLUS')) return 'no-uidplus';
+  const box = await select(client, target.path);
+  if (box.readOnly) return 'read-only';
+  if (Number(box.uidValidity) !== target.uidValidity) return 'gone';
+  const began = (progress.progress as { began?: boolean } | null)?.began === true;
+  if ((await readIdentity(client, target.uid)) === null) return began ? 'applied' : 'gone';
+  progress.recordProgress({ began: true });
+  await client.messageDelete(String(target.uid), { uid: true });
+  return (await readIdentity(client, target.uid)) === null ? 'applied' : 'not-applied';
 }
 
 /** The message's flags, keywords and MODSEQ on the server, or null when that UID is gone. */
@@ -274,7 +291,7 @@ function movedPast(current: string | null, base: string | null): boolean {
 }
 
 /** The server answered NO to the command (imapflow: `NotFound` for a folder that does not exist): it is there and refuses. */
-function answeredNo(err: unknown): boolean {
+export function answeredNo(err: unknown): boolean {
   const e = (err ?? {}) as { responseStatus?: unknown; code?: unknown };
   return e.responseStatus === 'NO' || e.code === 'NotFound';
 }

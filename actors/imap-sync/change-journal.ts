@@ -16,6 +16,12 @@
  * change cannot stop the account. Restarted after a crash, the actor
  * carries on from the journal: a change found `running` is attempted again,
  * and change-apply.ts ends it as recorded.
+ *
+ * The journal also carries the outbox's placements (placement-apply.ts,
+ * runtime/store/mailbox/placements.ts): an append of a sent copy or a
+ * draft, and the removal of what an append placed. They share the queue,
+ * the order, the retries and the dead letters; they have no local message,
+ * so no overlay.
  */
 import type { ImapFlow } from 'imapflow';
 import { z } from 'zod';
@@ -29,16 +35,31 @@ import {
   deadLetterChange,
   endChange,
   headChange,
+  type JournalEntry,
   recordChangeProgress,
   recordChanges,
   relayOverlay,
   type ChangePayload,
 } from '../../runtime/store/mailbox/changes.ts';
+import {
+  appendJobOf,
+  appendSource,
+  deadLetterPlacement,
+  endPlacement,
+  isPlacementPayload,
+  type Placement,
+  type RecordPlacementResult,
+  readPlacement,
+  recordAppend,
+  recordRemoval,
+  removalEnded,
+} from '../../runtime/store/mailbox/placements.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { errorCode } from '../../runtime/store/open.ts';
-import { applyChange, REFUSALS } from './change-apply.ts';
+import { applyChange, REFUSALS, type RefusalReason } from './change-apply.ts';
 import { classifyImapFailure, imapFailureFields } from './connection.ts';
-import type { ImapSyncConfig, JobDecisionReply, RecordChangesReply } from './protocol.ts';
+import { applyPlacement } from './placement-apply.ts';
+import type { ImapSyncConfig, JobDecisionReply, PlacementReply, RecordAppend, RecordChangesReply, RecordPlacementReply, RecordRemoval } from './protocol.ts';
 
 /** The actor's private messages of the journal. */
 export const JournalStep = z.strictObject({ type: z.literal('imap-sync.change-step') });
@@ -76,6 +97,55 @@ export function recordAsked(
   return { outcome: 'recorded', changes: result.changes };
 }
 
+/**
+ * Records an append asked by the outbox (`imap-sync.record-append`), once per
+ * (requester, requestId). Refusals are AppErrors: the identifier used for
+ * something else (`E_TOOL_REQUEST_CONFLICT`), no row of this account by that
+ * id holding that Message-ID (`E_NOT_FOUND`).
+ */
+export function recordAppendAsked(state: JournalState, ctx: ActorContext, msg: RecordAppend): RecordPlacementReply {
+  const result = recordAppend(state.db, {
+    accountId: state.config.account,
+    requester: msg.requester,
+    requestId: msg.requestId,
+    target: msg.target,
+    source: msg.source,
+    flags: msg.flags,
+    messageIdHeader: msg.messageIdHeader,
+    now: Date.now(),
+  });
+  return placementRecorded(state, ctx, result, 'the stored message');
+}
+
+/** Records the removal of what an append placed (`imap-sync.record-removal`), once per (requester, requestId). */
+export function recordRemovalAsked(state: JournalState, ctx: ActorContext, msg: RecordRemoval): RecordPlacementReply {
+  const result = recordRemoval(state.db, {
+    accountId: state.config.account,
+    requester: msg.requester,
+    requestId: msg.requestId,
+    appendJob: msg.appendJob,
+    now: Date.now(),
+  });
+  return placementRecorded(state, ctx, result, 'the append job');
+}
+
+function placementRecorded(state: JournalState, ctx: ActorContext, result: RecordPlacementResult, what: string): RecordPlacementReply {
+  if (result.outcome === 'request-conflict') throw new AppError('E_TOOL_REQUEST_CONFLICT', { details: { cause: 'request-id-reused' } });
+  if (result.outcome === 'not-found') throw new AppError('E_NOT_FOUND', { details: { cause: `${what} is not held for this account` } });
+  if (!result.repeated) {
+    ctx.log.info({ event: 'journal.recorded', changes: [jobIdOf(result.job)] }, 'journal.recorded');
+    scheduleStep(state, ctx, 0);
+  }
+  return { job: result.job, state: result.view.state };
+}
+
+/** The state of a placement job of this account (`imap-sync.placement`); `E_NOT_FOUND` for any other job. */
+export function placementAsked(state: JournalState, jobId: number): PlacementReply {
+  const view = readPlacement(state.db, jobId, state.config.account);
+  if (view === null) throw new AppError('E_NOT_FOUND', { details: { cause: 'no placement job of this account by that id' } });
+  return view;
+}
+
 /** Applies the oldest outstanding change, then schedules the next. */
 export async function journalStep(state: JournalState, ctx: ActorContext, connect: Connect): Promise<void> {
   state.journal.stepScheduled = false;
@@ -84,32 +154,70 @@ export async function journalStep(state: JournalState, ctx: ActorContext, connec
   if (change === null) return scheduleIdleCheck(state, ctx);
   const now = Date.now();
   if (change.job.state === 'queued' && change.job.dueAt > now) return scheduleStep(state, ctx, change.job.dueAt - now);
-  const job = jobIdOf(change.job.id);
-  const kind = change.payload.effect.kind;
   try {
     const client = await writer(state, connect);
-    const result = await applyChange({
-      client,
-      payload: change.payload,
-      progress: change.job.progress,
-      recordProgress: (progress) => recordChangeProgress(db, change.job.id, progress),
-    });
+    if (isPlaced(change)) await applyPlacementStep(state, ctx, client, change);
+    else await applyChangeStep(state, ctx, client, change);
     state.journal.lastUsedAt = Date.now();
-    if (result.kind === 'refused') {
-      const failure: JobFailure = { classification: 'server-refused', code: 'E_CHANGE_REFUSED', reason: REFUSALS[result.reason] };
-      deadLetterChange(db, change, { outcome: 'refused', attempts: change.job.attemptCount + 1, failure, now: Date.now() });
-      ctx.log.warn({ event: 'journal.change-refused', job, change: kind, reason: result.reason }, 'journal.change-refused');
-    } else {
-      endChange(db, change, { ...result.end, now: Date.now() });
-      ctx.log.info({ event: 'journal.change-ended', job, change: kind, outcome: result.end.outcome }, 'journal.change-ended');
-    }
   } catch (err) {
     attemptFailed(state, ctx, change, err);
   }
   scheduleStep(state, ctx, 0);
 }
 
-function attemptFailed(state: JournalState, ctx: ActorContext, change: Change, err: unknown): void {
+function isPlaced(entry: JournalEntry): entry is Placement {
+  return isPlacementPayload(entry.payload);
+}
+
+async function applyChangeStep(state: JournalState, ctx: ActorContext, client: ImapFlow, change: Change): Promise<void> {
+  const { db } = state;
+  const job = jobIdOf(change.job.id);
+  const kind = change.payload.effect.kind;
+  const result = await applyChange({
+    client,
+    payload: change.payload,
+    progress: change.job.progress,
+    recordProgress: (progress) => recordChangeProgress(db, change.job.id, progress),
+  });
+  if (result.kind === 'refused') {
+    deadLetterChange(db, change, { outcome: 'refused', attempts: change.job.attemptCount + 1, failure: refusal(result.reason), now: Date.now() });
+    ctx.log.warn({ event: 'journal.change-refused', job, change: kind, reason: result.reason }, 'journal.change-refused');
+  } else {
+    endChange(db, change, { ...result.end, now: Date.now() });
+    ctx.log.info({ event: 'journal.change-ended', job, change: kind, outcome: result.end.outcome }, 'journal.change-ended');
+  }
+}
+
+async function applyPlacementStep(state: JournalState, ctx: ActorContext, client: ImapFlow, placement: Placement): Promise<void> {
+  const { db, config } = state;
+  const job = jobIdOf(placement.job.id);
+  const kind = placement.payload.effect.kind;
+  const result = await applyPlacement({
+    client,
+    payload: placement.payload,
+    progress: placement.job.progress,
+    recordProgress: (progress) => recordChangeProgress(db, placement.job.id, progress),
+    folders: config.folders,
+    source: (source) => appendSource(db, config.account, source),
+    appendJob: (id) => appendJobOf(db, config.account, id),
+    removalEnded: () => removalEnded(db, config.account, placement.job.id),
+  });
+  if (result.kind === 'refused') {
+    deadLetterPlacement(db, placement, { outcome: 'refused', attempts: placement.job.attemptCount + 1, failure: refusal(result.reason), now: Date.now() });
+    ctx.log.warn({ event: 'journal.change-refused', job, change: kind, reason: result.reason }, 'journal.change-refused');
+    return;
+  }
+  endPlacement(db, placement, { ...result.end, now: Date.now() });
+  // No folder to place in, or nothing to place: the copy is not made, and nothing will retry it.
+  const level = result.end.outcome === 'no-folder' || result.end.outcome === 'no-source' ? 'warn' : 'info';
+  ctx.log[level]({ event: 'journal.change-ended', job, change: kind, outcome: result.end.outcome }, 'journal.change-ended');
+}
+
+function refusal(reason: RefusalReason): JobFailure {
+  return { classification: 'server-refused', code: 'E_CHANGE_REFUSED', reason: REFUSALS[reason] };
+}
+
+function attemptFailed(state: JournalState, ctx: ActorContext, change: JournalEntry, err: unknown): void {
   const { db } = state;
   const failure = classifyChangeFailure(err);
   if (failure.classification === 'server-unresponsive') dropWriter(state);
@@ -117,7 +225,8 @@ function attemptFailed(state: JournalState, ctx: ActorContext, change: Change, e
   const job = jobIdOf(change.job.id);
   const cause = failure.classification === 'unexpected' ? { err } : { imap: imapFailureFields(err) };
   if (attempts >= MAX_JOB_ATTEMPTS) {
-    deadLetterChange(db, change, { outcome: 'failed', attempts, failure, now: Date.now() });
+    if (isPlaced(change)) deadLetterPlacement(db, change, { outcome: 'failed', attempts, failure, now: Date.now() });
+    else deadLetterChange(db, change, { outcome: 'failed', attempts, failure, now: Date.now() });
     ctx.log.error({ ...cause, event: 'journal.change-dead-lettered', job, code: failure.code, attempts }, 'journal.change-dead-lettered');
     return;
   }
@@ -159,12 +268,13 @@ export function decideChange(state: JournalState, ctx: ActorContext, jobId: numb
   if (job.accountId !== state.config.account) return { outcome: 'JobUnknown' };
   if (job.state !== 'dead') return { outcome: 'JobNotDeadLettered' };
   const now = Date.now();
-  const messageId = (job.payload as ChangePayload).messageId;
+  // A placement has no local message, hence no overlay to lay again.
+  const messageId = isPlacementPayload(job.payload) ? null : (job.payload as ChangePayload).messageId;
   state.db
     .transaction(() => {
       if (decision === 'retry') retryJob(state.db, jobId, now);
       else dropJob(state.db, jobId, now);
-      relayOverlay(state.db, state.config.account, messageId);
+      if (messageId !== null) relayOverlay(state.db, state.config.account, messageId);
     })
     .immediate();
   ctx.log.info({ event: decision === 'retry' ? 'job.retried' : 'job.dropped', job: jobIdOf(jobId), account: state.config.account }, 'job.decided');

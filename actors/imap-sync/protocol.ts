@@ -4,7 +4,7 @@
  * file. The run's private steps stay in actor.ts.
  */
 import { z } from 'zod';
-import { CHANGE_KINDS } from '../../runtime/store/mailbox/change-effect.ts';
+import { CHANGE_KINDS, PLACEMENT_FLAGS, PLACEMENT_SOURCES, PLACEMENT_TARGETS } from '../../runtime/store/mailbox/change-effect.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
 
@@ -84,6 +84,73 @@ export const RecordChangesReply = z.discriminatedUnion('outcome', [
 ]);
 export type RecordChangesReply = z.infer<typeof RecordChangesReply>;
 
+// ---------------------------------------------------------------- placements (the outbox's sent copies and drafts)
+
+/** Who asks, for the audit (the credential's name), and the asker's identifier: asking again with both answers the same job. */
+const PlacementRequest = { requester: z.string().min(1).max(500), requestId: z.string().min(1).max(128) };
+
+/** A Message-ID header value with its angle brackets (`<local@domain>`), as `outgoing_emails.message_id` / `drafts.message_id` hold it. */
+export const MessageIdHeader = z
+  .string()
+  .max(998)
+  .regex(/^<[^<>\s]+>$/);
+
+/**
+ * `imap-sync.record-append`: place the stored message of `source` (read from its row when applied) in the
+ * account's sent or drafts folder with `flags`. Answered once durable (`RecordPlacementReply`).
+ */
+export const RecordAppend = z.strictObject({
+  type: z.literal('imap-sync.record-append'),
+  ...PlacementRequest,
+  /** The folder mapped under this alias, else the server's folder marked `\Sent` / `\Drafts` (SPECIAL-USE). */
+  target: z.enum(PLACEMENT_TARGETS),
+  source: z.strictObject({ table: z.enum(PLACEMENT_SOURCES), id: z.number().int().positive() }),
+  flags: z.array(z.enum(PLACEMENT_FLAGS)).max(2),
+  /** Must equal the row's `message_id`: the placed copy is found again by it. */
+  messageIdHeader: MessageIdHeader,
+});
+export type RecordAppend = z.infer<typeof RecordAppend>;
+
+/** `imap-sync.record-removal`: remove what the append job `appendJob` placed, by the UID it recorded. Answered once durable. */
+export const RecordRemoval = z.strictObject({
+  type: z.literal('imap-sync.record-removal'),
+  ...PlacementRequest,
+  appendJob: z.number().int().positive(),
+});
+export type RecordRemoval = z.infer<typeof RecordRemoval>;
+
+/**
+ * A placement job's state: `pending` (not attempted yet), `converging` (attempted, not ended),
+ * `completed` (ended: read `outcome`), `dead-lettered` (refused or failing: an operator may retry or
+ * drop it), `dropped` (an operator dropped it: it will never apply).
+ */
+export const PlacementState = z.enum(['pending', 'converging', 'completed', 'dead-lettered', 'dropped']);
+/**
+ * How a placement ended. `applied`: placed (append) or removed (removal). `gone`: the removal found
+ * nothing to remove. `no-folder`: no such folder on the account (not retried). `no-source`: the row is
+ * gone or holds another Message-ID now. `withdrawn`: an append retried by an operator after a removal
+ * of it ended, so not placed. `refused`, `failed`: dead-lettered.
+ */
+export const PlacementOutcome = z.enum(['applied', 'gone', 'no-folder', 'no-source', 'withdrawn', 'refused', 'failed']);
+/** A message on the server: folder path, that folder's UIDVALIDITY, UID. */
+export const Placed = z.strictObject({ path: z.string(), uidValidity: z.number().int().positive(), uid: z.number().int().positive() });
+
+/** Reply to `imap-sync.record-append` and `imap-sync.record-removal`: the job (its row id in `jobs`) and its state now. */
+export const RecordPlacementReply = z.strictObject({ job: z.number().int().positive(), state: PlacementState });
+export type RecordPlacementReply = z.infer<typeof RecordPlacementReply>;
+
+/**
+ * Reply to `imap-sync.placement` (and what `readPlacement` in runtime/store/mailbox/placements.ts
+ * returns): `placed` is the copy an append placed, or the copy a removal removed; null otherwise
+ * (also for an append that placed a copy whose UID the server did not report and a search did not find).
+ */
+export const PlacementReply = z.strictObject({ state: PlacementState, outcome: PlacementOutcome.nullable(), placed: Placed.nullable() });
+export type PlacementReply = z.infer<typeof PlacementReply>;
+
+/** Reply to `imap-sync.access-token`: an XOAUTH2 access token of the account's mailbox login, and the user it names. Never logged. */
+export const AccessTokenReply = z.strictObject({ accessToken: z.string().min(1), username: z.string() });
+export type AccessTokenReply = z.infer<typeof AccessTokenReply>;
+
 export const FolderScope = z.strictObject({ folder: z.string().min(1).nullable() });
 
 export const SyncMessage = z.discriminatedUnion('type', [
@@ -125,6 +192,19 @@ export const SyncMessage = z.discriminatedUnion('type', [
    * goes on from its position) or drop it (its run ends); answered once durable (`JobDecisionReply`).
    */
   z.strictObject({ type: z.literal('imap-sync.job-decision'), job: z.number().int().positive(), decision: z.enum(['retry', 'drop']) }),
+  /** From the outbox: append a sent copy or a draft through the journal (`RecordAppend`). */
+  RecordAppend,
+  /** From the outbox: remove what an append placed (`RecordRemoval`). */
+  RecordRemoval,
+  /** The state of a placement job of this account (`PlacementReply`); `E_NOT_FOUND` for any other job. */
+  z.strictObject({ type: z.literal('imap-sync.placement'), job: z.number().int().positive() }),
+  /**
+   * From the outbox, for SMTP with XOAUTH2: an access token redeemed from the account's sealed refresh
+   * token (`AccessTokenReply`), the one the IMAP sessions use while it is valid. `fresh`: the token
+   * answered before was refused, redeem a new one. An account whose login is a password is refused
+   * (`E_IMAP_AUTH`, cause `no-oauth-configured`).
+   */
+  z.strictObject({ type: z.literal('imap-sync.access-token'), fresh: z.boolean().optional() }),
 ]);
 
 export const StoreRefreshTokenReply = z.strictObject({ stored: z.literal(true) });

@@ -11,6 +11,12 @@
  * columns may mean something else there. The page window is `pageSize`
  * rows, so a page may carry fewer entries; `next` says whether more follow.
  *
+ * The journal's placements (`append`, `remove-appended`: the outbox's sent
+ * copies and drafts) are audited in the same table but are not among the
+ * eight kinds the admin surface lists: this build wrote them and knows
+ * them, so they are left out of the window in SQL, neither shown nor
+ * counted as omitted (no warning), and pages stay full.
+ *
  * Pool message `mail-query.mutation-audit` (`MutationAuditRequest` in,
  * `MutationAuditReply` out; schemas in mutation-audit-messages.ts, carried
  * by protocol.ts). Reads only; logs
@@ -18,6 +24,7 @@
  *
  * Importable by the query pool task and tests.
  */
+import { PLACEMENT_KINDS } from '../../runtime/store/mailbox/change-effect.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { many, type SqlValue } from '../../runtime/store/rows.ts';
 import { MUTATION_KINDS, type MutationAuditEntry, type MutationAuditReply, type MutationAuditRequest, type MutationKind } from './mutation-audit-messages.ts';
@@ -50,6 +57,7 @@ export function mutationAuditPage(db: Database, msg: MutationAuditRequest): Muta
   };
   and('account_id = ?', msg.account);
   if (msg.mutation !== undefined) and('mutation = ?', msg.mutation);
+  else and('mutation NOT IN (SELECT value FROM json_each(?))', JSON.stringify(PLACEMENT_KINDS));
   if (msg.endedFrom !== undefined) and('ended_at >= ?', msg.endedFrom);
   if (msg.endedBefore !== undefined) and('ended_at < ?', msg.endedBefore);
   if (msg.after !== undefined) and('(ended_at, id) < (?, ?)', msg.after[0], msg.after[1]);

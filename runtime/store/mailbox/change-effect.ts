@@ -15,6 +15,37 @@
 export const CHANGE_KINDS = ['relocate', 'delete', 'set-seen', 'copy', 'set-flagged', 'add-keywords', 'remove-keywords', 'set-keywords'] as const;
 export type ChangeKind = (typeof CHANGE_KINDS)[number];
 
+/**
+ * The journal's placement kinds (issue 13), asked by the outbox rather than of
+ * a stored message: `append` places a stored MIME message (an outgoing email
+ * or a draft, read from its row when applied) in the account's sent or
+ * drafts folder; `remove-appended` removes what an earlier `append` placed.
+ * They have no local message, so no overlay; see runtime/store/mailbox/placements.ts.
+ */
+export const PLACEMENT_KINDS = ['append', 'remove-appended'] as const;
+export type PlacementKind = (typeof PLACEMENT_KINDS)[number];
+
+/** Where an append goes: the folder mapped under that alias, else the one with that SPECIAL-USE. */
+export const PLACEMENT_TARGETS = ['sent', 'drafts'] as const;
+export type PlacementTarget = (typeof PLACEMENT_TARGETS)[number];
+/** The outbox's tables an append reads its message from (migration 5). */
+export const PLACEMENT_SOURCES = ['outgoing_emails', 'drafts'] as const;
+export type PlacementSourceTable = (typeof PLACEMENT_SOURCES)[number];
+export const PLACEMENT_FLAGS = ['\\Seen', '\\Draft'] as const;
+export type PlacementFlag = (typeof PLACEMENT_FLAGS)[number];
+
+/** What a placement job asks. */
+export type PlacementEffect =
+  | {
+      kind: 'append';
+      target: PlacementTarget;
+      source: { table: PlacementSourceTable; id: number };
+      flags: PlacementFlag[];
+      /** The Message-ID header value of the stored message, with its angle brackets: how a placed copy is found again. */
+      messageIdHeader: string;
+    }
+  | { kind: 'remove-appended'; appendJob: number };
+
 /** The kinds that change flags or keywords (the others change where the message is). */
 export const FLAG_KINDS: readonly ChangeKind[] = ['set-seen', 'set-flagged', 'add-keywords', 'remove-keywords', 'set-keywords'];
 

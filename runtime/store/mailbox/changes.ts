@@ -23,6 +23,7 @@ import { completeJob, deadLetterJob, enqueueJob, jobById, jobIdOf, type Job, typ
 import type { Database } from '../open.ts';
 import { many, one, run } from '../rows.ts';
 import { applyEffect, type ChangeEffect, type ChangeKind, FLAG_KINDS, type FlagState } from './change-effect.ts';
+import type { PlacementPayload } from './placements.ts';
 import { flagSet, perConnection } from './prepared.ts';
 import { tombstoneMessage, type TombstoneReason } from './server-changes.ts';
 
@@ -53,6 +54,8 @@ export type ChangePayload = {
 
 /** A job of the journal with its payload read. */
 export type Change = { job: Job; payload: ChangePayload };
+/** Any job of the journal: a change of a stored message, or a placement (placements.ts), which has no local message. */
+export type JournalEntry = Change | { job: Job; payload: PlacementPayload };
 
 /** How an applied change ended (audit `outcome`, and the tool's `outcome`). */
 export type ChangeOutcome =
@@ -124,6 +127,7 @@ const statements = perConnection((db: Database) => ({
   // Oldest first: changes are applied in the order they were recorded.
   head: db.prepare(`SELECT id FROM jobs WHERE type = 'mailbox-change' AND account_id = ? AND state IN ('queued', 'running') ORDER BY id LIMIT 1`),
   progress: db.prepare("UPDATE jobs SET progress = ? WHERE id = ? AND state IN ('queued', 'running', 'done', 'dead')"),
+  mergeProgress: db.prepare("UPDATE jobs SET progress = json_patch(ifnull(progress, '{}'), ?) WHERE id = ? AND state IN ('queued', 'running', 'done', 'dead')"),
   serverFlags: db.prepare(
     `UPDATE messages SET flags = ?, keywords = ?, modseq = CASE WHEN ? IS NULL THEN modseq ELSE CAST(? AS INTEGER) END, updated_at = ?
      WHERE id = ? AND binding_id = ? AND uidvalidity = ? AND uid = ? AND state <> 'tombstoned'`,
@@ -241,21 +245,30 @@ function stateOf(state: Job['state'], attempts: number): ChangeState {
   return state === 'running' || attempts > 0 ? 'converging' : 'pending';
 }
 
-/** The oldest change of the account not yet ended (queued or running), or null. */
-export function headChange(db: Database, accountId: string): Change | null {
+/** The oldest change of the account not yet ended (queued or running), or null: a message change or a placement. */
+export function headChange(db: Database, accountId: string): JournalEntry | null {
   const row = one<{ id: number }>(statements(db).head, [accountId]);
   if (row === undefined) return null;
   return changeById(db, row.id);
 }
 
-export function changeById(db: Database, jobId: number): Change | null {
+export function changeById(db: Database, jobId: number): JournalEntry | null {
   const job = jobById(db, jobId);
-  return job === null || job.type !== CHANGE_JOB_TYPE ? null : { job, payload: job.payload as ChangePayload };
+  return job === null || job.type !== CHANGE_JOB_TYPE ? null : ({ job, payload: job.payload } as JournalEntry);
 }
 
 /** Progress durable before a command whose effect must be found again after a crash (the target's UIDNEXT before COPY or MOVE). */
 export function recordChangeProgress(db: Database, jobId: number, progress: Readonly<Record<string, unknown>>): void {
   run(statements(db).progress, [JSON.stringify(progress), jobId]);
+}
+
+/**
+ * Progress laid over what the job holds (a JSON merge patch: a member set to
+ * null is removed), read afresh from the row: what an attempt made durable
+ * before its command (a placement's mark) stays beside the outcome.
+ */
+export function mergeChangeProgress(db: Database, jobId: number, progress: Readonly<Record<string, unknown>>): void {
+  run(statements(db).mergeProgress, [JSON.stringify(progress), jobId]);
 }
 
 /** What the server holds now, when the applying session read it. */
@@ -306,10 +319,16 @@ export function endChange(db: Database, change: Change, end: ChangeEnd): { targe
   return apply.immediate();
 }
 
-/** The change will never apply by itself: dead-lettered (refused by the server, or failing too often), overlay lifted, audited. */
+/**
+ * The change will never apply by itself: dead-lettered (refused by the
+ * server, or failing too often), overlay lifted, audited. A copy's or
+ * move's placement (the target's UIDNEXT made durable before the command)
+ * stays in the progress, so an operator's retry still finds a copy an
+ * earlier attempt made instead of making another.
+ */
 export function deadLetterChange(db: Database, change: Change, f: { outcome: 'refused' | 'failed'; attempts: number; failure: JobFailure; now: number }): void {
   const apply = db.transaction(() => {
-    recordChangeProgress(db, change.job.id, { outcome: f.outcome });
+    mergeChangeProgress(db, change.job.id, { outcome: f.outcome });
     deadLetterJob(db, change.job.id, { attempts: f.attempts, failure: f.failure, now: f.now });
     layOverlay(db, change.job.accountId!, change.payload.messageId);
     audit(db, change, { outcome: f.outcome, targetUid: null, now: f.now });

@@ -1,6 +1,14 @@
 /** The change journal's store: recording in one transaction, request identifiers, the overlay of requested flags, and how a change ends locally. */
 import t, { type Test } from 'tap';
-import { changeById, deadLetterChange, endChange, headChange, recordChanges, views } from '../../../../runtime/store/mailbox/changes.ts';
+import {
+  type Change,
+  changeById,
+  deadLetterChange,
+  endChange,
+  headChange as journalHead,
+  recordChanges,
+  views,
+} from '../../../../runtime/store/mailbox/changes.ts';
 import { storeBatch } from '../../../../runtime/store/mailbox/store-batch.ts';
 import type { Database } from '../../../../runtime/store/open.ts';
 import { one } from '../../../../runtime/store/rows.ts';
@@ -21,6 +29,9 @@ function mirrored(t: Test): { db: Database; inbox: number; archive: number; firs
   t.ok(stored.ok);
   return { db, inbox: inbox.id, archive: archive.id, first: idOf(db, inbox.id, 1), second: idOf(db, inbox.id, 2) };
 }
+
+/** The head of the journal: this file records message changes only. */
+const headChange = (db: Database, account: string): Change | null => journalHead(db, account) as Change | null;
 
 const row = (db: Database, id: number) =>
   one<{ flags: string; keywords: string; requested_flags: string | null; requested_keywords: string | null; state: string; binding_id: number; uid: number }>(
