@@ -58,14 +58,22 @@ export type OutboxState = {
   attempts: Set<Promise<void>>;
   stopping: boolean;
   timer: { cancel(): void } | null;
+  /** When the scheduled tick fires (epoch ms), so a later wish never postpones an earlier one. */
+  tickAt: number;
   closed: boolean;
   filing: Filing;
 };
 
 function scheduleTick(state: OutboxState, ctx: ActorContext, delayMs: number): void {
+  const at = Date.now() + Math.max(0, delayMs);
+  if (state.timer !== null && state.tickAt <= at) return;
   state.timer?.cancel();
+  state.tickAt = at;
   state.timer = ctx.schedule({ type: 'outbox.tick' }, Math.max(0, delayMs));
 }
+
+/** While the journal has placements of ours to finish (a draft's new revision before its old copy goes), look again this soon. */
+const FILING_POLL_MS = 1_000;
 
 /** Wake the delivery loop now (a send was recorded, re-offered or an attempt ended). */
 export function kick(state: OutboxState, ctx: ActorContext): void {
@@ -166,7 +174,17 @@ export default defineActor({
   messages: Msg,
   init(config, ctx) {
     const db = openSlice(config.store, { checkpoints: 'background' });
-    const state: OutboxState = { db, config, underWay: new Set(), attempts: new Set(), stopping: false, timer: null, closed: false, filing: { busy: false } };
+    const state: OutboxState = {
+      db,
+      config,
+      underWay: new Set(),
+      attempts: new Set(),
+      stopping: false,
+      timer: null,
+      tickAt: 0,
+      closed: false,
+      filing: { busy: false },
+    };
     ctx.defer(() => {
       state.closed = true;
       state.timer?.cancel();
@@ -183,11 +201,16 @@ export default defineActor({
       case 'outbox.tick': {
         state.timer = null;
         deliverDue(state, ctx);
-        fileOwed(state, ctx).catch((err: unknown) => {
-          if (state.closed) return;
-          ctx.log.error({ err, event: 'outbox.filing-threw' }, 'outbox.filing-threw');
-          ctx.schedule({ type: 'outbox.fault', where: 'filing pass' }, 0);
-        });
+        fileOwed(state, ctx).then(
+          (waiting) => {
+            if (waiting && !state.closed && !state.stopping) scheduleTick(state, ctx, FILING_POLL_MS);
+          },
+          (err: unknown) => {
+            if (state.closed) return;
+            ctx.log.error({ err, event: 'outbox.filing-threw' }, 'outbox.filing-threw');
+            ctx.schedule({ type: 'outbox.fault', where: 'filing pass' }, 0);
+          },
+        );
         const due = nextDueAt(state.db);
         scheduleTick(state, ctx, Math.min(IDLE_TICK_MS, due === null ? IDLE_TICK_MS : due - Date.now()));
         return undefined;

@@ -55,12 +55,6 @@ export async function saveDraftOf(state: OutboxState, msg: Extract<OutboxMessage
   return { outcome: 'saved', draftId: draftIdOf(draft.id), accountId, state: 'held', revision: draft.revision };
 }
 
-/** Where a draft is: `filed` once the journal placed its current revision. */
-export function draftState(state: OutboxState, filedJob: number | null): 'held' | 'filed' {
-  if (filedJob === null) return 'held';
-  return jobById(state.db, filedJob)?.state === 'done' ? 'filed' : 'held';
-}
-
 export function deleteDraftOf(state: OutboxState, msg: Extract<OutboxMessage, { type: 'outbox.delete-draft' }>): DraftReply {
   if (!msg.permissions.includes(DRAFTS_PERMISSION)) return refusal('not-permitted', 'this caller is not permitted to write drafts');
   const draft = heldDraft(state, msg.draftId, msg.requester);

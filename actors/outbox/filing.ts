@@ -20,18 +20,13 @@ import { AppError } from '../../runtime/errors.ts';
 import { jobById } from '../../runtime/store/jobs.ts';
 import { draftsWithRetired, markDraftFiled, retireFiledCopy, setRetiredJobs, unfiledDrafts } from '../../runtime/store/outbox/drafts.ts';
 import { sentCopiesOwed, settleSentCopy } from '../../runtime/store/outbox/outgoing.ts';
-import { z } from 'zod';
-import { syncActorId } from '../imap-sync/protocol.ts';
-
-// MERGE: replaced by the imap-sync protocol's own schemas when the journal's placements land.
-const RecordPlacementReply = z.object({ job: z.number().int().positive(), state: z.string() });
-type RecordPlacementReply = z.infer<typeof RecordPlacementReply>;
-const AccessTokenReply = z.object({ accessToken: z.string(), username: z.string() });
+import { AccessTokenReply, RecordPlacementReply, syncActorId } from '../imap-sync/protocol.ts';
 import type { OutboxState } from './actor.ts';
 
 export type Filing = { busy: boolean };
 
-const REQUESTER = 'outbox';
+// Not a slug, so no credential's name (the requester of an agent's changes) can share its request ids.
+const REQUESTER = 'mailcairn:outbox';
 const BATCH = 20;
 const ASK_DEADLINE_MS = 30_000;
 
@@ -79,39 +74,47 @@ async function fileDrafts(state: OutboxState, ctx: ActorContext): Promise<void> 
 
 const ENDED = new Set(['done', 'dead', 'dropped']);
 
-async function removeRetired(state: OutboxState, ctx: ActorContext): Promise<void> {
+/** Returns whether some removal waits for its draft's new revision to be placed. */
+async function removeRetired(state: OutboxState, ctx: ActorContext): Promise<boolean> {
+  let waiting = false;
   for (const d of draftsWithRetired(state.db, BATCH)) {
     // A held draft's old copies wait until the new revision is placed, so the folder never lacks the draft.
     const current = d.state === 'held' && d.filedJob !== null ? jobById(state.db, d.filedJob) : null;
-    if (d.state === 'held' && (d.filedJob === null || (current !== null && !ENDED.has(current.state)))) continue;
+    if (d.state === 'held' && (d.filedJob === null || (current !== null && !ENDED.has(current.state)))) {
+      waiting = true;
+      continue;
+    }
     const left = [...d.retiredJobs];
     while (left.length > 0) {
       const appendJob = left[0]!;
       await place(ctx, d.accountId, { type: 'imap-sync.record-removal', requestId: `removal:${appendJob}`, appendJob });
-      if (state.closed) return;
+      if (state.closed) return false;
       left.shift();
       setRetiredJobs(state.db, d.id, left);
     }
   }
+  return waiting;
 }
 
 /**
  * One pass over what is owed; runs beside the mailbox (never twice at once).
  * A sync actor that is down or slow leaves the rest for the next tick.
+ * Answers whether something waits on the journal and is worth a look soon.
  */
-export async function fileOwed(state: OutboxState, ctx: ActorContext): Promise<void> {
-  if (state.filing.busy || state.closed) return;
+export async function fileOwed(state: OutboxState, ctx: ActorContext): Promise<boolean> {
+  if (state.filing.busy || state.closed) return false;
   state.filing.busy = true;
   try {
     await fileSentCopies(state, ctx);
     await fileDrafts(state, ctx);
-    await removeRetired(state, ctx);
+    return await removeRetired(state, ctx);
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
     ctx.log.warn(
       { event: 'outbox.filing-deferred', code: err.code },
       'outbox.filing-deferred: the account sync actor did not take the placement; retried at the next tick',
     );
+    return false;
   } finally {
     state.filing.busy = false;
   }
