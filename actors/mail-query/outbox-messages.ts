@@ -65,7 +65,11 @@ export const OutboxEntry = z.strictObject({
   lastFailure: z
     .strictObject({
       code: z.string().describe('The internal failure code'),
-      replyCode: z.number().int().nullable().describe("The mail server's reply code; null when the server said nothing (no answer, no connection)"),
+      replyCode: z
+        .number()
+        .int()
+        .nullable()
+        .describe("The mail server's reply code that ended it; null when no single reply did (no answer, no connection, or replies differing per recipient)"),
     })
     .nullable()
     .describe('What stopped the last attempt short of every recipient; null when nothing did'),
