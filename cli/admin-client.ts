@@ -189,6 +189,9 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         );
       }
       case 404:
+        // A route naming a record in its path answers a problem document when it holds none by that name; a path no route serves answers an empty 404.
+        if (problem.detail !== undefined) return new CliFailure(`Not found: ${problem.detail}`, EXIT.failed, refused);
+        return new CliFailure(`${endpoint} does not serve ${route}: this build of the deployment has no such route.`);
       case 405:
         return new CliFailure(`${endpoint} does not serve ${route}: this build of the deployment has no such route.`);
       case 429: {

@@ -84,6 +84,34 @@ export const DeadLettersAnswer = z.looseObject({
 
 export const RetryAnswer = z.looseObject({ job: z.string(), outcome: z.string() });
 
+export const OutboxSummaryAnswer = z.looseObject({
+  stageCounts: z.looseObject({ Recorded: Count, TransmissionBegun: Count, Sent: Count, Refused: Count, Cancelled: Count }),
+});
+
+const OutboxEntry = {
+  outgoingEmail: z.string(),
+  recordedAt: Instant,
+  account: z.string(),
+  stage: z.string(),
+  attemptCount: Count,
+  lastFailure: z.looseObject({ code: z.string(), replyCode: z.number().int().nullable() }).nullable(),
+  dueAt: Instant.nullable(),
+};
+
+export const OutboxListingAnswer = z.looseObject({
+  outgoingEmails: z.array(z.looseObject(OutboxEntry)),
+  nextCursor: z.string().nullable().optional(),
+});
+
+export const OutgoingEmailAnswer = z.looseObject({
+  ...OutboxEntry,
+  recipients: z.array(
+    z.looseObject({ address: z.string(), header: z.string(), state: z.string(), replyCode: z.number().int().nullable(), repliedAt: Instant.nullable() }),
+  ),
+});
+
+export const OutboxDecisionAnswer = z.looseObject({ outgoingEmail: z.string(), outcome: z.string() });
+
 export function read<T extends z.ZodType>(schema: T, value: unknown, endpoint: string, route: string): z.infer<T> {
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new CliFailure(`${endpoint} answered ${route} with a document this client cannot read (another build?).`);

@@ -12,6 +12,7 @@ import { registerFolder } from './commands/folder.ts';
 import { registerJobs } from './commands/jobs.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerMailbox } from './commands/mailbox.ts';
+import { registerOutbox } from './commands/outbox.ts';
 import type { Run } from './commands/run.ts';
 import { registerSession } from './commands/session.ts';
 import { configDir } from './config-dir.ts';
@@ -97,6 +98,7 @@ export async function main(io: MainIo): Promise<number> {
   registerMailbox(program, run);
   registerFolder(program, run);
   registerJobs(program, run);
+  registerOutbox(program, run);
 
   let parsed;
   try {

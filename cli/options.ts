@@ -52,5 +52,7 @@ export const STRING_OPTIONS = [
   'page-size',
   'cursor',
   'job',
+  'stage',
+  'message',
 ] as const;
-export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate'] as const;
+export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal'] as const;

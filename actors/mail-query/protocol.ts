@@ -21,6 +21,7 @@ import { moduleUrl } from '../../runtime/module-url.ts';
 import { AttachmentSourceRequest } from './attachment-messages.ts';
 import { DeadLettersRequest, JobLookupRequest } from './dead-letter-messages.ts';
 import { MutationAuditRequest } from './mutation-audit-messages.ts';
+import { OutboxPageRequest, OutboxSummaryRequest, OutgoingEmailRequest, OutgoingLookupRequest } from './outbox-messages.ts';
 import { StoredEmailId } from './stored-email-id.ts';
 
 /** The task module of the read-only query pool. Named here, as a URL, so that the composition root starts it without importing it. */
@@ -41,6 +42,26 @@ export {
   jobRowOf,
   JOB_ID_PATTERN,
 } from './dead-letter-messages.ts';
+export {
+  OUTBOX_PAGE_DEFAULT,
+  OUTBOX_PAGE_MAX,
+  OUTGOING_ID_PATTERN,
+  OutboxEntry,
+  OutboxPageReply,
+  OutboxPageRequest,
+  OutboxStage,
+  OutboxSummaryReply,
+  OutboxSummaryRequest,
+  OutgoingEmailDetail,
+  OutgoingEmailReply,
+  OutgoingEmailRequest,
+  OutgoingLookupReply,
+  OutgoingLookupRequest,
+  OUTBOX_STAGES,
+  StageCounts,
+  outgoingIdOf,
+  outgoingRowOf,
+} from './outbox-messages.ts';
 
 /** Ranked results `search_emails` may be asked for (spec: at most 50; more is 51003, not a smaller window). */
 export const MAX_SEARCH_RESULTS = 50;
@@ -143,6 +164,7 @@ export type AttachmentSourcePoolRequest = z.infer<typeof AttachmentSourcePoolReq
 
 /** Every message the pool takes; the mailbox-change audit page (`mutation-audit.ts`) serves the admin audit route. */
 // The dead-letter page and the job lookup (`dead-letters.ts`) serve the admin dead-letter routes.
+// The outbox summary, page, detail and lookup (`outbox.ts`) serve the admin outbox routes.
 /** Which account holds a live email in the caller's scope (locate-email.ts); `email: null` reads as not found. */
 export const LocateEmailRequest = z.strictObject({ type: z.literal('mail-query.locate-email'), ...common, messageId: z.number().int().positive() });
 export type LocateEmailRequest = z.infer<typeof LocateEmailRequest>;
@@ -159,6 +181,10 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   DeadLettersRequest,
   JobLookupRequest,
   LocateEmailRequest,
+  OutboxSummaryRequest,
+  OutboxPageRequest,
+  OutgoingEmailRequest,
+  OutgoingLookupRequest,
 ]);
 export type MailQueryMessage = z.infer<typeof MailQueryMessage>;
 

@@ -1,8 +1,9 @@
 /**
  * The read-only query pool task (`mail-query`): the four read tools of the
  * MCP surface, the stored source of an attachment link (`attachment.ts`), and
- * the admin surface's audit page (`mutation-audit.ts`) and dead letters
- * (`dead-letters.ts`), answered from the local copy. Created as a piscina
+ * the admin surface's audit page (`mutation-audit.ts`), dead letters
+ * (`dead-letters.ts`) and outbox reads (`outbox.ts`), answered from the
+ * local copy. Created as a piscina
  * pool by service/app.ts through runtime/pool/pool.ts; the main thread
  * never runs SQL, the pool threads do.
  *
@@ -27,6 +28,7 @@ import { listAccounts } from './list-accounts.ts';
 import { listEmails } from './list-emails.ts';
 import { locateEmail } from './locate-email.ts';
 import { mutationAuditPage } from './mutation-audit.ts';
+import { lookUpOutgoing, outboxPageOf, outboxSummaryOf, outgoingEmailOf } from './outbox.ts';
 import { MailQueryMessage } from './protocol.ts';
 import { searchEmails } from './search.ts';
 
@@ -69,6 +71,14 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
         return lookUpJob(db, msg);
       case 'mail-query.locate-email':
         return locateEmail(db, msg);
+      case 'mail-query.outbox-summary':
+        return outboxSummaryOf(db, msg);
+      case 'mail-query.outbox':
+        return outboxPageOf(db, msg);
+      case 'mail-query.outgoing-email':
+        return outgoingEmailOf(db, msg);
+      case 'mail-query.outgoing-lookup':
+        return lookUpOutgoing(db, msg);
     }
   });
   return read.deferred();

@@ -8,7 +8,8 @@
  * Pipeline of a request under `/api/admin` (no origin stage: no CORS here):
  *   request timeout (504) → limiter, one bucket for the whole surface (429)
  *   → authenticate('admin') (401 empty with the challenge; 403 for a token
- *   lacking scope) → route lookup (404; 405 with Allow) → route filter on the
+ *   lacking scope) → route lookup (a path written out, else a template
+ *   such as `/api/admin/outbox/{id}`; 404; 405 with Allow) → route filter on the
  *   published permission (403 problem document, counted by recordRefusal)
  *   → body (writes: application/json, else 400; past the route's limit, 413)
  *   → use case, which checks again (same 403 shape) → answer.
@@ -34,11 +35,11 @@ import { admit, admitCredential, ANSWERED, answerEmpty, answerUnauthenticated, c
 import { effectiveOrigin } from '../proxy.ts';
 import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
-import { answerForbidden, answerInvalid, answerJson, answerTooLarge } from './problem.ts';
+import { answerForbidden, answerInvalid, answerJson, answerNotFound, answerTooLarge } from './problem.ts';
 import { WRITE_BODY_BYTES, type AdminDeps, type Route } from './route.ts';
 import { ROUTES } from './routes/index.ts';
 import { ADMIN_PREFIX } from './routes/prefix.ts';
-import { InvalidRequest } from './use-cases/guard.ts';
+import { InvalidRequest, NotFound } from './use-cases/guard.ts';
 
 export { ADMIN_PREFIX };
 
@@ -80,7 +81,7 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     const principal = admitCredential(req, res, judgement, metadataUrl);
     if (principal === null) return;
 
-    const atPath = routes.filter((r) => r.path === path);
+    const { routes: atPath, params } = routesAt(routes, path);
     const route = atPath.find((r) => r.method === req.method);
     if (route === undefined) {
       req.resume();
@@ -115,25 +116,26 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     } else {
       req.resume();
     }
-    const params = queryOf(req.url);
-    if (params === null) return answerInvalid(res, 'Name each query parameter once.');
+    const queryParams = queryOf(req.url);
+    if (queryParams === null) return answerInvalid(res, 'Name each query parameter once.');
     let query: unknown;
     if (route.query !== undefined) {
-      const parsed = route.query.safeParse(params);
+      const parsed = route.query.safeParse(queryParams);
       if (!parsed.success) return answerInvalid(res, sentenceOf(parsed.error, 'query'));
       query = parsed.data;
-    } else if (Object.keys(params).length > 0) {
+    } else if (Object.keys(queryParams).length > 0) {
       return answerInvalid(res, 'Leave out the query string; this route takes none.');
     }
 
     try {
-      const answer = await route.handle({ principal, deadlineMs, query, body }, routeDeps);
+      const answer = await route.handle({ principal, deadlineMs, query, body, params }, routeDeps);
       if (admitted.timedOut()) return;
       if (answer.status === 204) answerEmpty(res, 204);
       else answerJson(res, 200, answer.json);
     } catch (err) {
       if (admitted.timedOut()) return;
       if (err instanceof InvalidRequest) return answerInvalid(res, err.message);
+      if (err instanceof NotFound) return answerNotFound(res, err.message);
       if (err instanceof AppError && err.code === 'E_APP_REFUSED') {
         const permission = err.details?.permission;
         if (typeof permission !== 'string') return answerUnauthenticated(res, metadataUrl);
@@ -161,10 +163,46 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     },
     failed(err, path) {
       // Only a known route's template reaches the log; any other path is the caller's text.
-      const template = routes.find((r) => r.path === path)?.path ?? ADMIN_PREFIX;
+      const template = routesAt(routes, path).routes[0]?.path ?? ADMIN_PREFIX;
       log.error({ err: describe(err), event: 'http.failed', route: template }, 'http.failed');
     },
   });
+}
+
+/**
+ * The routes served at `path`, and what its `{name}` segments matched: the
+ * routes whose path is written as it, else those of the first template it
+ * fills (each `{name}` one non-empty segment, percent-decoded; a segment
+ * that does not decode is passed as sent). No route: an empty list.
+ */
+export function routesAt(routes: readonly Route[], path: string): { routes: Route[]; params: Record<string, string> } {
+  const exact = routes.filter((r) => r.path === path);
+  if (exact.length > 0) return { routes: exact, params: {} };
+  const segments = path.split('/');
+  for (const candidate of routes) {
+    if (!candidate.path.includes('{')) continue;
+    const template = candidate.path.split('/');
+    if (template.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    const fits = template.every((part, i) => {
+      const segment = segments[i]!;
+      const name = /^\{([A-Za-z]+)\}$/.exec(part)?.[1];
+      if (name === undefined) return part === segment;
+      if (segment === '') return false;
+      params[name] = decoded(segment);
+      return true;
+    });
+    if (fits) return { routes: routes.filter((r) => r.path === candidate.path), params };
+  }
+  return { routes: [], params: {} };
+}
+
+function decoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 /** The query string as one value per name; null when a name repeats (ambiguous, so refused). */

@@ -6,6 +6,9 @@
  * - 403: exactly `status`, `detail` (a sentence naming the permission) and
  *   `permission` (the bare name). Nothing else: no route, no credential hint.
  * - 400 and 413: `status`, `title`, `detail` (a sentence naming what to change).
+ * - 404 of a route naming a record in its path (`GET /api/admin/outbox/{id}`)
+ *   that the deployment does not hold: `status`, `title`, `detail`. Every
+ *   other 404 (a path no route serves) is empty.
  *
  * A problem document never carries a credential, a token or anything the
  * request body held beyond a member name or an account identifier the
@@ -36,6 +39,11 @@ export function answerForbidden(res: ServerResponse, permission: string): void {
 
 export function answerInvalid(res: ServerResponse, detail: string): void {
   answerProblem(res, { status: 400, title: 'Invalid request', detail });
+}
+
+/** 404 of a route that names a record in its path, when the deployment holds none by that name (the listener's own 404 has no body). */
+export function answerNotFound(res: ServerResponse, detail: string): void {
+  answerProblem(res, { status: 404, title: 'Not found', detail });
 }
 
 /** 413: the body is past the route's limit; the connection is not reused, since the rest of the body is not read. */

@@ -43,6 +43,8 @@ export type RouteInput<Q, B> = {
   deadlineMs: number;
   query: Q;
   body: B;
+  /** The segments a `{name}` of the path template matched, percent-decoded; empty for a path without one. */
+  params: Readonly<Record<string, string>>;
 };
 
 /** 200 with a JSON document, or 204 with none. */
@@ -50,7 +52,15 @@ export type RouteAnswer = { status: 200; json: unknown } | { status: 204 };
 
 export type Route = {
   readonly method: 'GET' | 'POST';
+  /**
+   * The path, or a template whose `{name}` segments each match one
+   * non-empty segment (`/api/admin/outbox/{id}`). A path written out wins
+   * over a template it also fills. The template, never the path sent, is
+   * what is logged and counted.
+   */
   readonly path: string;
+  /** The `{name}` segments of a template, for the reference; what they accept is the use case's to judge. */
+  readonly params?: z.ZodType;
   /** The permission the route publishes; null: none (the session). */
   readonly permission: AdminPermission | null;
   /** One line for the reference. */

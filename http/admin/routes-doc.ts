@@ -1,7 +1,7 @@
 /**
  * The generated half of docs/admin-api.md: every route of the table as the
  * listener serves it (method and path, permission, summary, body limit, and
- * the query, body and answer schemas as JSON Schema), rendered from the route
+ * the path parameter, query, body and answer schemas as JSON Schema), rendered from the route
  * table so the reference cannot drift. `npm run docs:admin` rewrites it; a
  * test compares. Everything above the marker is written by hand.
  */
@@ -51,6 +51,7 @@ function renderRoute(route: Route): string {
     '',
     `${permission}${limit}`,
     '',
+    ...(route.params ? block('Path parameters', route.params, 'input') : []),
     ...(route.query ? block('Query parameters', route.query, 'input') : []),
     ...(route.body ? block('Body', route.body, 'input') : []),
     ...(route.answer ? block('Answer `200`', route.answer, 'output') : ['Answer: `204`, no body.', '']),

@@ -7,6 +7,7 @@ import { auditRoutes } from './audit.ts';
 import { folderRoutes } from './folders.ts';
 import { jobRoutes } from './jobs.ts';
 import { mailboxRoutes } from './mailbox.ts';
+import { outboxRoutes } from './outbox.ts';
 import { sessionRoutes } from './session.ts';
 
-export const ROUTES: readonly Route[] = [...sessionRoutes, ...mailboxRoutes, ...auditRoutes, ...folderRoutes, ...jobRoutes];
+export const ROUTES: readonly Route[] = [...sessionRoutes, ...mailboxRoutes, ...auditRoutes, ...folderRoutes, ...jobRoutes, ...outboxRoutes];

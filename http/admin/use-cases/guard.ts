@@ -6,7 +6,8 @@
  * the listener answers in the same 403 shape as the filter's. A use case
  * reached under no principal at all is refused with no permission named.
  *
- * `InvalidRequest` carries the sentence of a 400: what to change.
+ * `InvalidRequest` carries the sentence of a 400: what to change;
+ * `NotFound` the sentence of the 404 of a route naming a record in its path.
  */
 import { AppError } from '../../../runtime/errors.ts';
 import { holds, type Principal } from '../../auth/principal.ts';
@@ -15,6 +16,11 @@ import type { AdminPermission } from '../route.ts';
 /** A request the use case refuses as invalid; `message` is the sentence of the 400 (what to change). */
 export class InvalidRequest extends Error {
   override readonly name = 'InvalidRequest';
+}
+
+/** A route naming a record in its path found none by that name: `message` is the sentence of the 404 (a problem document). */
+export class NotFound extends Error {
+  override readonly name = 'NotFound';
 }
 
 /** The principal, or E_APP_REFUSED: no principal at all, or (when named) a permission not held. */
