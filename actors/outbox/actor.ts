@@ -84,12 +84,14 @@ function retryDelayMs(config: OutboxConfig): (attempts: number) => number {
   return (attempts) => config.retryDelayMs * 2 ** Math.max(0, attempts - 1);
 }
 
-async function credentialsOf(state: OutboxState, ctx: ActorContext, accountId: string): Promise<Credentials> {
+async function credentialsOf(state: OutboxState, ctx: ActorContext, send: Outgoing): Promise<Credentials> {
+  const accountId = send.accountId;
   const account = state.config.accounts.find((a) => a.id === accountId)!;
   const smtp = account.smtp!;
   // Read at each connection, so a rotated password needs no restart.
   if (smtp.passwordRef) return { password: readSecret(smtp.passwordRef, process.env, `Accounts:${accountId}:Smtp:Password`) };
-  if (smtp.oauth) return { accessToken: await accessToken(ctx, account.syncActorId) };
+  // A token the server refused last time is not offered again: the sync actor redeems a new one.
+  if (smtp.oauth) return { accessToken: await accessToken(ctx, account.syncActorId, send.failureCode === 'login-refused') };
   return null;
 }
 
@@ -117,7 +119,7 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
   }
   let result: AttemptResult;
   try {
-    const credentials = await credentialsOf(state, ctx, send.accountId);
+    const credentials = await credentialsOf(state, ctx, send);
     result = await attemptDelivery(
       { accountId: send.accountId, envelopeFrom: send.envelopeFrom, raw, recipients: pending },
       account.smtp,

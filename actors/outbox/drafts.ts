@@ -5,7 +5,7 @@
  * write, so a draft is never lost to a mail server that is down.
  */
 import { AppError } from '../../runtime/errors.ts';
-import { jobById } from '../../runtime/store/jobs.ts';
+import { readPlacement } from '../../runtime/store/mailbox/placements.ts';
 import { draftById, draftIdOf, draftRaw, endDraft, insertDraft, restateDraft } from '../../runtime/store/outbox/drafts.ts';
 import { outgoingByKey } from '../../runtime/store/outbox/outgoing.ts';
 import type { OutboxState } from './actor.ts';
@@ -60,8 +60,8 @@ export function deleteDraftOf(state: OutboxState, msg: Extract<OutboxMessage, { 
   const draft = heldDraft(state, msg.draftId, msg.requester);
   if ('outcome' in draft) return draft;
   // A filing the journal gave up on may have placed a copy nobody can find again: say so rather than promise it is gone.
-  const filing = draft.filedJob === null ? null : jobById(state.db, draft.filedJob);
-  const leftBehind = filing !== null && (filing.state === 'dead' || filing.state === 'dropped');
+  const filing = draft.filedJob === null ? null : readPlacement(state.db, draft.filedJob, draft.accountId);
+  const leftBehind = filing !== null && (filing.state === 'dead-lettered' || filing.state === 'dropped');
   if (!endDraft(state.db, draft.id, 'deleted', Date.now())) return PASSED;
   return { outcome: 'deleted', draftId: draftIdOf(draft.id), result: leftBehind ? 'copyLeftBehind' : 'deleted' };
 }

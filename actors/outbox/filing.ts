@@ -17,7 +17,7 @@
  */
 import type { ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
-import { jobById } from '../../runtime/store/jobs.ts';
+import { readPlacement } from '../../runtime/store/mailbox/placements.ts';
 import { draftsWithRetired, markDraftFiled, retireFiledCopy, setRetiredJobs, unfiledDrafts } from '../../runtime/store/outbox/drafts.ts';
 import { sentCopiesOwed, settleSentCopy } from '../../runtime/store/outbox/outgoing.ts';
 import { AccessTokenReply, RecordPlacementReply, syncActorId } from '../imap-sync/protocol.ts';
@@ -30,9 +30,9 @@ const REQUESTER = 'mailcairn:outbox';
 const BATCH = 20;
 const ASK_DEADLINE_MS = 30_000;
 
-/** An XOAUTH2 access token for the account's SMTP login, from the sync actor that holds its sealed refresh token. */
-export async function accessToken(ctx: ActorContext, syncActor: string): Promise<string> {
-  const reply = await ctx.ask(syncActor, { type: 'imap-sync.access-token' }, { reply: AccessTokenReply, deadlineMs: ASK_DEADLINE_MS });
+/** An XOAUTH2 access token for the account's SMTP login, from the sync actor that holds its sealed refresh token; `fresh` after the server refused the last one. */
+export async function accessToken(ctx: ActorContext, syncActor: string, fresh: boolean): Promise<string> {
+  const reply = await ctx.ask(syncActor, { type: 'imap-sync.access-token', fresh }, { reply: AccessTokenReply, deadlineMs: ASK_DEADLINE_MS });
   return reply.accessToken;
 }
 
@@ -72,14 +72,15 @@ async function fileDrafts(state: OutboxState, ctx: ActorContext): Promise<void> 
   }
 }
 
-const ENDED = new Set(['done', 'dead', 'dropped']);
+/** Placement states after which nothing more happens to a draft's filing by itself. */
+const ENDED = new Set(['completed', 'dead-lettered', 'dropped']);
 
 /** Returns whether some removal waits for its draft's new revision to be placed. */
 async function removeRetired(state: OutboxState, ctx: ActorContext): Promise<boolean> {
   let waiting = false;
   for (const d of draftsWithRetired(state.db, BATCH)) {
     // A held draft's old copies wait until the new revision is placed, so the folder never lacks the draft.
-    const current = d.state === 'held' && d.filedJob !== null ? jobById(state.db, d.filedJob) : null;
+    const current = d.state === 'held' && d.filedJob !== null ? readPlacement(state.db, d.filedJob, d.accountId) : null;
     if (d.state === 'held' && (d.filedJob === null || (current !== null && !ENDED.has(current.state)))) {
       waiting = true;
       continue;

@@ -186,3 +186,26 @@ t.test('the outbox waits out an SMTP server that is down, and delivers when it r
   t.equal(done.state, 'sent');
   t.equal(o.smtp.deliveries.length, 1, 'delivered once');
 });
+
+t.test("the server's SIZE is respected: a larger message is refused before anything is sent", async (t) => {
+  const o = await startOutboxed(t, { smtp: { size: 4_000 } });
+  const big = await call(o.agent, 'send_email', {
+    account: 'ann',
+    to: ['big@example.net'],
+    subject: 'Big',
+    plainTextBody: 'x'.repeat(10_000),
+    idempotencyKey: 'big',
+  });
+  const small = await call(o.agent, 'send_email', {
+    account: 'ann',
+    to: ['small@example.net'],
+    subject: 'Small',
+    plainTextBody: 'fits',
+    idempotencyKey: 'small',
+  });
+  const refused = await settled(o.agent, big.value.outgoingEmailId, ['refused']);
+  t.equal(refused.failureCode, 'too-large');
+  t.equal(refused.attemptCount, 1, 'not retried');
+  await settled(o.agent, small.value.outgoingEmailId, ['sent']);
+  t.equal(o.smtp.dataCommands, 1, 'only the message that fits went to DATA');
+});

@@ -40,7 +40,13 @@ async function folderUntil(o: Outboxed, folder: string, check: (messages: Server
 
 t.test('a Sent send is appended to the sent folder once, with \\Seen, and mirrored once', async (t) => {
   const o = await startOutboxed(t);
-  const sent = await call(o.agent, 'send_email', { account: 'ann', to: ['copy.reader@example.org'], subject: 'Filed copy', plainTextBody: 'x', idempotencyKey: 's1' });
+  const sent = await call(o.agent, 'send_email', {
+    account: 'ann',
+    to: ['copy.reader@example.org'],
+    subject: 'Filed copy',
+    plainTextBody: 'x',
+    idempotencyKey: 's1',
+  });
   await settled(o.agent, sent.value.outgoingEmailId, ['sent']);
   const raw = rawOf(o, 'outgoing_emails', sent.value.outgoingEmailId);
   const [copy] = await folderUntil(o, 'Sent', (m) => m.length > 0, 'a copy');
@@ -57,14 +63,27 @@ t.test('a Sent send is appended to the sent folder once, with \\Seen, and mirror
 
 t.test('drafts: filed with \\Draft, replaced on update, removed after send_draft is Sent or on delete', async (t) => {
   const o = await startOutboxed(t);
-  const saved = await call(o.agent, 'save_draft', { account: 'ann', subject: 'Draft one', to: ['draft.reader@example.org'], bcc: ['quiet@example.org'], plainTextBody: 'first words' });
+  const saved = await call(o.agent, 'save_draft', {
+    account: 'ann',
+    subject: 'Draft one',
+    to: ['draft.reader@example.org'],
+    bcc: ['quiet@example.org'],
+    plainTextBody: 'first words',
+  });
   t.ok(saved.ok, saved.text);
   t.match(saved.value, { draftId: /^d\d+$/, accountId: 'ann', state: 'held', revision: 1 });
   const first = await folderUntil(o, 'Drafts', (m) => m.length === 1, 'the first revision');
   t.ok(first[0]!.flags.includes('\\Draft'), 'filed with \\Draft');
   t.equal(first[0]!.sha256, sha(rawOf(o, 'drafts', saved.value.draftId)));
 
-  const updated = await call(o.agent, 'update_draft', { draftId: saved.value.draftId, account: 'ann', subject: 'Draft two', to: ['draft.reader@example.org'], bcc: ['quiet@example.org'], plainTextBody: 'second words' });
+  const updated = await call(o.agent, 'update_draft', {
+    draftId: saved.value.draftId,
+    account: 'ann',
+    subject: 'Draft two',
+    to: ['draft.reader@example.org'],
+    bcc: ['quiet@example.org'],
+    plainTextBody: 'second words',
+  });
   t.match(updated.value, { draftId: saved.value.draftId, revision: 2 });
   const secondRaw = rawOf(o, 'drafts', saved.value.draftId);
   const second = await folderUntil(o, 'Drafts', (m) => m.length === 1 && m[0]!.sha256 === sha(secondRaw), 'only the second revision');
@@ -84,7 +103,13 @@ t.test('drafts: filed with \\Draft, replaced on update, removed after send_draft
   t.equal(sha(o.smtp.deliveries[0]!.raw), sha(secondRaw), "the draft's exact message went out");
   await folderUntil(o, 'Drafts', (m) => m.length === 0, 'the draft removed');
   await folderUntil(o, 'Sent', (m) => m.length === 1, 'the sent copy');
-  const again = await call(o.agent, 'update_draft', { draftId: saved.value.draftId, account: 'ann', subject: 'Too late', to: ['x@example.org'], plainTextBody: 'x' });
+  const again = await call(o.agent, 'update_draft', {
+    draftId: saved.value.draftId,
+    account: 'ann',
+    subject: 'Too late',
+    to: ['x@example.org'],
+    plainTextBody: 'x',
+  });
   t.match(again.text, /^Mailcairn error 58001: /, 'a sent draft cannot be restated');
 
   const other = await call(o.agent, 'save_draft', { account: 'ann', subject: 'Throwaway', to: ['nobody@example.org'], plainTextBody: 'x' });
