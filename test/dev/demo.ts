@@ -2,13 +2,18 @@
  * `npm run demo`: Mailcairn on a generated mailbox, for trying an agent on it.
  *
  * Starts a private Dovecot (test/harness/dovecot.ts) on a loopback port,
- * places a seeded, generated mailbox in it (INBOX and Archive), creates a key
+ * places a seeded, generated mailbox in it (INBOX and Archive, with empty Sent
+ * and Drafts), starts an SMTP sink beside it (test/harness/smtp-server.ts, on
+ * 127.0.0.1, no TLS and no login) that the account sends through, creates a key
  * ring, a database and a configuration in a temporary directory, runs the
  * service in this process with the MCP endpoint on 127.0.0.1, waits for the
  * first synchronization run to end, and prints the MCP URL with the snippets
  * that connect Claude Code, Cursor, VS Code and the MCP Inspector to it.
- * Ctrl-C stops the service, then Dovecot (by its PID), and removes the
- * temporary directory; a second Ctrl-C exits at once.
+ * A message an agent sends arrives at the sink: it delivers nothing onwards,
+ * prints one line (Message-ID and recipients) and keeps the message as
+ * sent-mail/NNNN.eml in the temporary directory; the sent copy is filed in Sent.
+ * Ctrl-C stops the service, then the sink, then Dovecot (by its PID), and
+ * removes the temporary directory; a second Ctrl-C exits at once.
  *
  * Options: --port N (the MCP port; default: a free one chosen at run time).
  * Without Dovecot installed: as root, or with passwordless sudo, it runs
@@ -21,7 +26,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants, existsSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -36,6 +41,7 @@ import type { SynchronizationStatus } from '../../runtime/store/mailbox/status.t
 // installed, since they resolve its binaries when they load.
 import type { Dovecot } from '../harness/dovecot.ts';
 import { generateMailbox, type GeneratedMessage } from '../harness/generator.ts';
+import type { Delivery, SmtpSink } from '../harness/smtp-server.ts';
 import { reservePort } from '../helpers/ports.ts';
 
 /** Same seed, same mailbox: every demo shows the same mail. */
@@ -75,7 +81,8 @@ function parseOptions(): { port: number | null } {
   if (values.help) {
     out('usage: npm run demo [-- --port N]');
     out('  Runs Mailcairn on a generated mailbox held by a private Dovecot, with the MCP endpoint');
-    out('  on 127.0.0.1 (port N, default: a free one). Ctrl-C stops it and removes everything it made.');
+    out('  on 127.0.0.1 (port N, default: a free one), sending through a local SMTP sink that keeps what');
+    out('  it receives. Ctrl-C stops it and removes everything it made.');
     process.exit(0);
   }
   if (values.port === undefined) return { port: null };
@@ -173,6 +180,7 @@ function ensureDovecot(): void {
 type Resources = {
   dir?: string;
   dovecot?: Dovecot;
+  smtp?: SmtpSink;
   service?: Service;
   logFd?: number;
   keepAlive?: NodeJS.Timeout;
@@ -193,6 +201,7 @@ function stopAll(): Promise<void> {
       }
     };
     if (held.service) await step('the service', () => held.service!.stop());
+    if (held.smtp) await step('the SMTP sink', () => held.smtp!.stop());
     if (held.dovecot) await step('Dovecot', () => held.dovecot!.stop());
     if (held.logFd !== undefined) {
       const fd = held.logFd;
@@ -213,7 +222,7 @@ function installSignals(): void {
       process.exit(130);
     }
     signalled = true;
-    note(`\nStopping (${signal}): the service, then Dovecot; removing ${held.dir ?? 'the temporary directory'}.`);
+    note(`\nStopping (${signal}): the service, the SMTP sink, then Dovecot; removing ${held.dir ?? 'the temporary directory'}.`);
     const force = setTimeout(() => {
       note('demo: stopping took too long, exiting');
       process.exit(1);
@@ -271,7 +280,52 @@ async function placeMailbox(dovecot: Dovecot): Promise<DemoMailbox> {
   }
   await writeMaildir(dovecot, DOVECOT_USER, 'INBOX', mailbox.inbox);
   await writeMaildir(dovecot, DOVECOT_USER, 'Archive', mailbox.archive);
+  // Empty, for the outbox to file sent copies and drafts in (created unless Dovecot already made them).
+  await writeMaildir(dovecot, DOVECOT_USER, 'Sent', []);
+  await writeMaildir(dovecot, DOVECOT_USER, 'Drafts', []);
   return mailbox;
+}
+
+/** One header's value (unfolded) from a message's header section; null when absent. */
+function headerValue(raw: Buffer, name: string): string | null {
+  const text = raw.toString('latin1');
+  const end = text.search(/\r?\n\r?\n/);
+  const unfolded = (end < 0 ? text : text.slice(0, end)).replace(/\r?\n[ \t]+/g, ' ');
+  const prefix = `${name.toLowerCase()}:`;
+  for (const line of unfolded.split(/\r?\n/)) if (line.toLowerCase().startsWith(prefix)) return line.slice(prefix.length).trim();
+  return null;
+}
+
+/** For the terminal: no control characters (a peer on loopback could send anything), and not too long. */
+const printable = (s: string): string => s.replace(/[\x00-\x1f\x7f-\x9f]/g, '?').slice(0, 200);
+
+/** The SMTP sink the demo account sends through: no TLS, no login, loopback only; keeps and prints what it accepts. */
+async function startSink(mailDir: string): Promise<SmtpSink> {
+  const { startSmtpServer } = await import('../harness/smtp-server.ts');
+  mkdirSync(mailDir, { mode: 0o700 });
+  let kept = 0;
+  const onDelivery = (d: Delivery): void => {
+    kept += 1;
+    const file = `${String(kept).padStart(4, '0')}.eml`;
+    try {
+      writeFileSync(join(mailDir, file), d.raw, { mode: 0o600 });
+    } catch (err) {
+      note(`demo: could not keep ${file}: ${(err as Error).message}`);
+    }
+    const id = printable(headerValue(d.raw, 'Message-ID') ?? '(no Message-ID)');
+    out(`SMTP sink: message ${id} accepted for ${d.recipients.length} recipient(s): ${printable(d.recipients.join(', '))} (${file})`);
+  };
+  return startSmtpServer({ security: 'None', onDelivery });
+}
+
+/** The sender of the newest INBOX message not from the owner, for the sample prompt. */
+function latestCorrespondent(mailbox: DemoMailbox): string | null {
+  for (const m of [...mailbox.inbox].reverse()) {
+    const from = headerValue(m.raw, 'From');
+    const address = from ? (/<([^<>\s]+@[^<>\s]+)>/.exec(from)?.[1] ?? /[^\s<>"]+@[^\s<>"]+/.exec(from)?.[0]) : undefined;
+    if (address && address.toLowerCase() !== OWNER.address) return address;
+  }
+  return null;
 }
 
 function demoConfig(o: {
@@ -279,6 +333,7 @@ function demoConfig(o: {
   port: number;
   adminPort: number;
   dovecot: Dovecot;
+  smtp: SmtpSink;
   passwordFile: string;
   keyRingFile: string;
   apiKeyFile: string;
@@ -311,9 +366,13 @@ function demoConfig(o: {
         Id: ACCOUNT,
         Owner: OWNER.name,
         Imap: { Host: '127.0.0.1', Port: o.dovecot.port, Security: 'None', Username: DOVECOT_USER, Password: `file:${o.passwordFile}` },
+        // The demo's sink on loopback takes no login, so no Password; From: the login is no address.
+        Smtp: { Host: o.smtp.host, Port: o.smtp.port, Security: 'None', Username: DOVECOT_USER, From: OWNER.address },
         Folders: [
           { Alias: 'inbox', Path: 'INBOX' },
           { Alias: 'archive', Path: 'Archive' },
+          { Alias: 'sent', Path: 'Sent' },
+          { Alias: 'drafts', Path: 'Drafts' },
         ],
       },
     ],
@@ -380,6 +439,8 @@ function printSummary(o: {
   port: number;
   dir: string;
   dovecot: Dovecot;
+  smtp: SmtpSink;
+  mailDir: string;
   mailbox: DemoMailbox;
   status: SynchronizationStatus;
   syncMs: number;
@@ -407,7 +468,7 @@ function printSummary(o: {
     `  Mailbox     ${o.mailbox.inbox.length + o.mailbox.archive.length} generated messages (seed ${SEED}): INBOX ${o.mailbox.inbox.length}, Archive ${o.mailbox.archive.length}; ${o.mailbox.replies} replies in threads, ${o.mailbox.attachments} with attachments`,
   );
   out(`  Mirrored    account "${ACCOUNT}": ${folders} (first run ${outcome}, ${(o.syncMs / 1000).toFixed(1)} s)`);
-  out(`  Files       ${o.dir} (config, key ring, database, mailcairn.log); removed on Ctrl-C`);
+  out(`  Files       ${o.dir} (config, key ring, database, mailcairn.log, sent-mail/); removed on Ctrl-C`);
   if (outcome !== 'ok') out(`  !           the first run ended "${outcome}": see mailcairn.log in the directory above`);
   out();
   out(`MCP endpoint   ${o.url}`);
@@ -445,11 +506,21 @@ function printSummary(o: {
   out();
   out('Claude Desktop and more: docs/connecting-agents.md');
   out();
+  out(`Sending        SMTP sink ${o.smtp.host}:${o.smtp.port} (no TLS, no login; it delivers nothing onwards)`);
+  out('               what an agent sends arrives there and is printed here (Message-ID, recipients),');
+  out(`               kept as .eml files in ${o.mailDir}, with its copy filed in Sent. Ask your agent, e.g.:`);
+  const correspondent = latestCorrespondent(o.mailbox);
+  out(
+    correspondent
+      ? `    Reply to the latest email from ${correspondent} saying I will get back to them by Friday.`
+      : `    Send an email to someone@example.org with the subject "Hello" saying hello from ${OWNER.name}.`,
+  );
+  out();
   out(`Operator API  ${o.adminUrl}/api/admin (docs/admin-api.md), for the mailcairn client (docs/cli.md):`);
   out(`    node --import tsx bin/mailcairn.ts login --endpoint ${o.adminUrl} --name demo < ${o.adminKeyFile}`);
   out('    node --import tsx bin/mailcairn.ts mailbox status');
   out('    node --import tsx bin/mailcairn.ts logout demo        # when done: forgets the profile');
-  out('Press Ctrl-C to stop (the service, then Dovecot; the temporary directory is removed).');
+  out('Press Ctrl-C to stop (the service, the SMTP sink, then Dovecot; the temporary directory is removed).');
 }
 
 async function main(): Promise<void> {
@@ -470,6 +541,11 @@ async function main(): Promise<void> {
   note(`Placing ${ARCHIVED + IN_INBOX} generated messages (seed ${SEED})…`);
   const mailbox = await placeMailbox(dovecot);
 
+  note('Starting the SMTP sink…');
+  const mailDir = join(dir, 'sent-mail');
+  const smtp = await startSink(mailDir);
+  held.smtp = smtp;
+
   const passwordFile = join(dir, 'imap-password');
   writeFileSync(passwordFile, password, { mode: 0o600 });
   const keyRingFile = join(dir, 'keyring.json');
@@ -484,7 +560,7 @@ async function main(): Promise<void> {
   const configFile = join(dir, 'mailcairn.json');
   writeFileSync(
     configFile,
-    `${JSON.stringify(demoConfig({ dir, port, adminPort, dovecot, passwordFile, keyRingFile, apiKeyFile, adminKeyFile }), null, 2)}\n`,
+    `${JSON.stringify(demoConfig({ dir, port, adminPort, dovecot, smtp, passwordFile, keyRingFile, apiKeyFile, adminKeyFile }), null, 2)}\n`,
     { mode: 0o600 },
   );
 
@@ -512,7 +588,22 @@ async function main(): Promise<void> {
   const warnings = describePosture(held.service.config).warnings.map((w) => `${w.setting}: ${w.message}`);
   const url = `http://127.0.0.1:${port}/mcp`;
   const probe = await probeMcp(url, apiKey);
-  printSummary({ url, port, dir, dovecot, mailbox, status, syncMs, probe, warnings, apiKey, adminUrl: `http://127.0.0.1:${adminPort}`, adminKeyFile });
+  printSummary({
+    url,
+    port,
+    dir,
+    dovecot,
+    smtp,
+    mailDir,
+    mailbox,
+    status,
+    syncMs,
+    probe,
+    warnings,
+    apiKey,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    adminKeyFile,
+  });
 }
 
 main().catch(async (err: unknown) => {

@@ -9,7 +9,7 @@
  * - `stop()` closes the listener and every open connection; `start()` listens again on the same port.
  *
  * `deliveries` holds only messages answered with a final 250, byte for byte as the client sent
- * them (dot-unstuffed, without the terminating `.`).
+ * them (dot-unstuffed, without the terminating `.`); `onDelivery` is told of each as it is recorded.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -71,6 +71,8 @@ export type SmtpServerOptions = {
   size?: number;
   rcpt?: (address: string) => RcptDecision;
   data?: (transaction: DataTransaction) => DataDecision;
+  /** Told of each delivery as it is recorded, before the 250 is sent (the demo prints and keeps them). */
+  onDelivery?: (delivery: Delivery) => void;
 };
 
 export type SmtpSink = {
@@ -178,7 +180,9 @@ export async function startSmtpServer(options: SmtpServerOptions): Promise<SmtpS
       }
       if (stream.sizeExceeded) return reply(refusal({ code: 552 }, `Message exceeds fixed maximum message size ${options.size}`));
       if (d !== 'accept') return reply(refusal(d, 'Message refused'));
-      deliveries.push({ ...envelope, raw: Buffer.concat(chunks), receivedAt: new Date() });
+      const delivery: Delivery = { ...envelope, raw: Buffer.concat(chunks), receivedAt: new Date() };
+      deliveries.push(delivery);
+      options.onDelivery?.(delivery);
       for (const w of [...waiters]) w();
       reply(null, `OK: queued as ${deliveries.length}`);
     });
