@@ -33,7 +33,7 @@ import {
   recipientsOf,
   releaseClaims,
   requeueSend,
-  unclaimSend,
+  deferSend,
 } from '../../runtime/store/outbox/outgoing.ts';
 import { type AttemptResult, type Credentials, attemptDelivery } from './delivery.ts';
 import { deleteDraftOf, fileOwed, recordDraftSend, saveDraftOf, type Filing } from './drafts.ts';
@@ -113,7 +113,7 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
   const raw = rawMimeOf(state.db, send.id);
   if (!account?.smtp || raw === null) {
     // The account lost its SMTP server since the send was recorded: it waits (Recorded) for the configuration to return.
-    unclaimSend(state.db, send.id);
+    deferSend(state.db, send.id, Date.now() + IDLE_TICK_MS);
     ctx.log.warn({ event: 'outbox.no-smtp', outgoing: send.id, account: send.accountId }, 'outbox.no-smtp: the account has no SMTP server configured');
     return;
   }

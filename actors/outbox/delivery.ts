@@ -187,7 +187,13 @@ export async function attemptDelivery(
                 .map((r) => ({ position: r.position, state: 'accepted' as const, replyCode: 250 })),
               ...refused,
             ];
-            finish({ kind: 'answered', replies, failure: refused.length > 0 ? { code: 'recipient-refused', replyCode: refused[0]!.replyCode } : null });
+            const permanent = refused.find((r) => r.state === 'refused');
+            const failure = permanent ?? refused[0];
+            finish({
+              kind: 'answered',
+              replies,
+              failure: failure ? { code: permanent ? 'recipient-refused' : 'recipient-deferred', replyCode: failure.replyCode } : null,
+            });
             connection.quit();
           },
         );

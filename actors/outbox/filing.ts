@@ -40,6 +40,9 @@ function place(ctx: ActorContext, accountId: string, msg: Record<string, unknown
   return ctx.ask(syncActorId(accountId), { requester: REQUESTER, ...msg }, { reply: RecordPlacementReply, deadlineMs: ASK_DEADLINE_MS });
 }
 
+/** Refusals of one placement (its row, or its request id): asking again cannot succeed, so that copy is given up. */
+const REFUSALS = new Set(['E_NOT_FOUND', 'E_TOOL_REQUEST_CONFLICT', 'E_PROTOCOL_INVALID']);
+
 async function fileSentCopies(state: OutboxState, ctx: ActorContext): Promise<void> {
   for (const o of sentCopiesOwed(state.db, BATCH)) {
     const reply = await place(ctx, o.accountId, {
@@ -49,9 +52,16 @@ async function fileSentCopies(state: OutboxState, ctx: ActorContext): Promise<vo
       source: { table: 'outgoing_emails', id: o.id },
       flags: ['\\Seen'],
       messageIdHeader: o.messageId,
+    }).catch((err: unknown) => {
+      if (!(err instanceof AppError) || !REFUSALS.has(err.code)) throw err;
+      ctx.log.warn(
+        { event: 'outbox.sent-copy-refused', outgoing: o.id, account: o.accountId, code: err.code },
+        'outbox.sent-copy-refused: no copy is filed for this send',
+      );
+      return null;
     });
     if (state.closed) return;
-    settleSentCopy(state.db, o.id, { job: reply.job });
+    settleSentCopy(state.db, o.id, reply === null ? 'none' : { job: reply.job });
     // A sent draft is sent: its copy in the drafts folder goes.
     if (o.draftId !== null) retireFiledCopy(state.db, o.draftId);
   }

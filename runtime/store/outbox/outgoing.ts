@@ -140,6 +140,7 @@ const statements = perConnection((db: Database) => ({
   nextDue: db.prepare("SELECT min(due_at) AS at FROM outgoing_emails WHERE stage = 'Recorded' AND claimed_at IS NULL"),
   claim: db.prepare("UPDATE outgoing_emails SET claimed_at = ? WHERE id = ? AND stage = 'Recorded' AND claimed_at IS NULL"),
   unclaim: db.prepare("UPDATE outgoing_emails SET claimed_at = NULL WHERE id = ? AND stage = 'Recorded'"),
+  defer: db.prepare("UPDATE outgoing_emails SET claimed_at = NULL, due_at = ? WHERE id = ? AND stage = 'Recorded'"),
   releaseAll: db.prepare("UPDATE outgoing_emails SET claimed_at = NULL WHERE stage = 'Recorded' AND claimed_at IS NOT NULL"),
   bodyBegan: db.prepare(
     "UPDATE outgoing_emails SET stage = 'TransmissionBegun', claimed_at = NULL, body_began_at = ? WHERE id = ? AND stage = 'Recorded' AND claimed_at IS NOT NULL",
@@ -273,6 +274,11 @@ export function claimSend(db: Database, id: number, now: number): boolean {
 /** Give a claimed send back untouched (the attempt ended before any SMTP command that matters). */
 export function unclaimSend(db: Database, id: number): void {
   run(statements(db).unclaim, [id]);
+}
+
+/** Give a claimed send back, due again at `dueAt` (its account cannot send now; the attempt is not counted). */
+export function deferSend(db: Database, id: number, dueAt: number): void {
+  run(statements(db).defer, [dueAt, id]);
 }
 
 /** At start: claims of attempts that died with the last process (none had begun the body, or the stage would say so). */
