@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { one } from '../../runtime/store/rows.ts';
+import { perConnection } from '../../runtime/store/mailbox/prepared.ts';
 import {
   type CeilingName,
   type NewSend,
@@ -71,13 +72,13 @@ export function senderRefusal(state: OutboxState, permissions: readonly string[]
   return null;
 }
 
+const originalStatement = perConnection((db: Database) =>
+  db.prepare(`SELECT r.mime FROM messages m JOIN message_raw r ON r.message_id = m.id WHERE m.id = ? AND m.account_id = ? AND m.state <> 'tombstoned'`),
+);
+
 /** The raw MIME of a live stored email of the account; null when there is none. */
 export function storedOriginal(db: Database, messageId: number, accountId: string): Uint8Array | null {
-  const row = one<{ mime: Uint8Array }>(
-    db.prepare(`SELECT r.mime FROM messages m JOIN message_raw r ON r.message_id = m.id WHERE m.id = ? AND m.account_id = ? AND m.state <> 'tombstoned'`),
-    [messageId, accountId],
-  );
-  return row?.mime ?? null;
+  return one<{ mime: Uint8Array }>(originalStatement(db), [messageId, accountId])?.mime ?? null;
 }
 
 /** Compose for an account, reading the original a reply or forward names; an AppError names a bound or a missing original. */
