@@ -121,6 +121,7 @@ function outboxChild(config: Config): ChildSpecInput {
             ...(account.Smtp.Password ? { passwordRef: account.Smtp.Password } : {}),
             ...(account.Smtp.TrustedCertificate ? { trustedCertificateRef: account.Smtp.TrustedCertificate } : {}),
             oauth: account.Smtp.OAuth !== undefined,
+            sentCopy: account.Smtp.SentCopy,
           }
         : null,
     })),

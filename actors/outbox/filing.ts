@@ -45,6 +45,12 @@ const REFUSALS = new Set(['E_NOT_FOUND', 'E_TOOL_REQUEST_CONFLICT', 'E_PROTOCOL_
 
 async function fileSentCopies(state: OutboxState, ctx: ActorContext): Promise<void> {
   for (const o of sentCopiesOwed(state.db, BATCH)) {
+    const smtp = state.config.accounts.find((a) => a.id === o.accountId)?.smtp;
+    if (smtp?.sentCopy === false) {
+      settleSentCopy(state.db, o.id, 'none');
+      if (o.draftId !== null) retireFiledCopy(state.db, o.draftId);
+      continue;
+    }
     const reply = await place(ctx, o.accountId, {
       type: 'imap-sync.record-append',
       requestId: `sent-copy:${o.id}`,

@@ -40,6 +40,8 @@ const Smtp = z.strictObject({
   trustedCertificateRef: z.string().optional(),
   /** XOAUTH2 with the account's sealed refresh token, redeemed by its sync actor. */
   oauth: z.boolean(),
+  /** Whether a copy of each Sent message is appended to the sent folder (`Smtp:SentCopy`). */
+  sentCopy: z.boolean(),
 });
 
 export const OutboxConfig = z.strictObject({

@@ -10,7 +10,7 @@ import { type Problem, problem } from '../problem.ts';
 import type { Config } from '../schema.ts';
 import { PLAIN_ADDRESS, senderAddress } from '../schema/accounts.ts';
 
-type Server = NonNullable<Config['Accounts'][number]['Smtp']>;
+type Server = Config['Accounts'][number]['Imap'];
 
 function serverProblems(server: Server, at: readonly (string | number)[], loginRequired: boolean): Problem[] {
   const problems: Problem[] = [];

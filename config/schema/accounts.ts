@@ -9,7 +9,7 @@
  * only, exactly one credential) are in `config/checks/accounts.ts`.
  */
 import { z } from 'zod';
-import { choice, host, httpUrl, list, remotePort, slug, text } from './fields.ts';
+import { choice, flag, host, httpUrl, list, remotePort, slug, text } from './fields.ts';
 import { secretRef } from './secret-ref.ts';
 
 const Scope = z.string({ error: 'must be text' }).min(1, { error: 'must not be empty' }).meta({ description: 'An OAuth scope' });
@@ -60,6 +60,9 @@ export const Account = z
           'Sender address of this account (From and envelope sender); absent: the SMTP login, else the IMAP login, when it is an address (ours)',
           254,
         ).optional(),
+        SentCopy: flag(
+          'Append a copy of each sent message to the sent folder; false for a server that files submitted mail by itself (Gmail), which would otherwise hold two (ours)',
+        ).default(true),
       })
       .meta({
         description: "SMTP server the outbox sends through; Password, OAuth (the IMAP login's refresh token), or neither for a relay that takes no login",
