@@ -84,12 +84,13 @@ function retryDelayMs(config: OutboxConfig): (attempts: number) => number {
   return (attempts) => config.retryDelayMs * 2 ** Math.max(0, attempts - 1);
 }
 
-async function credentialsOf(state: OutboxState, ctx: ActorContext, accountId: string): Promise<Credentials> {
-  const account = state.config.accounts.find((a) => a.id === accountId)!;
+async function credentialsOf(state: OutboxState, ctx: ActorContext, send: Outgoing): Promise<Credentials> {
+  const account = state.config.accounts.find((a) => a.id === send.accountId)!;
   const smtp = account.smtp!;
   // Read at each connection, so a rotated password needs no restart.
-  if (smtp.passwordRef) return { password: readSecret(smtp.passwordRef, process.env, `Accounts:${accountId}:Smtp:Password`) };
-  if (smtp.oauth) return { accessToken: await accessToken(ctx, account.syncActorId) };
+  if (smtp.passwordRef) return { password: readSecret(smtp.passwordRef, process.env, `Accounts:${send.accountId}:Smtp:Password`) };
+  // The last attempt's login was refused: the token the sync actor holds (revoked, expired early) is not asked for again.
+  if (smtp.oauth) return { accessToken: await accessToken(ctx, account.syncActorId, send.failureCode === 'login-refused') };
   return null;
 }
 
@@ -117,7 +118,7 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
   }
   let result: AttemptResult;
   try {
-    const credentials = await credentialsOf(state, ctx, send.accountId);
+    const credentials = await credentialsOf(state, ctx, send);
     result = await attemptDelivery(
       { accountId: send.accountId, envelopeFrom: send.envelopeFrom, raw, recipients: pending },
       account.smtp,

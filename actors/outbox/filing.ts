@@ -30,9 +30,12 @@ const REQUESTER = 'mailcairn:outbox';
 const BATCH = 20;
 const ASK_DEADLINE_MS = 30_000;
 
-/** An XOAUTH2 access token for the account's SMTP login, from the sync actor that holds its sealed refresh token. */
-export async function accessToken(ctx: ActorContext, syncActor: string): Promise<string> {
-  const reply = await ctx.ask(syncActor, { type: 'imap-sync.access-token' }, { reply: AccessTokenReply, deadlineMs: ASK_DEADLINE_MS });
+/**
+ * An XOAUTH2 access token for the account's SMTP login, from the sync actor that holds its sealed
+ * refresh token. `fresh`: not the one it holds (the server refused that one), a newly redeemed one.
+ */
+export async function accessToken(ctx: ActorContext, syncActor: string, fresh = false): Promise<string> {
+  const reply = await ctx.ask(syncActor, { type: 'imap-sync.access-token', fresh }, { reply: AccessTokenReply, deadlineMs: ASK_DEADLINE_MS });
   return reply.accessToken;
 }
 
