@@ -87,7 +87,10 @@ function loginData(smtp: SmtpConfig, credentials: Credentials): Parameters<SMTPC
   return {
     user: smtp.username,
     oauth2: {
-      getToken: (_renew: boolean, callback: (err: Error | null, token?: string) => void) => callback(null, token),
+      // nodemailer asks again (renew) after a refusal on the same connection: there is no newer token here, so the
+      // attempt ends as a refused login and the next one asks the sync actor for a fresh token.
+      getToken: (renew: boolean, callback: (err: Error | null, token?: string) => void) =>
+        renew ? callback(Object.assign(new Error('token refused'), { code: 'EAUTH' })) : callback(null, token),
       buildXOAuth2Token: (accessToken: string) => Buffer.from(`user=${smtp.username}\u0001auth=Bearer ${accessToken}\u0001\u0001`).toString('base64'),
     },
   } as unknown as Parameters<SMTPConnection['login']>[0];

@@ -4,7 +4,8 @@
  *
  * - `security`: `None`, `StartTls` (plain, advertises STARTTLS; AUTH only after it) or `Tls`
  *   (implicit TLS), with a self-signed certificate for 127.0.0.1/localhost made once per process.
- * - `auth` (PLAIN, LOGIN) and `xoauth2` make authentication mandatory; wrong credentials get 535.
+ * - `auth` (PLAIN, LOGIN) and `xoauth2` make authentication mandatory; wrong credentials get 535
+ *   (`xoauth2` may answer asynchronously, e.g. after introspecting the token).
  * - `rcpt` and `data` decide each recipient and each message; both can be swapped mid-test.
  * - `stop()` closes the listener and every open connection; `start()` listens again on the same port.
  *
@@ -65,8 +66,8 @@ export type SmtpServerOptions = {
   port?: number;
   /** Require AUTH PLAIN or LOGIN with these credentials. */
   auth?: { username: string; password: string };
-  /** Also (or only, without `auth`) accept XOAUTH2 when this returns true. */
-  xoauth2?: (user: string, accessToken: string) => boolean;
+  /** Also (or only, without `auth`) accept XOAUTH2 when this returns (or resolves to) true; a rejection refuses too. */
+  xoauth2?: (user: string, accessToken: string) => boolean | Promise<boolean>;
   /** SIZE limit advertised; a larger message gets 552. */
   size?: number;
   rcpt?: (address: string) => RcptDecision;
@@ -210,8 +211,12 @@ export async function startSmtpServer(options: SmtpServerOptions): Promise<SmtpS
     onAuth(auth, _session, callback) {
       const user = auth.username ?? '';
       if (auth.method === 'XOAUTH2') {
-        if (options.xoauth2?.(user, auth.accessToken ?? '')) return callback(null, { user });
-        return callback(null, { data: { status: '401', schemes: 'bearer' } });
+        // A verifier may ask elsewhere (an introspection endpoint): the answer waits for it.
+        const verify = options.xoauth2;
+        void (async () => (verify ? await verify(user, auth.accessToken ?? '') : false))()
+          .catch(() => false)
+          .then((ok) => (ok ? callback(null, { user }) : callback(null, { data: { status: '401', schemes: 'bearer' } })));
+        return;
       }
       if (options.auth && user === options.auth.username && auth.password === options.auth.password) return callback(null, { user });
       callback(refusal({ code: 535 }, 'Authentication credentials invalid'));
