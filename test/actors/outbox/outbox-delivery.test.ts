@@ -9,7 +9,8 @@
  */
 import { simpleParser } from 'mailparser';
 import t from 'tap';
-import { call, SENDER, settled, sleep, startOutboxed } from './outbox-setup.ts';
+import { adminCall } from '../../helpers/admin-client.ts';
+import { ADMIN_KEYS, call, SENDER, settled, sleep, startOutboxed } from './outbox-setup.ts';
 
 t.setTimeout(240_000);
 
@@ -131,6 +132,25 @@ t.test('a 4xx is retried and delivered once; a 5xx refuses that recipient while 
   });
   const refusedDone = await settled(o.agent, refused.value.outgoingEmailId, ['refused']);
   t.equal(refusedDone.attemptCount, 1, 'a 5xx is not retried');
+
+  // The operator re-offers it once the address exists: only with the refusal restated.
+  o.smtp.rcpt = () => 'accept';
+  const requeue = (json: object) =>
+    adminCall(`http://127.0.0.1:${o.adminPort()}/api/admin/outbox/requeue`, {
+      apiKey: ADMIN_KEYS.operator,
+      json: { outgoingEmail: refused.value.outgoingEmailId, ...json },
+    });
+  const unstated = await requeue({});
+  t.same(unstated.json(), { outgoingEmail: refused.value.outgoingEmailId, outcome: 'RefusalNotRestated' });
+  await sleep(1_500);
+  t.equal(o.smtp.deliveriesFor('gone.two@example.net').length, 0, 'nothing re-offered without the restated refusal');
+  const restated = await requeue({ refusalRestated: true });
+  t.same(restated.json(), { outgoingEmail: refused.value.outgoingEmailId, outcome: 'Accepted' });
+  const reoffered = await settled(o.agent, refused.value.outgoingEmailId, ['sent']);
+  t.equal(reoffered.attemptCount, 1, 'the attempts were given back');
+  t.equal(o.smtp.deliveriesFor('gone.two@example.net').length, 1, 'delivered once');
+  const sentAgain = await requeue({ refusalRestated: true });
+  t.equal(sentAgain.json().outcome, 'StageDoesNotAllowIt', 'a Sent send with nobody left to offer is not re-offered');
 });
 
 t.test('a connection cut mid-DATA and a server stalled past SendTimeout stay TransmissionBegun and are never retried', async (t) => {
