@@ -57,6 +57,7 @@ t.test('starts, answers health, and stops cleanly on SIGTERM', async (t) => {
     exits.map((l) => [l.actor, l.reason, l.nextDelayMs]),
     [
       ['sync-scheduler', 'shutdown', null],
+      ['outbox', 'shutdown', null],
       ['replay-guard', 'shutdown', null],
       ['store-maintenance', 'shutdown', null],
     ],
@@ -96,12 +97,12 @@ t.test('a slow child is drained within the deadline on SIGTERM', async (t) => {
   const exits = daemon.lines().filter((l) => l.event === 'actor.exit');
   t.same(
     exits.map((l) => l.actor),
-    ['slow-stopper', 'sync-scheduler', 'replay-guard', 'store-maintenance'],
+    ['slow-stopper', 'sync-scheduler', 'outbox', 'replay-guard', 'store-maintenance'],
     'reverse start order',
   );
   t.same(
     exits.map((l) => l.reason),
-    ['shutdown', 'shutdown', 'shutdown', 'shutdown'],
+    ['shutdown', 'shutdown', 'shutdown', 'shutdown', 'shutdown'],
   );
 });
 

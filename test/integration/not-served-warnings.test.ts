@@ -14,9 +14,7 @@ const NOT_SERVED_SETTINGS = [
   'Embeddings',
   'EmbeddingBackfill',
   'Accounts:[]:Owner',
-  'Accounts:[]:Smtp',
   'Answering',
-  'Outbox',
   'MailRules',
   'Spam',
   'Telemetry',
@@ -42,20 +40,17 @@ function notServedConfig(dir: string): Record<string, unknown> {
         Id: 'alice',
         Owner: 'Alice',
         Imap: { Host: '127.0.0.1', Security: 'None', Username: 'alice', Password: `file:${password}` },
-        Smtp: { Host: '127.0.0.1', Security: 'None', Username: 'alice', Password: `file:${password}` },
         Folders: [{ Alias: 'inbox', Path: 'INBOX' }, { Alias: 'junk' }],
       },
       {
         Id: 'bob',
         Imap: { Host: '127.0.0.1', Security: 'None', Username: 'bob', Password: `file:${password}` },
-        Smtp: { Host: '127.0.0.1', Security: 'None', Username: 'bob' },
         Folders: [{ Alias: 'inbox', Path: 'INBOX' }, { Alias: 'junk' }],
       },
     ],
     Embeddings: { BaseAddress: 'http://127.0.0.1:9/v1', Model: 'embed', Dimensions: 8 },
     EmbeddingBackfill: { Enabled: true, Interval: '00:00:10' },
     Answering: { Endpoints: [{ Alias: 'local', BaseAddress: 'http://127.0.0.1:9/v1', Model: 'chat' }] },
-    Outbox: { Enabled: true, MaxAttempts: 3 },
     MailRules: { Enabled: true, Rules: [{ Name: 'file', When: { SenderDomain: 'example.org' }, Then: { MoveTo: 'junk' } }] },
     Spam: { Enabled: true, Action: 'Move', Folder: 'junk' },
     Telemetry: { Enabled: true, ServiceName: 'mailcairn-test' },
@@ -76,7 +71,7 @@ t.test('written settings this release does not serve: one "no effect" warning ea
   }
   t.notMatch(
     check.stdout(),
-    /\b(Outbox|MailRules|Spam|Telemetry|EmbeddingBackfill|Answering|Embeddings): (on|exported|every)\b/,
+    /\b(MailRules|Spam|Telemetry|EmbeddingBackfill|Answering|Embeddings): (on|exported|every)\b/,
     'nothing not served is said to be on',
   );
   t.notMatch(check.stdout(), /SMTP 127\.0\.0\.1/, 'no SMTP server is described as in use');
