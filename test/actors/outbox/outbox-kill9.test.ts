@@ -6,9 +6,10 @@
  * same database. A call cut by a kill is asked again with the same key on
  * the next incarnation: the caller's retry the key exists for. At most
  * sends/kills sends begin per incarnation, so they spread over the kills.
- * Most kills come 50-1000 ms after the daemon answers; some while it
- * starts (0-400 ms after its outbox actor started: claims released and due
- * sends offered before any listener is open). The daemon is the emitted
+ * Most kills come 50-1000 ms after the daemon answers, some of them aimed
+ * just after the SMTP server next sees a connection or a DATA; some while
+ * it starts (0-400 ms after its outbox actor started: claims released and
+ * due sends offered before any listener is open). The daemon is the emitted
  * JavaScript (`compiledDaemon()`), as under tsx every start costs about
  * three times as long, and every kill is followed by a start.
  *
@@ -62,6 +63,12 @@ const WORKERS = 4;
 const LIFE_MS = [50, 1_000] as const;
 /** Share of kills aimed at the start instead: 0-400 ms after the outbox actor started, before the listeners open. */
 const EARLY_SHARE = 0.3;
+/**
+ * Share of the other kills aimed at an attempt: 0-30 ms after the SMTP server next accepts a
+ * connection (before the body) or a DATA (mid-body or awaiting the answer), or after LIFE_MS[1]
+ * if neither comes.
+ */
+const AIMED_SHARE = 0.4;
 /**
  * In CI (`CI` set) no send is begun after this (OUTBOX_KILL9_SEND_BUDGET_MS): the sends are as
  * many as fit, the kills never fewer than MIN_KILLS. Elsewhere all SENDS are made.
@@ -325,7 +332,7 @@ t.test('kill -9 at random moments of 200 sends: none delivered twice, none lost'
       db.close();
     }
   };
-  const landed = { atStart: 0, idle: 0, attemptBeforeBody: 0, bodyBegunNow: 0 };
+  const landed = { atStart: 0, aimed: 0, idle: 0, attemptBeforeBody: 0, bodyBegunNow: 0 };
   let begunBefore = 0;
 
   phaseStarted = Date.now();
@@ -347,7 +354,14 @@ t.test('kill -9 at random moments of 200 sends: none delivered twice, none lost'
       landed.atStart += 1;
     } else {
       await answering(incarnation, Date.now());
-      await sleep(LIFE_MS[0] + random.next() * (LIFE_MS[1] - LIFE_MS[0]));
+      if (random.next() < AIMED_SHARE) {
+        const [connections, data] = [smtp.connections, smtp.dataCommands];
+        const atData = random.next() < 0.5;
+        const until = Date.now() + LIFE_MS[1];
+        while (Date.now() < until && (atData ? smtp.dataCommands === data : smtp.connections === connections)) await sleep(2);
+        await sleep(random.next() * 30);
+        landed.aimed += 1;
+      } else await sleep(LIFE_MS[0] + random.next() * (LIFE_MS[1] - LIFE_MS[0]));
     }
     await kill(incarnation);
     kills += 1;
@@ -469,7 +483,7 @@ t.test('kill -9 at random moments of 200 sends: none delivered twice, none lost'
   );
   t.comment(`stages: ${['Sent', 'Refused', 'Cancelled', 'TransmissionBegun', 'Recorded'].map((s) => `${s} ${stages.get(s) ?? 0}`).join(', ')}`);
   t.comment(
-    `kills landed: ${landed.atStart} while starting; ${landed.attemptBeforeBody} with an attempt claimed before its body, ${landed.bodyBegunNow} leaving a body begun, ${landed.idle} with nothing under way`,
+    `kills landed: ${landed.atStart} while starting, ${landed.aimed} aimed at an SMTP connection or DATA; ${landed.attemptBeforeBody} with an attempt claimed before its body, ${landed.bodyBegunNow} leaving a body begun, ${landed.idle} with nothing under way`,
   );
   t.comment(
     `deliveries: ${smtp.deliveries.length} (${smtp.dataCommands} DATA, ${smtp.connections} connections, ${smtp.refusedRecipients} recipients refused at RCPT), duplicates ${duplicates.length}`,
