@@ -33,7 +33,7 @@ import {
   recipientsOf,
   releaseClaims,
   requeueSend,
-  deferSend,
+  unclaimSend,
 } from '../../runtime/store/outbox/outgoing.ts';
 import { type AttemptResult, type Credentials, attemptDelivery } from './delivery.ts';
 import { deleteDraftOf, fileOwed, recordDraftSend, saveDraftOf, type Filing } from './drafts.ts';
@@ -113,7 +113,8 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
   const raw = rawMimeOf(state.db, send.id);
   if (!account?.smtp || raw === null) {
     // The account lost its SMTP server since the send was recorded: it waits (Recorded) for the configuration to return.
-    deferSend(state.db, send.id, Date.now() + IDLE_TICK_MS);
+    // Given back due at once, it would be claimed again at once, in a loop: it is looked at again after an idle tick's wait.
+    unclaimSend(state.db, send.id, Date.now() + IDLE_TICK_MS);
     ctx.log.warn({ event: 'outbox.no-smtp', outgoing: send.id, account: send.accountId }, 'outbox.no-smtp: the account has no SMTP server configured');
     return;
   }
@@ -213,7 +214,12 @@ export default defineActor({
             ctx.schedule({ type: 'outbox.fault', where: 'filing pass' }, 0);
           },
         );
-        const due = nextDueAt(state.db);
+        // A send already due that no slot can take (every slot busy, or delivery disabled) must not
+        // bring the next tick forward: its due time is past, so the tick would run again at once, and
+        // again, a hot loop for as long as the queue is longer than Concurrency (measured: ~1,400
+        // ticks per send in a burst, most of the actor thread's time). The attempt that frees a slot
+        // kicks the loop itself.
+        const due = state.config.enabled && state.underWay.size < state.config.concurrency ? nextDueAt(state.db) : null;
         scheduleTick(state, ctx, Math.min(IDLE_TICK_MS, due === null ? IDLE_TICK_MS : due - Date.now()));
         return undefined;
       }

@@ -36,7 +36,7 @@ export const Outbox = z
     MaxAttempts: wholeNumber(1, 50, 'Attempts before a send is Refused').default(5),
     RetryDelay: timeSpan('00:00:01', '1.00:00:00', 'Delay before the next attempt, doubled per attempt').prefault('00:05:00'),
     SendTimeout: timeSpan('00:00:01', '00:30:00', 'How long one SMTP session may take').prefault('00:02:00'),
-    Concurrency: wholeNumber(1, 64, 'Sends offered at once, across accounts').default(4),
+    Concurrency: wholeNumber(1, 64, 'Sends offered at once, across accounts').default(8),
     RecipientPolicy: RecipientPolicy.prefault({}),
     Ceilings: Ceilings.prefault({}),
   })

@@ -183,6 +183,30 @@ t.test('data: a refusal code after the message is in, then accept', async (t) =>
   t.equal(sink.deliveries.length, 1);
 });
 
+t.test('acceptAfterMs: the message is kept once whole and 250 comes after the delay, heard or not', async (t) => {
+  const sink = await started(t, { security: 'None', data: (tx) => ({ acceptAfterMs: tx.dataCommand === 1 ? 300 : 3_000 }) });
+  const start = Date.now();
+  await send(client(t, sink), message('slow'));
+  t.ok(Date.now() - start >= 290, `answered after ${Date.now() - start} ms`);
+  t.equal(sink.deliveries.length, 1);
+  // A client that gives up before the answer: the message was delivered all the same.
+  const err = await failure(t, send(client(t, sink, { socketTimeout: 800 }), message('unheard')));
+  t.equal(err.code, 'ETIMEDOUT', `${err.code}: ${err.message}`);
+  t.same(
+    sink.deliveries.map((d) => /Subject: (\w+)/.exec(d.raw.toString())?.[1]),
+    ['slow', 'unheard'],
+  );
+  // keptAt 'answer': a client gone before the 250 leaves nothing; one still there gets its message kept.
+  sink.data = (tx) => ({ acceptAfterMs: tx.dataCommand === 3 ? 3_000 : 300, keptAt: 'answer' });
+  await failure(t, send(client(t, sink, { socketTimeout: 800 }), message('gone')));
+  await send(client(t, sink), message('there'));
+  await new Promise((r) => setTimeout(r, 2_500));
+  t.same(
+    sink.deliveries.map((d) => /Subject: (\w+)/.exec(d.raw.toString())?.[1]),
+    ['slow', 'unheard', 'there'],
+  );
+});
+
 t.test('drop-mid-data: the socket dies after 354 with part of the body in, no reply, no delivery', async (t) => {
   const sink = await started(t, { security: 'StartTls', auth: ALICE, data: () => 'drop-mid-data' });
   const raw = message('dropped', 4 << 20);

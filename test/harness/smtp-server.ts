@@ -7,10 +7,13 @@
  * - `auth` (PLAIN, LOGIN) and `xoauth2` make authentication mandatory; wrong credentials get 535
  *   (`xoauth2` may answer asynchronously, e.g. after introspecting the token).
  * - `rcpt` and `data` decide each recipient and each message; both can be swapped mid-test.
+ * - `{ acceptAfterMs }` keeps a message as soon as it is whole and answers 250 only after a delay,
+ *   as a server that queues at the final dot and is slow to say so.
  * - `stop()` closes the listener and every open connection; `start()` listens again on the same port.
  *
- * `deliveries` holds only messages answered with a final 250, byte for byte as the client sent
- * them (dot-unstuffed, without the terminating `.`); `onDelivery` is told of each as it is recorded.
+ * `deliveries` holds only messages answered (or, with `acceptAfterMs`, about to be answered) with a
+ * final 250, byte for byte as the client sent them (dot-unstuffed, without the terminating `.`);
+ * `onDelivery` is told of each as it is kept.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,8 +34,12 @@ export type RcptDecision = 'accept' | SmtpRefusal;
  * for a cut while the client is still writing, send a larger one.
  * `stall-mid-data`: the whole body is read and never answered (the client must time out).
  * `accept` and a refusal are answered once the whole message is in.
+ * `{ acceptAfterMs }`: a slow 250, after the delay. `keptAt: 'dot'` (the default) keeps the message
+ * (in `deliveries`) once it is whole, as a server that queues it at the final dot: a client that
+ * goes away meanwhile never hears the 250, yet the message was delivered, which a sender cannot
+ * tell from a loss. `keptAt: 'answer'` keeps it only if the client is still there to be answered.
  */
-export type DataDecision = 'accept' | SmtpRefusal | 'drop-mid-data' | 'stall-mid-data';
+export type DataDecision = 'accept' | SmtpRefusal | 'drop-mid-data' | 'stall-mid-data' | { acceptAfterMs: number; keptAt?: 'dot' | 'answer' };
 
 /**
  * What `data` decides on. It is asked when the body starts (a cut must be decided before the
@@ -72,7 +79,7 @@ export type SmtpServerOptions = {
   size?: number;
   rcpt?: (address: string) => RcptDecision;
   data?: (transaction: DataTransaction) => DataDecision;
-  /** Told of each delivery as it is recorded, before the 250 is sent (the demo prints and keeps them). */
+  /** Told of each message as it is kept, just before its 250 is written (the demo prints them; benchmarks time the 250 by it). */
   onDelivery?: (delivery: Delivery) => void;
 };
 
@@ -180,12 +187,22 @@ export async function startSmtpServer(options: SmtpServerOptions): Promise<SmtpS
         return; // no reply, ever: smtp-server does not time out a session waiting on its onData
       }
       if (stream.sizeExceeded) return reply(refusal({ code: 552 }, `Message exceeds fixed maximum message size ${options.size}`));
-      if (d !== 'accept') return reply(refusal(d, 'Message refused'));
-      const delivery: Delivery = { ...envelope, raw: Buffer.concat(chunks), receivedAt: new Date() };
-      deliveries.push(delivery);
-      options.onDelivery?.(delivery);
-      for (const w of [...waiters]) w();
-      reply(null, `OK: queued as ${deliveries.length}`);
+      if (d !== 'accept' && !('acceptAfterMs' in d)) return reply(refusal(d, 'Message refused'));
+      const keep = (): string => {
+        const delivery = { ...envelope, raw: Buffer.concat(chunks), receivedAt: new Date() };
+        deliveries.push(delivery);
+        options.onDelivery?.(delivery);
+        for (const w of [...waiters]) w();
+        return `OK: queued as ${deliveries.length}`;
+      };
+      if (d === 'accept') return reply(null, keep());
+      const kept = d.keptAt === 'answer' ? null : keep();
+      setTimeout(() => {
+        // A client gone meanwhile leaves its connection's set; smtp-server writes nothing to a socket that is gone.
+        const there = [...(server?.connections ?? [])].some((c) => c.id === session.id && !c._socket.destroyed);
+        if (kept !== null) return reply(null, kept);
+        if (there) reply(null, keep());
+      }, d.acceptAfterMs);
     });
   };
 

@@ -10,15 +10,7 @@ import { NO_EFFECT } from '../../config/not-served.ts';
 import { spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
 
 /** Every setting this release does not serve, written; with the warning each must give. */
-const NOT_SERVED_SETTINGS = [
-  'Embeddings',
-  'EmbeddingBackfill',
-  'Accounts:[]:Owner',
-  'Answering',
-  'MailRules',
-  'Spam',
-  'Telemetry',
-];
+const NOT_SERVED_SETTINGS = ['Embeddings', 'EmbeddingBackfill', 'Accounts:[]:Owner', 'Answering', 'MailRules', 'Spam', 'Telemetry'];
 
 t.test('the list below covers the whole table', (t) => {
   t.same(

@@ -139,8 +139,7 @@ const statements = perConnection((db: Database) => ({
   due: db.prepare(`SELECT ${columns} FROM outgoing_emails WHERE stage = 'Recorded' AND claimed_at IS NULL AND due_at <= ? ORDER BY due_at, id LIMIT ?`),
   nextDue: db.prepare("SELECT min(due_at) AS at FROM outgoing_emails WHERE stage = 'Recorded' AND claimed_at IS NULL"),
   claim: db.prepare("UPDATE outgoing_emails SET claimed_at = ? WHERE id = ? AND stage = 'Recorded' AND claimed_at IS NULL"),
-  unclaim: db.prepare("UPDATE outgoing_emails SET claimed_at = NULL WHERE id = ? AND stage = 'Recorded'"),
-  defer: db.prepare("UPDATE outgoing_emails SET claimed_at = NULL, due_at = ? WHERE id = ? AND stage = 'Recorded'"),
+  unclaim: db.prepare("UPDATE outgoing_emails SET claimed_at = NULL, due_at = max(due_at, ?) WHERE id = ? AND stage = 'Recorded'"),
   releaseAll: db.prepare("UPDATE outgoing_emails SET claimed_at = NULL WHERE stage = 'Recorded' AND claimed_at IS NOT NULL"),
   bodyBegan: db.prepare(
     "UPDATE outgoing_emails SET stage = 'TransmissionBegun', claimed_at = NULL, body_began_at = ? WHERE id = ? AND stage = 'Recorded' AND claimed_at IS NOT NULL",
@@ -271,14 +270,12 @@ export function claimSend(db: Database, id: number, now: number): boolean {
   return run(statements(db).claim, [now, id]).changes === 1;
 }
 
-/** Give a claimed send back untouched (the attempt ended before any SMTP command that matters). */
-export function unclaimSend(db: Database, id: number): void {
-  run(statements(db).unclaim, [id]);
-}
-
-/** Give a claimed send back, due again at `dueAt` (its account cannot send now; the attempt is not counted). */
-export function deferSend(db: Database, id: number, dueAt: number): void {
-  run(statements(db).defer, [dueAt, id]);
+/**
+ * Give a claimed send back, no attempt counted (the attempt ended before any SMTP command), due
+ * again no sooner than `dueAt`: a send given back due at once would be claimed again at once.
+ */
+export function unclaimSend(db: Database, id: number, dueAt: number): void {
+  run(statements(db).unclaim, [dueAt, id]);
 }
 
 /** At start: claims of attempts that died with the last process (none had begun the body, or the stage would say so). */
