@@ -219,7 +219,7 @@ export default defineActor({
         // again, a hot loop for as long as the queue is longer than Concurrency (measured: ~1,400
         // ticks per send in a burst, most of the actor thread's time). The attempt that frees a slot
         // kicks the loop itself.
-        const due = state.config.enabled && state.underWay.size < state.config.concurrency ? nextDueAt(state.db) : null;
+        const due = state.config.enabled && !state.stopping && state.underWay.size < state.config.concurrency ? nextDueAt(state.db) : null;
         scheduleTick(state, ctx, Math.min(IDLE_TICK_MS, due === null ? IDLE_TICK_MS : due - Date.now()));
         return undefined;
       }
