@@ -8,7 +8,9 @@
  * Delivery runs beside the mailbox: a tick claims the sends due (up to
  * `concurrency` at once), each attempt runs as its own promise and writes
  * its ending directly (synchronous statements, so nothing interleaves), and
- * asks and operator decisions keep being answered meanwhile. An attempt's
+ * asks and operator decisions keep being answered meanwhile. An account's
+ * SMTP session that ended its message cleanly is kept for its next sends
+ * (smtp-sessions.ts); stopping and crash cleanups close them. An attempt's
  * unexpected failure is reported back as a private message whose handler
  * crashes the actor: the supervisor restarts it, and `releaseClaims` at
  * start gives back sends whose body had not begun. A send whose body began
@@ -40,6 +42,7 @@ import { deleteDraftOf, fileOwed, recordDraftSend, saveDraftOf, type Filing } fr
 import { accessToken } from './filing.ts';
 import { outgoingView, recordNewSend } from './sends.ts';
 import { OutboxConfig, OutboxMessage } from './protocol.ts';
+import { SmtpSessions } from './smtp-sessions.ts';
 
 const Tick = z.strictObject({ type: z.literal('outbox.tick') });
 /** An attempt failed in a way no rule covers: crash, so the supervisor restarts the outbox. */
@@ -62,6 +65,8 @@ export type OutboxState = {
   tickAt: number;
   closed: boolean;
   filing: Filing;
+  /** Open SMTP sessions kept per account for the next sends (smtp-sessions.ts). */
+  sessions: SmtpSessions;
 };
 
 function scheduleTick(state: OutboxState, ctx: ActorContext, delayMs: number): void {
@@ -88,7 +93,7 @@ async function credentialsOf(state: OutboxState, ctx: ActorContext, send: Outgoi
   const accountId = send.accountId;
   const account = state.config.accounts.find((a) => a.id === accountId)!;
   const smtp = account.smtp!;
-  // Read at each connection, so a rotated password needs no restart.
+  // Asked only when a session is opened (a reused one is logged in already), so a rotated password needs no restart.
   if (smtp.passwordRef) return { password: readSecret(smtp.passwordRef, process.env, `Accounts:${accountId}:Smtp:Password`) };
   // A token the server refused last time is not offered again: the sync actor redeems a new one.
   if (smtp.oauth) return { accessToken: await accessToken(ctx, account.syncActorId, send.failureCode === 'login-refused') };
@@ -120,13 +125,13 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
   }
   let result: AttemptResult;
   try {
-    const credentials = await credentialsOf(state, ctx, send);
     result = await attemptDelivery(
       { accountId: send.accountId, envelopeFrom: send.envelopeFrom, raw, recipients: pending },
       account.smtp,
-      credentials,
+      () => credentialsOf(state, ctx, send),
       state.config.sendTimeoutMs,
       () => !state.closed && markBodyBegan(state.db, send.id, Date.now()),
+      state.sessions,
     );
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
@@ -168,6 +173,11 @@ function deliverDue(state: OutboxState, ctx: ActorContext): void {
   }
 }
 
+/** An idle SMTP session is closed after this long (or sooner, below SendTimeout, which is also its socket's idle limit). */
+const SESSION_IDLE_MS = 5_000;
+/** A session is closed after this many messages. */
+const SESSION_MAX_MESSAGES = 100;
+
 /** How long stopping waits for attempts in flight to hear their answers (inside the child's shutdown deadline). */
 const DRAIN_MS = 8_000;
 
@@ -187,10 +197,16 @@ export default defineActor({
       tickAt: 0,
       closed: false,
       filing: { busy: false },
+      sessions: new SmtpSessions({
+        maxIdle: config.concurrency,
+        idleMs: Math.min(SESSION_IDLE_MS, Math.floor(config.sendTimeoutMs / 2)),
+        maxMessages: SESSION_MAX_MESSAGES,
+      }),
     };
     ctx.defer(() => {
       state.closed = true;
       state.timer?.cancel();
+      state.sessions.closeAll();
       db.close();
     });
     const released = releaseClaims(db);
@@ -267,5 +283,6 @@ export default defineActor({
     await Promise.race([Promise.allSettled([...state.attempts]), new Promise((resolve) => (timer = setTimeout(resolve, DRAIN_MS)))]);
     clearTimeout(timer);
     state.closed = true;
+    state.sessions.closeAll();
   },
 });

@@ -24,6 +24,7 @@ import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { readSecret } from '../../runtime/secret-ref.ts';
 import type { RecipientReply } from '../../runtime/store/outbox/outgoing.ts';
 import type { OutboxConfig } from './protocol.ts';
+import { SmtpSession, type SmtpSessions } from './smtp-sessions.ts';
 
 type SmtpConfig = NonNullable<OutboxConfig['accounts'][number]['smtp']>;
 
@@ -116,28 +117,36 @@ function bodyStream(raw: Uint8Array, onBegins: () => void): Readable {
 }
 
 /**
- * Offer one send to the account's SMTP server. `onBodyBegins` returns false
- * when the send may not go on (the claim was lost): the attempt then stops
- * before the body, as not begun.
+ * Offer one send to the account's SMTP server, on an idle session of the
+ * account (smtp-sessions.ts) or a new one. `credentials` is asked only for a
+ * new session. `onBodyBegins` returns false when the send may not go on (the
+ * claim was lost): the attempt then stops before the body, as not begun.
  */
 export async function attemptDelivery(
   offer: Offer,
   smtp: SmtpConfig,
-  credentials: Credentials,
+  credentials: () => Promise<Credentials>,
   timeoutMs: number,
   onBodyBegins: () => boolean,
+  sessions: SmtpSessions,
 ): Promise<AttemptResult> {
-  const connection = new SMTPConnection(connectionOptions(smtp, offer.accountId, timeoutMs));
+  // Before this send's MAIL FROM: a reused session whose RSET failed is closed here, no failure of the send.
+  const reused = await sessions.take(offer.accountId, timeoutMs);
+  const fresh = reused === null ? { options: connectionOptions(smtp, offer.accountId, timeoutMs), login: loginData(smtp, await credentials()) } : null;
+  const session = reused ?? new SmtpSession(new SMTPConnection(fresh!.options));
+  const connection = session.connection;
   let bodyBegan = false;
   let finished = false;
   const positions = new Map(offer.recipients.map((r) => [r.address.toLowerCase(), r.position]));
-  const session = new Promise<AttemptResult>((resolve) => {
-    const finish = (result: AttemptResult): void => {
-      if (finished) return;
+  return new Promise<AttemptResult>((resolve) => {
+    /** True when this result is the attempt's ending (the first one). */
+    const finish = (result: AttemptResult): boolean => {
+      if (finished) return false;
       finished = true;
       resolve(result);
+      return true;
     };
-    const failed = (err: SmtpError): void => {
+    const failed = (err: SmtpError): boolean => {
       if (bodyBegan) {
         // A final reply to the body (err.command DATA with a code) is an answer for every recipient offered; anything else is silence.
         if (err.responseCode !== undefined && !/^(ETIMEDOUT|ECONNECTION|ESOCKET)$/.test(err.code ?? '')) {
@@ -157,64 +166,70 @@ export async function attemptDelivery(
         });
       }
       const replyCode = err.responseCode ?? null;
-      finish({ kind: 'not-begun', permanent: err.code === 'EMESSAGE' || (err.code === 'EENVELOPE' && isPermanent(replyCode)), code: codeOf(err), replyCode });
+      return finish({
+        kind: 'not-begun',
+        permanent: err.code === 'EMESSAGE' || (err.code === 'EENVELOPE' && isPermanent(replyCode)),
+        code: codeOf(err),
+        replyCode,
+      });
     };
     const timer = setTimeout(() => {
       failed(Object.assign(new Error('SendTimeout passed'), { code: 'ETIMEDOUT' }));
-      connection.close();
+      session.close();
     }, timeoutMs);
     timer.unref();
-    connection.on('error', (err: SmtpError) => failed(err));
-    connection.on('end', () => failed(Object.assign(new Error('connection closed'), { code: 'ECONNECTION' })));
+    session.listen(failed);
+    const send = (): void => {
+      const body = bodyStream(offer.raw, () => {
+        if (!onBodyBegins()) throw new Error('claim lost');
+        bodyBegan = true;
+      });
+      connection.send(
+        { from: offer.envelopeFrom, to: offer.recipients.map((r) => r.address), size: offer.raw.byteLength } as Parameters<SMTPConnection['send']>[0],
+        body,
+        (err: SmtpError | null, info?: { accepted: string[]; rejectedErrors?: SmtpError[] }) => {
+          clearTimeout(timer);
+          if (err) {
+            // Every recipient refused at RCPT is a clean ending too (the next use's RSET ends the transaction); any other error closes.
+            const refusedAtRcpt = !bodyBegan && err.code === 'EENVELOPE' && err.command === 'RCPT TO' && err.rejectedErrors !== undefined;
+            if (failed(err) && refusedAtRcpt) sessions.release(offer.accountId, session);
+            else session.close();
+            return;
+          }
+          const accepted = new Set((info?.accepted ?? []).map((a) => a.toLowerCase()));
+          const refused = (info?.rejectedErrors ?? []).map((e) => replyOf(e, positions)).filter((r) => r !== null);
+          const replies: RecipientReply[] = [
+            ...offer.recipients
+              .filter((r) => accepted.has(r.address.toLowerCase()))
+              .map((r) => ({ position: r.position, state: 'accepted' as const, replyCode: 250 })),
+            ...refused,
+          ];
+          const permanent = refused.find((r) => r.state === 'refused');
+          const failure = permanent ?? refused[0];
+          const ended = finish({
+            kind: 'answered',
+            replies,
+            failure: failure ? { code: permanent ? 'recipient-refused' : 'recipient-deferred', replyCode: failure.replyCode } : null,
+          });
+          if (ended) sessions.release(offer.accountId, session);
+          else session.close();
+        },
+      );
+    };
+    if (fresh === null) return send();
     connection.connect(() => {
-      const send = (): void => {
-        const body = bodyStream(offer.raw, () => {
-          if (!onBodyBegins()) throw new Error('claim lost');
-          bodyBegan = true;
-        });
-        connection.send(
-          { from: offer.envelopeFrom, to: offer.recipients.map((r) => r.address), size: offer.raw.byteLength } as Parameters<SMTPConnection['send']>[0],
-          body,
-          (err: SmtpError | null, info?: { accepted: string[]; rejectedErrors?: SmtpError[] }) => {
-            clearTimeout(timer);
-            if (err) {
-              failed(err);
-              connection.close();
-              return;
-            }
-            const accepted = new Set((info?.accepted ?? []).map((a) => a.toLowerCase()));
-            const refused = (info?.rejectedErrors ?? []).map((e) => replyOf(e, positions)).filter((r) => r !== null);
-            const replies: RecipientReply[] = [
-              ...offer.recipients
-                .filter((r) => accepted.has(r.address.toLowerCase()))
-                .map((r) => ({ position: r.position, state: 'accepted' as const, replyCode: 250 })),
-              ...refused,
-            ];
-            const permanent = refused.find((r) => r.state === 'refused');
-            const failure = permanent ?? refused[0];
-            finish({
-              kind: 'answered',
-              replies,
-              failure: failure ? { code: permanent ? 'recipient-refused' : 'recipient-deferred', replyCode: failure.replyCode } : null,
-            });
-            connection.quit();
-          },
-        );
-      };
-      const login = loginData(smtp, credentials);
-      if (login === null) return send();
-      connection.login(login, (err: SmtpError | null) => {
+      if (fresh.login === null) return send();
+      connection.login(fresh.login, (err: SmtpError | null) => {
         if (err) {
           clearTimeout(timer);
           failed(err);
-          connection.close();
+          session.close();
           return;
         }
         send();
       });
     });
   });
-  return session;
 }
 
 function replyOf(err: SmtpError, positions: ReadonlyMap<string, number>): RecipientReply | null {

@@ -229,3 +229,44 @@ t.test("the server's SIZE is respected: a larger message is refused before anyth
   await settled(o.agent, small.value.outgoingEmailId, ['sent']);
   t.equal(o.smtp.dataCommands, 1, 'only the message that fits went to DATA');
 });
+
+t.test('sends to one account reuse open sessions; a session that died while idle is replaced without failing the send', async (t) => {
+  const o = await startOutboxed(t, { outbox: { MaxAttempts: 50 } });
+  const before = o.smtp.connections;
+  const first = [];
+  for (let i = 0; i < 12; i++)
+    first.push(
+      await call(o.agent, 'send_email', {
+        account: 'ann',
+        to: [`reuse.${i}@example.net`],
+        subject: 'Reuse',
+        plainTextBody: `r${i}`,
+        idempotencyKey: `reuse-${i}`,
+      }),
+    );
+  for (const sent of first) t.equal((await settled(o.agent, sent.value.outgoingEmailId, ['sent'])).attemptCount, 1);
+  const used = o.smtp.connections - before;
+  t.ok(used < first.length, `fewer connections (${used}) than sends (${first.length})`);
+
+  // The server goes away and comes back while sessions are idle: the next sends go out on new sessions, at their first attempt.
+  await o.smtp.stop();
+  await o.smtp.start();
+  const after = [];
+  for (let i = 0; i < 3; i++)
+    after.push(
+      await call(o.agent, 'send_email', {
+        account: 'ann',
+        to: [`again.${i}@example.net`],
+        subject: 'Again',
+        plainTextBody: `a${i}`,
+        idempotencyKey: `again-${i}`,
+      }),
+    );
+  for (const sent of after) {
+    const done = await settled(o.agent, sent.value.outgoingEmailId, ['sent']);
+    t.equal(done.attemptCount, 1, 'not counted as failed because of a dead idle session');
+    t.equal(done.failureCode, null);
+  }
+  await sleep(1_000);
+  t.equal(o.smtp.deliveries.length, first.length + after.length, 'each delivered once');
+});
