@@ -132,7 +132,9 @@ export async function attemptDelivery(
 ): Promise<AttemptResult> {
   // Before this send's MAIL FROM: a reused session whose RSET failed is closed here, no failure of the send.
   const reused = await sessions.take(offer.accountId, timeoutMs);
-  const fresh = reused === null ? { options: connectionOptions(smtp, offer.accountId, timeoutMs), login: loginData(smtp, await credentials()) } : null;
+  // Only a new session reads the credentials (and, as before, ahead of the certificate).
+  const login = reused === null ? loginData(smtp, await credentials()) : null;
+  const fresh = reused === null ? { login, options: connectionOptions(smtp, offer.accountId, timeoutMs) } : null;
   const session = reused ?? new SmtpSession(new SMTPConnection(fresh!.options));
   const connection = session.connection;
   let bodyBegan = false;
