@@ -28,7 +28,7 @@ function client(t: Test, sink: SmtpSink, o: ClientOptions = {}) {
     secure: sink.security === 'Tls',
     requireTLS: sink.security === 'StartTls' && !o.ignoreTLS,
     ignoreTLS: o.ignoreTLS ?? false,
-    tls: { ca: sink.certificatePem },
+    ...(sink.certificatePem ? { tls: { ca: sink.certificatePem } } : {}),
     auth: o.auth,
     connectionTimeout: 3_000,
     greetingTimeout: 3_000,
@@ -274,6 +274,14 @@ t.test('SIZE is advertised and a larger message is refused with 552', async (t) 
   t.equal(sink.deliveries.length, 0);
   await send(transport, message('small', 1_000));
   t.equal(sink.deliveries.length, 1);
+});
+
+t.test('a plain server makes no certificate (the demo needs no openssl); a TLS one does', async (t) => {
+  const plain = await started(t, { security: 'None' });
+  t.equal(plain.certificatePem, null);
+  t.equal(plain.certificateFile, null);
+  const tls = await started(t, { security: 'Tls' });
+  t.match(tls.certificatePem, /BEGIN CERTIFICATE/);
 });
 
 t.test('waitForDeliveries resolves on arrival and rejects after its timeout', async (t) => {

@@ -87,10 +87,10 @@ export type SmtpSink = {
   host: '127.0.0.1';
   port: number;
   security: SmtpSecurity;
-  /** PEM of the self-signed certificate, to trust explicitly (`tls: { ca }`). */
-  certificatePem: string;
-  /** The same certificate as a file (for the service's `TrustedCertificate` reference). */
-  certificateFile: string;
+  /** PEM of the self-signed certificate, to trust explicitly (`tls: { ca }`); null for a plain (`None`) server, which has none. */
+  certificatePem: string | null;
+  /** The same certificate as a file (for the service's `TrustedCertificate` reference); null for a plain server. */
+  certificateFile: string | null;
   /** Replaceable at any time; applies from the next RCPT TO. */
   rcpt: (address: string) => RcptDecision;
   /** Replaceable at any time; applies from the next DATA. */
@@ -133,7 +133,8 @@ function refusal(r: SmtpRefusal, fallback: string): Error {
 }
 
 export async function startSmtpServer(options: SmtpServerOptions): Promise<SmtpSink> {
-  const cert = await processCertificate();
+  // A plain server makes no certificate, so the demo's sink needs no openssl.
+  const cert = options.security === 'None' ? null : await processCertificate();
   const deliveries: Delivery[] = [];
   const interrupted: Interrupted[] = [];
   const waiters = new Set<() => void>();
@@ -208,8 +209,7 @@ export async function startSmtpServer(options: SmtpServerOptions): Promise<SmtpS
 
   const serverOptions = (): SMTPServerOptions => ({
     secure: options.security === 'Tls',
-    key: cert.key,
-    cert: cert.pem,
+    ...(cert ? { key: cert.key, cert: cert.pem } : {}),
     name: 'localhost',
     logger: false,
     disableReverseLookup: true,
@@ -269,8 +269,8 @@ export async function startSmtpServer(options: SmtpServerOptions): Promise<SmtpS
     host: '127.0.0.1',
     port,
     security: options.security,
-    certificatePem: cert.pem,
-    certificateFile: cert.file,
+    certificatePem: cert?.pem ?? null,
+    certificateFile: cert?.file ?? null,
     rcpt: options.rcpt ?? (() => 'accept'),
     data: options.data ?? (() => 'accept'),
     get deliveries() {

@@ -76,7 +76,7 @@ export async function startOutboxed(t: Test, options: OutboxOptions = {}): Promi
         Security: smtp.security,
         Username: SMTP_LOGIN.username,
         Password: file('smtp.password', SMTP_LOGIN.password),
-        TrustedCertificate: file('smtp.ca.pem', smtp.certificatePem),
+        ...(smtp.certificatePem ? { TrustedCertificate: file('smtp.ca.pem', smtp.certificatePem) } : {}),
         From: SENDER,
       },
     },
