@@ -41,7 +41,10 @@ function storeMessage(db: Database, uid: number, text: { subject: string; body: 
 }
 
 function search(db: Database, query: string): number[] {
-  return many<{ id: number }>(db.prepare('SELECT rowid AS id FROM search_index WHERE search_index MATCH ? ORDER BY rank'), [query]).map((row) => row.id);
+  return many<{ id: number }>(
+    db.prepare('SELECT k.message_id AS id FROM search_index CROSS JOIN search_keys k ON k.key = search_index.rowid WHERE search_index MATCH ? ORDER BY rank'),
+    [query],
+  ).map((row) => row.id);
 }
 
 function count(db: Database, table: string, where = '1', params: SqlValue[] = []): number {
