@@ -3,7 +3,7 @@
  * (subject, from_text, recipients_text, body_text, attachment_names).
  *
  * Ranking (docs/mcp-read-tools.md): emails whose subject and sender hold the
- * whole query come first, then those matching anywhere; within each group
+ * whole query (index `search_headings`) come first, then those matching anywhere; within each group
  * newest first by received time, ties by the later indexed. The index is
  * keyed in that order (migration 0006: a search key that sorts as the
  * received time), so each group is a walk of the postings from the newest
@@ -38,9 +38,6 @@ import { placeholders, prepared } from './statements.ts';
 import { summaryColumns, summaryOf, type SummaryRow } from './summary.ts';
 import { freshnessOf, resolveTargets, visibleBindings } from './targets.ts';
 
-/** The columns of the first group: an email whose subject and sender hold the whole query. */
-export const HEADING_COLUMNS = ['subject', 'from_text'] as const;
-
 // Control characters as snippet markers, so a marker is told from text that
 // happens to hold `**`; they become `**` once the excerpt is kept.
 const open = '\u0002';
@@ -62,15 +59,17 @@ export function searchEmails(db: Database, scope: QueryScope, input: SearchEmail
   });
   if (bindings.size === 0) return answer([]);
 
-  const walk = (fts: string, limit: number): RankedRow[] => {
-    const query = rankingQuery(narrowedByAddress(fts, input), [...bindings.keys()], filterClauses(input), keyRange(input), limit);
+  const walk = (index: SearchIndex, fts: string, limit: number): RankedRow[] => {
+    // The headings index has no recipients column to narrow by; the filter clause still decides.
+    const narrowing = index === 'search_headings' ? { senderAddress: input.senderAddress } : input;
+    const query = rankingQuery(index, narrowedByAddress(fts, narrowing), terms.excluded, [...bindings.keys()], filterClauses(input), keyRange(input), limit);
     return prepared(db, query.sql).safeIntegers(true).all(query.params) as RankedRow[];
   };
-  const rows = walk(expressionOf(terms, `{${HEADING_COLUMNS.join(' ')}} : (${terms.positive})`), input.resultLimit);
+  const rows = walk('search_headings', terms.positive, input.resultLimit);
   if (rows.length < input.resultLimit) {
     // Everything the heading group holds in scope was read: the rest follow, newest first.
     const seen = new Set(rows.map((row) => row.search_key));
-    for (const row of walk(expression, input.resultLimit + rows.length)) {
+    for (const row of walk('search_index', expression, input.resultLimit + rows.length)) {
       if (rows.length === input.resultLimit) break;
       if (!seen.has(row.search_key)) rows.push(row);
     }
@@ -136,22 +135,33 @@ export function narrowedByAddress(expression: string, f: Pick<SearchEmailsInput,
   return narrowing.length === 0 ? expression : `(${expression}) AND ${narrowing.join(' AND ')}`;
 }
 
-/** One group's walk, newest key first (exported for the query-plan test). */
+/** Whole documents, or their subject and sender alone (the first group). */
+export type SearchIndex = 'search_index' | 'search_headings';
+
+/**
+ * One group's walk, newest key first (exported for the query-plan test).
+ * The headings index holds no body: the query's exclusions are checked
+ * against the whole document, for the rows of the walk only.
+ */
 export function rankingQuery(
+  index: SearchIndex,
   expression: string,
+  excluded: string | null,
   bindingIds: readonly number[],
   clauses: Clauses,
   range: { from: bigint; below: bigint },
   limit: number,
 ): { sql: string; params: SqlValue[] } {
-  const sql = `SELECT search_index.rowid AS search_key, ${summaryColumns}
-    FROM search_index CROSS JOIN search_keys k ON k.key = search_index.rowid CROSS JOIN messages m ON m.id = k.message_id
-    WHERE search_index MATCH ? AND search_index.rowid >= ? AND search_index.rowid < ?
+  const exclusion = index === 'search_headings' && excluded !== null;
+  const sql = `SELECT ${index}.rowid AS search_key, ${summaryColumns}
+    FROM ${index} CROSS JOIN search_keys k ON k.key = ${index}.rowid CROSS JOIN messages m ON m.id = k.message_id
+    WHERE ${index} MATCH ? AND ${index}.rowid >= ? AND ${index}.rowid < ?
       AND m.state = 'stored' AND m.binding_id IN (${placeholders(bindingIds.length)})
       ${clauses.sql.map((c) => `AND ${c}`).join(' ')}
-    ORDER BY search_index.rowid DESC
+      ${exclusion ? `AND NOT EXISTS (SELECT 1 FROM search_index WHERE search_index MATCH ? AND search_index.rowid = k.key)` : ''}
+    ORDER BY ${index}.rowid DESC
     LIMIT ?`;
-  return { sql, params: [expression, range.from, range.below, ...bindingIds, ...clauses.params, limit] };
+  return { sql, params: [expression, range.from, range.below, ...bindingIds, ...clauses.params, ...(exclusion ? [excluded] : []), limit] };
 }
 
 /**

@@ -16,10 +16,14 @@
  *   message id, below every dated key. Immutable while the document exists.
  *   No foreign key on purpose: a cascade could remove the key before the
  *   delete trigger reads it, leaving the document in the index.
- * - `search_content`: the index's external content, the documents by key.
- * - the triggers on `search_documents` (the only writers of both, inside the
+ * - `search_headings`: subject and sender alone, under the same keys: the
+ *   first group of the ranking walks it, so a word that is in the bodies of
+ *   most emails but the headings of few costs a short list, not a pass over
+ *   the body index with a column filter.
+ * - `search_content`: the external content of both, the documents by key.
+ * - the triggers on `search_documents` (the only writers of all three, inside the
  *   writer's own statement as before): an insert takes a key and indexes the
- *   document under it; a delete (a cascade too) removes both; an update
+ *   document under it; a delete (a cascade too) removes it all; an update
  *   re-indexes under the same key. Writers of `search_documents` are
  *   unchanged.
  *
@@ -57,6 +61,12 @@ CREATE VIRTUAL TABLE search_index USING fts5 (
   tokenize = 'unicode61 remove_diacritics 2'
 );
 INSERT INTO search_index (search_index) VALUES ('rebuild');
+CREATE VIRTUAL TABLE search_headings USING fts5 (
+  subject, from_text,
+  content = 'search_content', content_rowid = 'key',
+  tokenize = 'unicode61 remove_diacritics 2'
+);
+INSERT INTO search_headings (search_headings) VALUES ('rebuild');
 
 CREATE TRIGGER search_documents_insert AFTER INSERT ON search_documents BEGIN
   INSERT INTO search_keys (key, message_id)
@@ -66,17 +76,23 @@ CREATE TRIGGER search_documents_insert AFTER INSERT ON search_documents BEGIN
   FROM (SELECT 17592186044416 + min(max(m.internal_date, 0), 70368744177664) * 65536 AS base FROM messages m WHERE m.id = new.message_id) b;
   INSERT INTO search_index (rowid, subject, from_text, recipients_text, body_text, attachment_names)
   SELECT key, new.subject, new.from_text, new.recipients_text, new.body_text, new.attachment_names FROM search_keys WHERE message_id = new.message_id;
+  INSERT INTO search_headings (rowid, subject, from_text) SELECT key, new.subject, new.from_text FROM search_keys WHERE message_id = new.message_id;
 END;
 CREATE TRIGGER search_documents_delete AFTER DELETE ON search_documents BEGIN
   INSERT INTO search_index (search_index, rowid, subject, from_text, recipients_text, body_text, attachment_names)
   SELECT 'delete', key, old.subject, old.from_text, old.recipients_text, old.body_text, old.attachment_names FROM search_keys WHERE message_id = old.message_id;
+  INSERT INTO search_headings (search_headings, rowid, subject, from_text)
+  SELECT 'delete', key, old.subject, old.from_text FROM search_keys WHERE message_id = old.message_id;
   DELETE FROM search_keys WHERE message_id = old.message_id;
 END;
 CREATE TRIGGER search_documents_update AFTER UPDATE ON search_documents BEGIN
   INSERT INTO search_index (search_index, rowid, subject, from_text, recipients_text, body_text, attachment_names)
   SELECT 'delete', key, old.subject, old.from_text, old.recipients_text, old.body_text, old.attachment_names FROM search_keys WHERE message_id = old.message_id;
+  INSERT INTO search_headings (search_headings, rowid, subject, from_text)
+  SELECT 'delete', key, old.subject, old.from_text FROM search_keys WHERE message_id = old.message_id;
   UPDATE search_keys SET message_id = new.message_id WHERE message_id = old.message_id;
   INSERT INTO search_index (rowid, subject, from_text, recipients_text, body_text, attachment_names)
   SELECT key, new.subject, new.from_text, new.recipients_text, new.body_text, new.attachment_names FROM search_keys WHERE message_id = new.message_id;
+  INSERT INTO search_headings (rowid, subject, from_text) SELECT key, new.subject, new.from_text FROM search_keys WHERE message_id = new.message_id;
 END;
 `;

@@ -128,6 +128,7 @@ t.test('phrases, words, prefixes, OR and exclusions select and rank', async (t) 
   t.same(found(w, 'budget*', inAlice).sort(), ['Budgeting tips', 'Lunch', 'Quarterly budget report'], 'a prefix');
   t.same(found(w, 'lisbon OR invoice', inAlice).sort(), ['Holiday plans', 'Invoice', 'Lisbon hotel']);
   t.same(found(w, 'budget -lunch', inAlice), ['Quarterly budget report'], 'an exclusion');
+  t.same(found(w, 'budget -attached', inAlice), ['Lunch'], 'an exclusion applies to the whole email, also when its subject matched');
   t.same(found(w, 'budget* -"new year" -lunch', inAlice), ['Quarterly budget report'], 'a phrase exclusion');
   t.same(found(w, 'geneve reunion'), ['Réunion'], 'diacritics and case are folded');
   t.same(found(w, 'trips'), ['Lisbon hotel'], 'the sender is indexed');
@@ -228,7 +229,9 @@ t.test('the result limit: default 20, at most 50, refused above', async (t) => {
 t.test('the ranking query walks the full-text index in key order and joins by primary key', async (t) => {
   const w = populated(t);
   const q = rankingQuery(
+    'search_index',
     compileQuery('budget -lunch'),
+    null,
     [w.bindings.aliceInbox, w.bindings.bobInbox],
     filterClauses({ isSeen: false, senderAddress: '@corp.example', receivedOnOrAfter: '2025-03-01T00:00:00Z' }),
     keyRange({ receivedOnOrAfter: '2025-03-01T00:00:00Z' }),
