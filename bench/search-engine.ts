@@ -14,7 +14,8 @@
  *
  * Shapes as in bench/scenarios/search.ts (chosen from the index the same
  * way, without the notmuch agreement step). BENCH_ITERATIONS (default 200)
- * per shape, in one read transaction each, as a pool thread runs it.
+ * per shape, in one read transaction each, as a pool thread runs it; wall
+ * p50/p99 and the p50 of the thread's CPU time (steadier on a shared machine).
  * BENCH_EXPLAIN=1 also prints each shape's plan.
  */
 import { copyFileSync, existsSync, rmSync } from 'node:fs';
@@ -136,7 +137,7 @@ function shapes(): Shape[] {
   }
 }
 
-function measure(db: Database, shape: Shape): { p50: number; p99: number; matches: number } {
+function measure(db: Database, shape: Shape): { p50: number; p99: number; 'cpu p50': number; matches: number } {
   const input = SearchEmailsInput.parse({ ...shape.input, resultLimit: 20 });
   const once = () => {
     db.exec('BEGIN');
@@ -148,14 +149,19 @@ function measure(db: Database, shape: Shape): { p50: number; p99: number; matche
   };
   for (let i = 0; i < 5; i++) once();
   const samples: number[] = [];
+  const cpu: number[] = [];
   let matches = 0;
   for (let i = 0; i < iterations; i++) {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     matches = once().matches.length;
     samples.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
   }
   const s = summarize(samples, 1);
-  return { p50: round(s.p50Us / 1000, 3), p99: round(s.p99Us / 1000, 3), matches };
+  const c = summarize(cpu, 1);
+  return { p50: round(s.p50Us / 1000, 3), p99: round(s.p99Us / 1000, 3), 'cpu p50': round(c.p50Us / 1000, 3), matches };
 }
 
 /** A database seeded at an earlier schema version, copied and migrated (a migration's cost is reported, not hidden). */

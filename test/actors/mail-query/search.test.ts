@@ -1,9 +1,10 @@
 /**
  * search_emails: the query syntax compiles to a safe FTS5 expression (user
  * text never acts as FTS5 syntax), phrases, words, prefixes, OR and
- * exclusions select and rank as documented, the listing filters and the
+ * exclusions select and rank as documented (subject and sender first, then
+ * newest first), the listing filters and the
  * scope apply, snippets mark matched terms, the result limit is refused
- * above 50, and the ranking query starts from the full-text index.
+ * above 50, and the ranking query walks the full-text index in key order.
  */
 import t from 'tap';
 import { compileQuery } from '../../../actors/mail-query/query-syntax.ts';
@@ -13,7 +14,7 @@ import { SearchEmailsInput, type SearchEmailsResult } from '../../../actors/mail
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { many } from '../../../runtime/store/rows.ts';
 import type { TestLike } from '../../runtime/store/fixtures/scratch.ts';
-import { ask, deliver, refusalCode, world, type Mail, type World } from './fixtures.ts';
+import { ask, deliver, HOUR, refusalCode, T0, world, type Mail, type World } from './fixtures.ts';
 
 const alice: Mail[] = [
   { uid: 1, subject: 'Quarterly budget report', from: 'Finance <finance@corp.example>', body: 'Please find the numbers attached.' },
@@ -134,6 +135,9 @@ t.test('phrases, words, prefixes, OR and exclusions select and rank', async (t) 
   t.same(found(w, 'trips'), ['Lisbon hotel'], 'the sender is indexed');
   t.same(found(w, '"invoice 2025"'), ['Invoice'], 'attachment names are indexed');
   t.same(found(w, 'hotel'), ['Lisbon hotel', 'Weekend'], 'a subject match outranks a body-only one; oversized mail has no text');
+  t.same(found(w, 'numbers', inAlice), ['Lunch', 'Quarterly budget report'], 'within a group, newest first');
+  t.same(found(w, 'numbers', { ...inAlice, receivedBefore: new Date(T0 + 1.5 * HOUR).toISOString() }), ['Quarterly budget report'], 'a received-time range');
+  t.same(found(w, 'numbers', { ...inAlice, receivedOnOrAfter: new Date(T0 + 2 * HOUR).toISOString() }), ['Lunch'], 'inclusive from');
   const ranked = search(w, { queryText: 'quarterly budget' });
   t.same(
     ranked.matches.map((m) => m.rank),
