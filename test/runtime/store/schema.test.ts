@@ -69,7 +69,9 @@ t.test('the FTS5 index follows the search documents: insert, update, delete, cas
   t.equal(count(db, 'message_raw', 'message_id = ?', [invoice]), 0, 'raw MIME went with the message');
   t.equal(count(db, 'passages', 'message_id = ?', [invoice]), 0, 'passages went with the message');
   db.exec("INSERT INTO search_index (search_index, rank) VALUES ('integrity-check', 1)");
-  t.pass('the index agrees with its content table');
+  db.exec("INSERT INTO search_headings (search_headings, rank) VALUES ('integrity-check', 1)");
+  t.equal(count(db, 'search_keys'), count(db, 'search_documents'), 'one search key per document');
+  t.pass('both indexes agree with their content');
 });
 
 t.test('a tombstone keeps identity only', async (t) => {
