@@ -36,6 +36,18 @@ type Token = Term | 'OR';
 const tokenChar = /[\p{L}\p{N}]/u;
 
 export function compileQuery(queryText: string): string {
+  return expressionOf(compileTerms(queryText));
+}
+
+/** The query as FTS5 parts: what must match, and what must not (null: nothing excluded). */
+export type CompiledTerms = { positive: string; excluded: string | null };
+
+/** The whole expression of compiled terms; `positive` may be narrowed first (a column filter). */
+export function expressionOf(terms: CompiledTerms, positive: string = terms.positive): string {
+  return terms.excluded === null ? positive : `(${positive}) NOT (${terms.excluded})`;
+}
+
+export function compileTerms(queryText: string): CompiledTerms {
   const tokens = tokenize(queryText);
   const groups: Term[][] = [];
   const excluded: Term[] = [];
@@ -67,8 +79,7 @@ export function compileQuery(queryText: string): string {
     }
   }
   const positive = groups.map((group) => (group.length === 1 ? term(group[0]!) : `(${group.map(term).join(' OR ')})`)).join(' AND ');
-  if (excluded.length === 0) return positive;
-  return `(${positive}) NOT (${excluded.map(term).join(' OR ')})`;
+  return { positive, excluded: excluded.length === 0 ? null : excluded.map(term).join(' OR ') };
 }
 
 /** Letters and digits in the last token of a term (what a prefix applies to). */

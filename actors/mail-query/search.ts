@@ -1,14 +1,21 @@
 /**
  * `search_emails`: lexical search over the FTS5 index `search_index`
- * (subject, from_text, recipients_text, body_text, attachment_names),
- * ranked by bm25 with column weights that favour the subject and the sender.
+ * (subject, from_text, recipients_text, body_text, attachment_names).
+ *
+ * Ranking (docs/mcp-read-tools.md): emails whose subject and sender hold the
+ * whole query (index `search_headings`) come first, then those matching anywhere; within each group
+ * newest first by received time, ties by the later indexed. The index is
+ * keyed in that order (migration 0006: a search key that sorts as the
+ * received time), so each group is a walk of the postings from the newest
+ * key down that stops once `resultLimit` emails in scope are found: a word
+ * in every email costs about what a rare one does, not a rank of every
+ * match. A received-time range is a key range the walk seeks to.
  *
  * The plan: the full-text index is the outer loop (CROSS JOIN keeps SQLite
- * from starting at `messages` and probing the index per row), each match
- * joins its `messages` row by primary key, the scope and the filters are
- * checked there, and the survivors are ranked; only the best `resultLimit`
- * rows are returned. Snippets are made afterwards for those rows only, since
- * a sorter would otherwise compute one for every match.
+ * from starting at `messages` and probing the index per row) in key order
+ * (no sorter), each match joins its key and its `messages` row by primary
+ * key, and the scope and the filters are checked there. Snippets are made
+ * afterwards for the returned rows only.
  *
  * Snippets: up to 12 tokens of the body and 8 of the attachment names
  * around the matched terms, which are marked `**term**`, with `…` where text
@@ -23,25 +30,25 @@
  */
 import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import { many, type SqlValue } from '../../runtime/store/rows.ts';
+import type { SqlValue } from '../../runtime/store/rows.ts';
 import { filterClauses, type Clauses } from './filters.ts';
 import { MAX_SEARCH_RESULTS, type QueryScope, type SearchEmailsInput, type SearchEmailsResult, type SearchMatch } from './protocol.ts';
-import { compileQuery } from './query-syntax.ts';
+import { compileTerms, expressionOf } from './query-syntax.ts';
 import { placeholders, prepared } from './statements.ts';
 import { summaryColumns, summaryOf, type SummaryRow } from './summary.ts';
 import { freshnessOf, resolveTargets, visibleBindings } from './targets.ts';
-
-/** bm25 weights, in column order: subject, from, recipients, body, attachment names. */
-export const COLUMN_WEIGHTS = [10, 5, 2, 1, 3] as const;
 
 // Control characters as snippet markers, so a marker is told from text that
 // happens to hold `**`; they become `**` once the excerpt is kept.
 const open = '\u0002';
 const close = '\u0003';
 
+type RankedRow = SummaryRow & { search_key: bigint };
+
 export function searchEmails(db: Database, scope: QueryScope, input: SearchEmailsInput): SearchEmailsResult {
   if (input.resultLimit > MAX_SEARCH_RESULTS) throw new AppError('E_TOOL_RESULT_LIMIT');
-  const expression = compileQuery(input.queryText);
+  const terms = compileTerms(input.queryText);
+  const expression = expressionOf(terms);
   const targets = resolveTargets(db, scope, input.accounts, input.folders);
   const bindings = visibleBindings(targets);
   const answer = (matches: SearchMatch[]): SearchEmailsResult => ({
@@ -52,19 +59,62 @@ export function searchEmails(db: Database, scope: QueryScope, input: SearchEmail
   });
   if (bindings.size === 0) return answer([]);
 
-  const query = rankingQuery(narrowedByAddress(expression, input), [...bindings.keys()], filterClauses(input), input.resultLimit);
-  const rows = many<SummaryRow>(prepared(db, query.sql), query.params);
+  const walk = (index: SearchIndex, fts: string, limit: number): RankedRow[] => {
+    // The headings index has no recipients column to narrow by; the filter clause still decides.
+    const narrowing = index === 'search_headings' ? { senderAddress: input.senderAddress } : input;
+    const query = rankingQuery(index, narrowedByAddress(fts, narrowing), terms.excluded, [...bindings.keys()], filterClauses(input), keyRange(input), limit);
+    return prepared(db, query.sql).safeIntegers(true).all(query.params) as RankedRow[];
+  };
+  const rows = walk('search_headings', terms.positive, input.resultLimit);
+  if (rows.length < input.resultLimit) {
+    // Everything the heading group holds in scope was read: the rest follow, newest first.
+    const seen = new Set(rows.map((row) => row.search_key));
+    for (const row of walk('search_index', expression, input.resultLimit + rows.length)) {
+      if (rows.length === input.resultLimit) break;
+      if (!seen.has(row.search_key)) rows.push(row);
+    }
+  }
   const excerpts = snippetsOf(
     db,
     expression,
-    rows.map((row) => row.id),
+    rows.map((row) => row.search_key),
   );
   return answer(
-    rows.map((row, i) => {
-      const snippets = excerpts.get(row.id) ?? [];
+    rows.map((raw, i) => {
+      const row = plainRow(raw);
+      const snippets = excerpts.get(raw.search_key) ?? [];
       return { ...summaryOf(row, bindings.get(row.binding_id)!.alias), rank: i + 1, ...(snippets.length > 0 ? { snippets } : {}) };
     }),
   );
+}
+
+/** A row read with safe integers, back to numbers (ids, dates and sizes are far below 2^53). */
+function plainRow(row: RankedRow): SummaryRow {
+  const plain: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(row)) plain[name] = typeof value === 'bigint' && name !== 'search_key' ? Number(value) : value;
+  return plain as SummaryRow;
+}
+
+const DATED = 1n << 44n;
+const PER_MS = 1n << 16n;
+const LAST_MS = 1n << 46n;
+const NO_END = (1n << 63n) - 1n;
+
+/** The search key of the first document received at `ms` (migration 0006). */
+export function keyAt(ms: number): bigint {
+  const clamped = BigInt(Math.max(0, Math.floor(ms)));
+  return DATED + (clamped > LAST_MS ? LAST_MS : clamped) * PER_MS;
+}
+
+/**
+ * The keys a received-time range can hold: a bound only narrows the walk
+ * (a clamped date shares its bucket with others); the filter clause decides.
+ */
+export function keyRange(f: Pick<SearchEmailsInput, 'receivedOnOrAfter' | 'receivedBefore'>): { from: bigint; below: bigint } {
+  return {
+    from: f.receivedOnOrAfter === undefined ? 0n : keyAt(Date.parse(f.receivedOnOrAfter)),
+    below: f.receivedBefore === undefined ? NO_END : keyAt(Math.max(1, Date.parse(f.receivedBefore))),
+  };
 }
 
 /**
@@ -85,29 +135,48 @@ export function narrowedByAddress(expression: string, f: Pick<SearchEmailsInput,
   return narrowing.length === 0 ? expression : `(${expression}) AND ${narrowing.join(' AND ')}`;
 }
 
-/** The ranking SQL (exported for the query-plan test). */
-export function rankingQuery(expression: string, bindingIds: readonly number[], clauses: Clauses, limit: number): { sql: string; params: SqlValue[] } {
-  const sql = `SELECT ${summaryColumns}
-    FROM search_index CROSS JOIN messages m ON m.id = search_index.rowid
-    WHERE search_index MATCH ? AND m.state = 'stored' AND m.binding_id IN (${placeholders(bindingIds.length)})
+/** Whole documents, or their subject and sender alone (the first group). */
+export type SearchIndex = 'search_index' | 'search_headings';
+
+/**
+ * One group's walk, newest key first (exported for the query-plan test).
+ * The headings index holds no body: the query's exclusions are checked
+ * against the whole document, for the rows of the walk only.
+ */
+export function rankingQuery(
+  index: SearchIndex,
+  expression: string,
+  excluded: string | null,
+  bindingIds: readonly number[],
+  clauses: Clauses,
+  range: { from: bigint; below: bigint },
+  limit: number,
+): { sql: string; params: SqlValue[] } {
+  const exclusion = index === 'search_headings' && excluded !== null;
+  const sql = `SELECT ${index}.rowid AS search_key, ${summaryColumns}
+    FROM ${index} CROSS JOIN search_keys k ON k.key = ${index}.rowid CROSS JOIN messages m ON m.id = k.message_id
+    WHERE ${index} MATCH ? AND ${index}.rowid >= ? AND ${index}.rowid < ?
+      AND m.state = 'stored' AND m.binding_id IN (${placeholders(bindingIds.length)})
       ${clauses.sql.map((c) => `AND ${c}`).join(' ')}
-    ORDER BY bm25(search_index, ${COLUMN_WEIGHTS.join(', ')}), m.internal_date DESC, m.id DESC
+      ${exclusion ? `AND NOT EXISTS (SELECT 1 FROM search_index WHERE search_index MATCH ? AND search_index.rowid = k.key)` : ''}
+    ORDER BY ${index}.rowid DESC
     LIMIT ?`;
-  return { sql, params: [expression, ...bindingIds, ...clauses.params, limit] };
+  return { sql, params: [expression, range.from, range.below, ...bindingIds, ...clauses.params, ...(exclusion ? [excluded] : []), limit] };
 }
 
 /**
- * Excerpts for the ranked rows, in one statement. Not one lookup per row:
- * each MATCH evaluation expands the expression again, and a broad prefix
- * costs a full merge of its terms' lists every time. `+rowid` keeps the id
- * list out of the index constraint (one pass over the matches, cheap
- * without snippets) and makes it a filter checked before any snippet is made.
+ * Excerpts for the ranked rows (by search key), in one statement. Not one
+ * lookup per row: each MATCH evaluation expands the expression again, and a
+ * broad prefix costs a full merge of its terms' lists every time. `+rowid`
+ * keeps the key list out of the index constraint and makes it a filter
+ * checked before any snippet is made; the key range bounds the pass to the
+ * span of the ranked rows (for a broad word, the newest few matches).
  */
-function snippetsOf(db: Database, expression: string, ids: readonly number[]): Map<number, string[]> {
-  const excerpts = new Map<number, string[]>();
-  if (ids.length === 0) return excerpts;
-  const query = snippetQuery(expression, ids);
-  for (const row of many<{ id: number; body: string | null; names: string | null }>(prepared(db, query.sql), query.params)) {
+function snippetsOf(db: Database, expression: string, keys: readonly bigint[]): Map<bigint, string[]> {
+  const excerpts = new Map<bigint, string[]>();
+  if (keys.length === 0) return excerpts;
+  const query = snippetQuery(expression, keys);
+  for (const row of prepared(db, query.sql).safeIntegers(true).all(query.params) as Array<{ id: bigint; body: string | null; names: string | null }>) {
     excerpts.set(
       row.id,
       [row.body, row.names].flatMap((text) => (text?.includes(open) ? [text.replaceAll(open, '**').replaceAll(close, '**')] : [])),
@@ -117,8 +186,9 @@ function snippetsOf(db: Database, expression: string, ids: readonly number[]): M
 }
 
 /** The excerpt SQL (exported for the query-plan test). */
-export function snippetQuery(expression: string, ids: readonly number[]): { sql: string; params: SqlValue[] } {
+export function snippetQuery(expression: string, keys: readonly bigint[]): { sql: string; params: SqlValue[] } {
   const sql = `SELECT rowid AS id, snippet(search_index, 3, char(2), char(3), '…', 12) AS body, snippet(search_index, 4, char(2), char(3), '…', 8) AS names
-    FROM search_index WHERE search_index MATCH ? AND +rowid IN (${placeholders(ids.length)})`;
-  return { sql, params: [expression, ...ids] };
+    FROM search_index WHERE search_index MATCH ? AND rowid >= ? AND rowid <= ? AND +rowid IN (${placeholders(keys.length)})`;
+  const sorted = [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return { sql, params: [expression, sorted[0]!, sorted[sorted.length - 1]!, ...keys] };
 }

@@ -10,6 +10,7 @@ import { sql as mailboxWrites } from './0002-mailbox-writes.ts';
 import { sql as deploymentSecrets } from './0003-deployment-secrets.ts';
 import { sql as mailboxChanges } from './0004-mailbox-changes.ts';
 import { sql as outbox } from './0005-outbox.ts';
+import { sql as searchRecency } from './0006-search-recency.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -19,4 +20,5 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: 'deployment-secrets', sql: deploymentSecrets },
   { version: 4, name: 'mailbox-changes', sql: mailboxChanges },
   { version: 5, name: 'outbox', sql: outbox },
+  { version: 6, name: 'search-recency', sql: searchRecency },
 ];

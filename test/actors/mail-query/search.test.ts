@@ -1,19 +1,20 @@
 /**
  * search_emails: the query syntax compiles to a safe FTS5 expression (user
  * text never acts as FTS5 syntax), phrases, words, prefixes, OR and
- * exclusions select and rank as documented, the listing filters and the
+ * exclusions select and rank as documented (subject and sender first, then
+ * newest first), the listing filters and the
  * scope apply, snippets mark matched terms, the result limit is refused
- * above 50, and the ranking query starts from the full-text index.
+ * above 50, and the ranking query walks the full-text index in key order.
  */
 import t from 'tap';
 import { compileQuery } from '../../../actors/mail-query/query-syntax.ts';
-import { narrowedByAddress, rankingQuery, snippetQuery } from '../../../actors/mail-query/search.ts';
+import { keyRange, narrowedByAddress, rankingQuery, snippetQuery } from '../../../actors/mail-query/search.ts';
 import { filterClauses } from '../../../actors/mail-query/filters.ts';
 import { SearchEmailsInput, type SearchEmailsResult } from '../../../actors/mail-query/protocol.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { many } from '../../../runtime/store/rows.ts';
 import type { TestLike } from '../../runtime/store/fixtures/scratch.ts';
-import { ask, deliver, refusalCode, world, type Mail, type World } from './fixtures.ts';
+import { ask, deliver, HOUR, refusalCode, T0, world, type Mail, type World } from './fixtures.ts';
 
 const alice: Mail[] = [
   { uid: 1, subject: 'Quarterly budget report', from: 'Finance <finance@corp.example>', body: 'Please find the numbers attached.' },
@@ -128,11 +129,15 @@ t.test('phrases, words, prefixes, OR and exclusions select and rank', async (t) 
   t.same(found(w, 'budget*', inAlice).sort(), ['Budgeting tips', 'Lunch', 'Quarterly budget report'], 'a prefix');
   t.same(found(w, 'lisbon OR invoice', inAlice).sort(), ['Holiday plans', 'Invoice', 'Lisbon hotel']);
   t.same(found(w, 'budget -lunch', inAlice), ['Quarterly budget report'], 'an exclusion');
+  t.same(found(w, 'budget -attached', inAlice), ['Lunch'], 'an exclusion applies to the whole email, also when its subject matched');
   t.same(found(w, 'budget* -"new year" -lunch', inAlice), ['Quarterly budget report'], 'a phrase exclusion');
   t.same(found(w, 'geneve reunion'), ['Réunion'], 'diacritics and case are folded');
   t.same(found(w, 'trips'), ['Lisbon hotel'], 'the sender is indexed');
   t.same(found(w, '"invoice 2025"'), ['Invoice'], 'attachment names are indexed');
   t.same(found(w, 'hotel'), ['Lisbon hotel', 'Weekend'], 'a subject match outranks a body-only one; oversized mail has no text');
+  t.same(found(w, 'numbers', inAlice), ['Lunch', 'Quarterly budget report'], 'within a group, newest first');
+  t.same(found(w, 'numbers', { ...inAlice, receivedBefore: new Date(T0 + 1.5 * HOUR).toISOString() }), ['Quarterly budget report'], 'a received-time range');
+  t.same(found(w, 'numbers', { ...inAlice, receivedOnOrAfter: new Date(T0 + 2 * HOUR).toISOString() }), ['Lunch'], 'inclusive from');
   const ranked = search(w, { queryText: 'quarterly budget' });
   t.same(
     ranked.matches.map((m) => m.rank),
@@ -225,23 +230,31 @@ t.test('the result limit: default 20, at most 50, refused above', async (t) => {
   );
 });
 
-t.test('the ranking query starts from the full-text index and joins by primary key', async (t) => {
+t.test('the ranking query walks the full-text index in key order and joins by primary key', async (t) => {
   const w = populated(t);
   const q = rankingQuery(
+    'search_index',
     compileQuery('budget -lunch'),
+    null,
     [w.bindings.aliceInbox, w.bindings.bobInbox],
-    filterClauses({ isSeen: false, senderAddress: '@corp.example' }),
+    filterClauses({ isSeen: false, senderAddress: '@corp.example', receivedOnOrAfter: '2025-03-01T00:00:00Z' }),
+    keyRange({ receivedOnOrAfter: '2025-03-01T00:00:00Z' }),
     20,
   );
   const plan = many<{ detail: string }>(w.db.prepare(`EXPLAIN QUERY PLAN ${q.sql}`), q.params).map((r) => r.detail);
-  const top = plan.filter((d) => !d.startsWith('CORRELATED') && !d.includes('json_each') && !d.startsWith('USE TEMP'));
+  const top = plan.filter((d) => !d.startsWith('CORRELATED') && !d.includes('json_each'));
   t.match(top[0] ?? '', /^SCAN search_index VIRTUAL TABLE INDEX/, String(top[0]));
-  t.match(top[1] ?? '', /^SEARCH m USING INTEGER PRIMARY KEY \(rowid=\?\)/, String(top[1]));
-  const excerpts = snippetQuery(compileQuery('budg*'), [1, 2, 3]);
+  t.match(top[1] ?? '', /^SEARCH k USING INTEGER PRIMARY KEY \(rowid=\?\)/, String(top[1]));
+  t.match(top[2] ?? '', /^SEARCH m USING INTEGER PRIMARY KEY \(rowid=\?\)/, String(top[2]));
+  t.notOk(
+    plan.some((d) => d.startsWith('USE TEMP B-TREE')),
+    'no sorter: the walk stops after the first matches in scope',
+  );
+  const excerpts = snippetQuery(compileQuery('budg*'), [1n, 2n, 3n]);
   const excerptPlan = many<{ detail: string }>(w.db.prepare(`EXPLAIN QUERY PLAN ${excerpts.sql}`), excerpts.params).map((r) => r.detail);
   t.match(
     excerptPlan.join(' | '),
-    /^SCAN search_index VIRTUAL TABLE INDEX \d+:M\d*$/,
+    /^SCAN search_index VIRTUAL TABLE INDEX \d+:M\d*[^|]*$/,
     'excerpts: one MATCH pass; the id list is a filter, not one lookup (and expansion) per id',
   );
 });

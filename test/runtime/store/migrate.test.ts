@@ -41,6 +41,7 @@ t.test('a fresh database gets every migration, once', async (t) => {
     'message_raw',
     'search_documents',
     'search_index',
+    'search_keys',
     'passages',
     'repair_requests',
     'jobs',

@@ -84,7 +84,10 @@ export function count(db: Database, table: string, where = '1', params: SqlValue
 
 /** Message ids the FTS index finds. */
 export function search(db: Database, query: string): number[] {
-  return many<{ id: number }>(db.prepare('SELECT rowid AS id FROM search_index WHERE search_index MATCH ? ORDER BY rowid'), [query]).map((row) => row.id);
+  return many<{ id: number }>(
+    db.prepare('SELECT k.message_id AS id FROM search_index CROSS JOIN search_keys k ON k.key = search_index.rowid WHERE search_index MATCH ? ORDER BY id'),
+    [query],
+  ).map((row) => row.id);
 }
 
 export function idOf(db: Database, bindingId: number, uid: number): number {
