@@ -367,6 +367,30 @@ async function sample(n: number, warmup: number, once: () => Promise<void> | voi
   return out;
 }
 
+/** The daemon's main thread (HTTP, authentication, the MCP exchange): user + system CPU ms, from /proc (clock ticks of 10 ms); NaN elsewhere. */
+function mainThreadCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Main-thread CPU spent on MCP calls, summed over the timed runs (warm-ups included in `calls`). */
+type MainThreadCpu = { ms: number; calls: number };
+
+async function onMainThread<T>(pid: number, into: MainThreadCpu, calls: number, run: () => Promise<T>): Promise<T> {
+  const before = mainThreadCpuMs(pid);
+  const result = await run();
+  into.ms += mainThreadCpuMs(pid) - before;
+  into.calls += calls;
+  return result;
+}
+
+const perCallUs = (cpu: MainThreadCpu): number => (cpu.calls > 0 ? Math.round((cpu.ms * 1000) / cpu.calls) : Number.NaN);
+
 const ms = (us: number): number => round(us / 1000, 2);
 const p = (samples: number[]) => summarize(samples, 1);
 
@@ -589,6 +613,8 @@ export const search: Scenario = {
       let client: Client | null = await connectClient(d.port, 'bench-search');
       const concurrent = await Promise.all(Array.from({ length: CONCURRENT }, (_, i) => connectClient(d.port, `bench-search-${i}`)));
       const figures: ShapeFigures[] = [];
+      const cpu1: MainThreadCpu = { ms: 0, calls: 0 };
+      const cpu16: MainThreadCpu = { ms: 0, calls: 0 };
       // An MCP call that fails is reported in its row with the daemon's state, and the run goes on
       // (in process and notmuch need no daemon); the daemon's last log lines go to stderr.
       const mcpFailed = async (err: unknown): Promise<string> => {
@@ -645,7 +671,9 @@ export const search: Scenario = {
             if (mcpFailure === null && client !== null) {
               const c = client;
               try {
-                samples.mcp.push(...(await sample(per, 5, async () => void (await callTool(c, 'search_emails', args)))));
+                samples.mcp.push(
+                  ...(await onMainThread(d.pid, cpu1, per + 5, () => sample(per, 5, async () => void (await callTool(c, 'search_emails', args))))),
+                );
               } catch (err) {
                 mcpFailure = await mcpFailed(err);
               }
@@ -662,7 +690,8 @@ export const search: Scenario = {
           let manyFailure: string | null = null;
           if (mcpFailure === null && d.state() === 'running') {
             try {
-              many = await searchConcurrently(concurrent, args, concurrentCalls);
+              const calls = Math.ceil(concurrentCalls / CONCURRENT) * CONCURRENT + 2 * CONCURRENT;
+              many = await onMainThread(d.pid, cpu16, calls, () => searchConcurrently(concurrent, args, concurrentCalls));
             } catch (err) {
               manyFailure = `failed: ${(err as Error).message}; mailcairnd ${d.state()}`;
               log(`search_emails c=${CONCURRENT} ${manyFailure}; its log ends:\n${d.logTail(30)}`);
@@ -762,6 +791,7 @@ export const search: Scenario = {
             `peak RSS ${round(usage.peakRssMiB)} MiB${peakReset ? ` (high-water mark reset at phase start, RSS then ${round(before?.peakRssMiB ?? NaN)} MiB)` : ' (lifetime peak: reset refused)'}, ` +
             `CPU ${round((usage.cpuMs - (before?.cpuMs ?? 0)) / 1000, 1)} s; messages ${stored} ours / ${nmTotal} notmuch; ` +
             `mirror ${round(mirrorMs / 1000, 1)} s; mbsync ${round(mbsync.wallMs / 1000, 1)} s (CPU ${round(mbsync.cpuMs / 1000, 1)} s) + notmuch new ${round(indexed.wallMs / 1000, 1)} s (CPU ${round(indexed.cpuMs / 1000, 1)} s); ` +
+            `main-thread CPU per search_emails call ${perCallUs(cpu1)} µs at c=1, ${perCallUs(cpu16)} µs at c=${CONCURRENT}; ` +
             `load average at start ${loadAtStart}, at end ${load}`,
         }),
       );
