@@ -82,8 +82,12 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
     return callTool(tool, request.params.arguments ?? {}, exchange);
   });
   const transport = new JsonExchangeTransport(req, res);
-  // Closing the transport closes the server too (Protocol.connect chains onclose): one close, not two.
-  res.on('close', () => void transport.close());
+  // Closed only when the client left before its answer (so a running handler is aborted): closing
+  // an answered exchange costs an McpError with its stack per call and releases nothing the
+  // collector would not. Closing the transport closes the server too (Protocol.connect chains onclose).
+  res.on('close', () => {
+    if (!res.writableFinished) void transport.close();
+  });
   await server.connect(transport);
   await transport.handle(body);
 }
