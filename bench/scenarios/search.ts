@@ -43,7 +43,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import Libsql from 'libsql';
@@ -64,6 +64,7 @@ import { openStore, type Database } from '../../runtime/store/open.ts';
 import { mbsyncConfig, notmuchConfig } from '../peers/mbsync.ts';
 import { buildNotmuchProbe, notmuchCount, notmuchEnv, probeNotmuch, runCommand, runNotmuch } from '../peers/notmuch.ts';
 import { readStats, resetPeak, timed } from '../peers/process-stats.ts';
+import { boundGoal, millis, ratioGoal } from '../goals.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
 
@@ -77,8 +78,12 @@ const ROUNDS = 4;
 const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 const WAIT_LIMIT_MS = 60 * 60_000;
 const scope: QueryScope = { accounts: [{ id: ACCOUNT, folders: [FOLDER] }] };
+/** The bench agent's key: every MCP call presents it (`Authorization: Bearer`). */
+const API_KEY = 'bench-agent-key-0123456789abcdef';
+/** Concurrent MCP clients of the concurrent `search_emails` and `list_emails` runs. */
+const CONCURRENT = 16;
 
-type Filters = { senderAddress?: string; receivedOnOrAfter?: string; receivedBefore?: string };
+type Filters = { senderAddress?: string; receivedOnOrAfter?: string; receivedBefore?: string; isSeen?: boolean };
 /** One query shape, as each side spells it. */
 type Shape = { name: string; queryText: string; filters: Filters; notmuch: string; ours: number; theirs: number };
 
@@ -113,6 +118,7 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
   mkdirSync(dir, { recursive: true });
   const database = join(dir, 'mailcairn.db');
   writeFileSync(join(dir, 'pw'), PASSWORD);
+  writeFileSync(join(dir, 'agent.key'), API_KEY);
   const config = join(dir, 'mailcairn.json');
   const port = await reservePort();
   writeFileSync(
@@ -121,7 +127,14 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
       HealthEndpoints: { Enabled: false },
       // The limiter stays in the path (its cost is part of a call) but never refuses: the default
       // anonymous budget (60 calls a minute) would end the run in its first second.
-      McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: port, RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 } },
+      McpEndpoint: {
+        Enabled: true,
+        BindAddress: '127.0.0.1',
+        Port: port,
+        // Agents authenticate: one API key (file: reference), judged on every call as in production.
+        Authentication: [{ ApiKey: { Name: 'bench-agent', SecretReference: `file:${join(dir, 'agent.key')}`, Lifetime: 'NoLimit' } }],
+        RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 },
+      },
       Logging: { Level: 'warn', Format: 'Json' },
       Storage: { Database: database },
       // One run mirrors the folder; no further run disturbs the measurements.
@@ -137,7 +150,9 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
   );
   const logFile = join(dir, 'mailcairnd.log');
   const logFd = openSync(logFile, 'a');
-  const child: ChildProcess = spawn(process.execPath, [daemonBin, '--config', config], { stdio: ['ignore', logFd, logFd] });
+  const profileDir = process.env.BENCH_CPU_PROF;
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`, '--cpu-prof-name=search-mailcairnd.cpuprofile'] : [];
+  const child: ChildProcess = spawn(process.execPath, [...profile, daemonBin, '--config', config], { stdio: ['ignore', logFd, logFd] });
   closeSync(logFd);
   const pid = child.pid!;
   trackPid(pid);
@@ -301,7 +316,27 @@ async function chooseShapes(database: string, env: NodeJS.ProcessEnv, total: num
         notmuchFilter: `date:@${lo / 1000}..@${hi / 1000 - 1}`,
       })),
     );
-    return [common, rare, phrase, sender, dated];
+
+    // Common word + filters: sender, a date range over half the mailbox, and read mail (`isSeen`;
+    // notmuch's `unread` tag follows the Maildir S flag). Each filter narrows, none alone decides.
+    const halves = [0.25, 0.2, 0.3].map((at) => ({
+      lo: bound(Math.max(1, Math.floor(dates.length * at))),
+      hi: bound(Math.min(dates.length - 1, Math.floor(dates.length * (at + 0.5)))),
+    }));
+    const combined = await agree(
+      db,
+      env,
+      'common word + filters',
+      senders.flatMap((s) =>
+        halves.map(({ lo, hi }) => ({
+          queryText: common.queryText,
+          notmuch: [common.notmuch],
+          filters: { senderAddress: s.address, receivedOnOrAfter: new Date(lo).toISOString(), receivedBefore: new Date(hi).toISOString(), isSeen: true },
+          notmuchFilter: `from:${s.address} date:@${lo / 1000}..@${hi / 1000 - 1} NOT tag:unread`,
+        })),
+      ),
+    );
+    return [common, rare, phrase, sender, dated, combined];
   } finally {
     db.close();
   }
@@ -332,6 +367,30 @@ async function sample(n: number, warmup: number, once: () => Promise<void> | voi
   return out;
 }
 
+/** The daemon's main thread (HTTP, authentication, the MCP exchange): user + system CPU ms, from /proc (clock ticks of 10 ms); NaN elsewhere. */
+function mainThreadCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Main-thread CPU spent on MCP calls, summed over the timed runs (warm-ups included in `calls`). */
+type MainThreadCpu = { ms: number; calls: number };
+
+async function onMainThread<T>(pid: number, into: MainThreadCpu, calls: number, run: () => Promise<T>): Promise<T> {
+  const before = mainThreadCpuMs(pid);
+  const result = await run();
+  into.ms += mainThreadCpuMs(pid) - before;
+  into.calls += calls;
+  return result;
+}
+
+const perCallUs = (cpu: MainThreadCpu): number => (cpu.calls > 0 ? Math.round((cpu.ms * 1000) / cpu.calls) : Number.NaN);
+
 const ms = (us: number): number => round(us / 1000, 2);
 const p = (samples: number[]) => summarize(samples, 1);
 
@@ -349,7 +408,11 @@ async function connectClient(port: number, name: string): Promise<Client> {
   const started = performance.now();
   for (;;) {
     try {
-      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { fetch: agentFetch }));
+      const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), {
+        fetch: agentFetch,
+        requestInit: { headers: { Authorization: `Bearer ${API_KEY}` } },
+      });
+      await client.connect(transport);
       return client;
     } catch (err) {
       if (performance.now() - started > 30_000) throw err;
@@ -364,6 +427,27 @@ async function callTool(client: Client, name: string, args: Record<string, unkno
   const result = (await client.callTool({ name, arguments: args })) as ToolAnswer;
   if (result.isError) throw new Error(`${name} failed: ${result.content?.[0]?.text ?? 'error'}`);
   return result.structuredContent!;
+}
+
+/**
+ * `search_emails` with the same arguments from every client at once, `calls`
+ * in all (each client waits for its answer before its next call): the
+ * latency an agent sees while others search, queueing included.
+ */
+async function searchConcurrently(clients: readonly Client[], args: Record<string, unknown>, calls: number): Promise<{ samples: number[]; wallMs: number }> {
+  const run = async (client: Client, n: number, into: number[]): Promise<void> => {
+    for (let i = 0; i < n; i++) {
+      const started = performance.now();
+      await callTool(client, 'search_emails', args);
+      into.push(performance.now() - started);
+    }
+  };
+  await Promise.all(clients.map((c) => run(c, 2, [])));
+  const samples: number[] = [];
+  const per = Math.ceil(calls / clients.length);
+  const started = performance.now();
+  await Promise.all(clients.map((c) => run(c, per, samples)));
+  return { samples, wallMs: performance.now() - started };
 }
 
 /** `list_emails` by cursor walks: `clients` distinct clients, `calls` calls in all. */
@@ -426,11 +510,46 @@ function row(c: Cells): Row {
   };
 }
 
+/** What the goals of one shape are checked against (ms; NaN where a side has no figure). */
+type ShapeFigures = { shape: string; inProcP50: number; notmuchLibP50: number; mcp1: [number, number]; mcp16: [number, number] };
+
+/**
+ * Issue 14's search goals, per shape: in process p50 ≤ 2 ms and below
+ * libnotmuch's p50 (the peer); through /mcp, authenticated, p50 ≤ in-process
+ * p50 + 2 ms and p99 ≤ 50 ms, at 1 and at 16 clients.
+ */
+function searchGoals(figures: readonly ShapeFigures[]): Row[] {
+  return figures.flatMap((f) => {
+    const overhead = f.inProcP50 + 2;
+    const mcpGoals = ([1, CONCURRENT] as const).flatMap((clients) => {
+      const [p50, p99] = clients === 1 ? f.mcp1 : f.mcp16;
+      return [
+        boundGoal(`${f.shape}: MCP p50 ≤ in-process p50 + 2 ms (${millis(overhead)}), c=${clients}`, p50, overhead, millis, f.notmuchLibP50),
+        boundGoal(`${f.shape}: MCP p99 ≤ 50 ms, c=${clients}`, p99, 50, millis, f.notmuchLibP50),
+      ];
+    });
+    return [
+      boundGoal(`${f.shape}: in-process p50 ≤ 2 ms`, f.inProcP50, 2, millis, f.notmuchLibP50),
+      // "Faster than notmuch's library": strictly below, so a tie is not met.
+      {
+        ...ratioGoal(`${f.shape}: in-process p50 < notmuch library p50`, f.inProcP50, f.notmuchLibP50, 1, millis),
+        ...strictlyBelow(f.inProcP50, f.notmuchLibP50),
+      },
+      ...mcpGoals,
+    ];
+  });
+}
+
+function strictlyBelow(ours: number, peer: number): Row {
+  return Number.isFinite(ours) && Number.isFinite(peer) && peer > 0 ? { 'met?': ours < peer ? 'yes' : 'no' } : {};
+}
+
 function describe(s: Shape): string {
   const f = s.filters;
   const parts = [s.queryText];
   if (f.senderAddress) parts.push(`sender ${f.senderAddress}`);
   if (f.receivedOnOrAfter) parts.push(`${f.receivedOnOrAfter.slice(0, 10)}..${f.receivedBefore!.slice(0, 10)}`);
+  if (f.isSeen !== undefined) parts.push(f.isSeen ? 'seen' : 'unseen');
   return parts.join(' + ');
 }
 
@@ -442,6 +561,7 @@ export const search: Scenario = {
     const iterations = Math.max(10, Number(process.env.BENCH_ITERATIONS ?? '200'));
     const cliIterations = Math.max(5, Number(process.env.BENCH_NOTMUCH_ITERATIONS ?? '30'));
     const listCalls = Math.max(16, Number(process.env.BENCH_LIST_CALLS ?? '800'));
+    const concurrentCalls = Math.max(CONCURRENT, Number(process.env.BENCH_SEARCH_CONCURRENT_CALLS ?? '480'));
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-search-'));
     trackDir(dir);
     // Interrupted: exit normally, so the harness's exit hooks stop what was started (by PID) and remove the directories.
@@ -491,6 +611,10 @@ export const search: Scenario = {
       db = openStore({ database: d.database, busyTimeoutMs: 5_000, synchronous: 'Full' });
       db.pragma('query_only = ON');
       let client: Client | null = await connectClient(d.port, 'bench-search');
+      const concurrent = await Promise.all(Array.from({ length: CONCURRENT }, (_, i) => connectClient(d.port, `bench-search-${i}`)));
+      const figures: ShapeFigures[] = [];
+      const cpu1: MainThreadCpu = { ms: 0, calls: 0 };
+      const cpu16: MainThreadCpu = { ms: 0, calls: 0 };
       // An MCP call that fails is reported in its row with the daemon's state, and the run goes on
       // (in process and notmuch need no daemon); the daemon's last log lines go to stderr.
       const mcpFailed = async (err: unknown): Promise<string> => {
@@ -547,7 +671,9 @@ export const search: Scenario = {
             if (mcpFailure === null && client !== null) {
               const c = client;
               try {
-                samples.mcp.push(...(await sample(per, 5, async () => void (await callTool(c, 'search_emails', args)))));
+                samples.mcp.push(
+                  ...(await onMainThread(d.pid, cpu1, per + 5, () => sample(per, 5, async () => void (await callTool(c, 'search_emails', args))))),
+                );
               } catch (err) {
                 mcpFailure = await mcpFailed(err);
               }
@@ -559,6 +685,17 @@ export const search: Scenario = {
             }
             samples.nm.push(...(await sample(cliPer, 1, async () => void (await runNotmuch(nmArgs, env)))));
             samples.nmSummary.push(...(await sample(cliPer, 1, async () => void (await runNotmuch(['search', `--limit=${RESULTS}`, shape.notmuch], env)))));
+          }
+          let many: { samples: number[]; wallMs: number } | null = null;
+          let manyFailure: string | null = null;
+          if (mcpFailure === null && d.state() === 'running') {
+            try {
+              const calls = Math.ceil(concurrentCalls / CONCURRENT) * CONCURRENT + 2 * CONCURRENT;
+              many = await onMainThread(d.pid, cpu16, calls, () => searchConcurrently(concurrent, args, concurrentCalls));
+            } catch (err) {
+              manyFailure = `failed: ${(err as Error).message}; mailcairnd ${d.state()}`;
+              log(`search_emails c=${CONCURRENT} ${manyFailure}; its log ends:\n${d.logTail(30)}`);
+            }
           }
           const inProc = p(samples.inProc);
           const mcp = mcpFailure === null ? p(samples.mcp) : null;
@@ -579,6 +716,26 @@ export const search: Scenario = {
                 (mcpFailure !== null ? `; ${mcpFailure}` : ''),
             }),
           );
+          const manySummary = many !== null ? summarize(many.samples, many.wallMs) : null;
+          rows.push(
+            row({
+              measure: `search: ${shape.name} c=${CONCURRENT}`,
+              query: describe(shape),
+              ...(manySummary !== null ? { mcp: [ms(manySummary.p50Us), ms(manySummary.p99Us)] as [number, number] } : {}),
+              ...(manySummary !== null ? { callsPerSecond: manySummary.perSecond } : {}),
+              note:
+                manySummary !== null
+                  ? `${manySummary.count} calls by ${CONCURRENT} clients at once, the same query`
+                  : (manyFailure ?? mcpFailure ?? 'skipped: mailcairnd not running'),
+            }),
+          );
+          figures.push({
+            shape: shape.name,
+            inProcP50: ms(inProc.p50Us),
+            notmuchLibP50: nmInProc !== null ? ms(nmInProc.p50Us) : NaN,
+            mcp1: mcp !== null ? [ms(mcp.p50Us), ms(mcp.p99Us)] : [NaN, NaN],
+            mcp16: manySummary !== null ? [ms(manySummary.p50Us), ms(manySummary.p99Us)] : [NaN, NaN],
+          });
         }
         rows.push(
           row({
@@ -590,9 +747,10 @@ export const search: Scenario = {
         );
       } finally {
         await client?.close().catch(() => undefined);
+        await Promise.all(concurrent.map((c) => c.close().catch(() => undefined)));
       }
 
-      for (const clients of [1, 16]) {
+      for (const clients of [1, CONCURRENT]) {
         log(`list_emails, ${clients} client(s)`);
         if (d.state() !== 'running') {
           rows.push(row({ measure: `list_emails c=${clients}`, query: 'pageSize 25, cursor walk', note: `skipped: mailcairnd ${d.state()}` }));
@@ -633,9 +791,11 @@ export const search: Scenario = {
             `peak RSS ${round(usage.peakRssMiB)} MiB${peakReset ? ` (high-water mark reset at phase start, RSS then ${round(before?.peakRssMiB ?? NaN)} MiB)` : ' (lifetime peak: reset refused)'}, ` +
             `CPU ${round((usage.cpuMs - (before?.cpuMs ?? 0)) / 1000, 1)} s; messages ${stored} ours / ${nmTotal} notmuch; ` +
             `mirror ${round(mirrorMs / 1000, 1)} s; mbsync ${round(mbsync.wallMs / 1000, 1)} s (CPU ${round(mbsync.cpuMs / 1000, 1)} s) + notmuch new ${round(indexed.wallMs / 1000, 1)} s (CPU ${round(indexed.cpuMs / 1000, 1)} s); ` +
+            `main-thread CPU per search_emails call ${perCallUs(cpu1)} µs at c=1, ${perCallUs(cpu16)} µs at c=${CONCURRENT}; ` +
             `load average at start ${loadAtStart}, at end ${load}`,
         }),
       );
+      rows.push(...searchGoals(figures));
     } catch (err) {
       if (daemon !== null) process.stderr.write(`[search] failed with mailcairnd ${daemon.state()}; its log ends:\n${daemon.logTail(30)}\n`);
       throw err;

@@ -1,6 +1,7 @@
 /**
- * One MCP exchange: a fresh SDK `Server` and a stateless Streamable HTTP
- * transport for every request, dropped when the response ends. Never a
+ * One MCP exchange: a fresh SDK `Server` and a stateless JSON transport
+ * (json-exchange.ts: the SDK's Streamable HTTP answers without its Web
+ * Request/Response conversions) for every request, dropped when the response ends. Never a
  * shared server object: one shared across requests has leaked one client's
  * answers to another in the SDK's history.
  *
@@ -18,13 +19,13 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as PublishedTool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { holds, recordRefusal, type Principal } from '../auth/principal.ts';
+import { JsonExchangeTransport } from './json-exchange.ts';
 import { toolRefusal, toolSuccess, publicCodeOf } from './tool-result.ts';
 import type { Tool, ToolContext } from './tools.ts';
 
@@ -80,13 +81,15 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
     }
     return callTool(tool, request.params.arguments ?? {}, exchange);
   });
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const transport = new JsonExchangeTransport(req, res);
+  // Closed only when the client left before its answer (so a running handler is aborted): closing
+  // an answered exchange costs an McpError with its stack per call and releases nothing the
+  // collector would not. Closing the transport closes the server too (Protocol.connect chains onclose).
   res.on('close', () => {
-    void transport.close();
-    void server.close();
+    if (!res.writableFinished) void transport.close();
   });
   await server.connect(transport);
-  await transport.handleRequest(req, res, body);
+  await transport.handle(body);
 }
 
 async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promise<CallToolResult> {
