@@ -197,7 +197,7 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
 /** Messages our index matches for a query with filters (the same plan as the ranking, counted). */
 function ourCount(db: Database, queryText: string, filters: Filters): number {
   const clauses = filterClauses(filters);
-  const sql = `SELECT count(*) AS n FROM search_index CROSS JOIN messages m ON m.id = search_index.rowid
+  const sql = `SELECT count(*) AS n FROM search_index CROSS JOIN search_keys k ON k.key = search_index.rowid CROSS JOIN messages m ON m.id = k.message_id
     WHERE search_index MATCH ? AND m.state = 'stored' ${clauses.sql.map((c) => `AND ${c}`).join(' ')}`;
   return Number((db.prepare(sql).get([compileQuery(queryText), ...clauses.params]) as { n: number }).n);
 }
