@@ -40,7 +40,9 @@ export function phraseOf(text: string, prefix: boolean): Phrase | null {
  * in it.
  */
 export function excerpt(text: string, phrases: readonly Phrase[], maxTokens: number): string | null {
-  const tokens = tokenize(text);
+  const finder = finderOf(phrases);
+  if (finder !== null && nextCandidate(finder, text, 0) < 0) return null;
+  const tokens = tokenize(text, finder, maxTokens);
   const hits = instances(text, tokens, phrases);
   if (hits.length === 0) return null;
   const size = tokens.count;
@@ -53,8 +55,8 @@ export function excerpt(text: string, phrases: readonly Phrase[], maxTokens: num
       start = centred.adjusted(size);
     }
     // The last sentence start at or before the hit, if a window from there is better.
-    const sentence = size > maxTokens ? sentenceStartBefore(text, tokens, hit.at) : hit.at;
-    if (sentence < hit.at) {
+    const sentence = size > maxTokens ? sentenceStartBefore(text, tokens, hit.at) : -1;
+    if (sentence >= 0 && sentence < hit.at) {
       const from = score(hits, phrases, sentence, maxTokens).score + (sentence === 0 ? 120 : 100);
       if (from > best) {
         best = from;
@@ -81,7 +83,22 @@ function fold(token: string): string {
 }
 
 // Where unicode61's tables differ from Unicode's lowercasing (checked by bench/excerpt-parity.ts).
-const folded: Record<string, string> = { ſ: 's', ẛ: 's', ς: 'σ', ϐ: 'β', ϑ: 'θ', ϕ: 'φ', ϖ: 'π', ϰ: 'κ', ϱ: 'ρ', ϵ: 'ε', Ǡ: 'ǡ', ǡ: 'ǡ', Ϳ: 'Ϳ', '\u212b': 'a' };
+const folded: Record<string, string> = {
+  ſ: 's',
+  ẛ: 's',
+  ς: 'σ',
+  ϐ: 'β',
+  ϑ: 'θ',
+  ϕ: 'φ',
+  ϖ: 'π',
+  ϰ: 'κ',
+  ϱ: 'ρ',
+  ϵ: 'ε',
+  Ǡ: 'ǡ',
+  ǡ: 'ǡ',
+  Ϳ: 'Ϳ',
+  '\u212b': 'a',
+};
 const asciiLetter = /^[a-z]/;
 
 /**
@@ -124,13 +141,31 @@ function isTokenAt(text: string, i: number, code: number): boolean {
   return known === 1;
 }
 
-/** Token boundaries as UTF-16 offsets: token `i` is `starts[i]` up to `ends[i]`. */
+/**
+ * Token boundaries as UTF-16 offsets: token `i` is `starts[i]` up to
+ * `ends[i]`; -1 for a token skipped over (counted, never read).
+ */
 type Tokens = { starts: number[]; ends: number[]; count: number };
 
-function tokenize(text: string): Tokens {
+// A stretch with no possible match is skipped when longer than this many
+// characters; tokenizing resumes this far before the next possible match.
+const SKIP_CHARS = 600;
+const RESUME_CHARS = 300;
+/** Tokens a skipped stretch counts as: more than any window reaches across. */
+const SKIPPED_TOKENS = 64;
+
+/**
+ * The text's tokens. With a finder, only those near possible matches are
+ * read: a window and its scoring look at most two windows away from a
+ * match, so a long stretch without one counts as `SKIPPED_TOKENS` unread
+ * tokens, and the text after the last possible match as many again.
+ */
+function tokenize(text: string, finder: RegExp | null = null, maxTokens = 0): Tokens {
   const starts: number[] = [];
   const ends: number[] = [];
   const length = text.length;
+  let horizon = finder === null ? length : -1; // the last possible match found
+  let past = 0; // tokens read since the horizon
   let i = 0;
   while (i < length) {
     const code = text.charCodeAt(i);
@@ -138,7 +173,28 @@ function tokenize(text: string): Tokens {
       i += code >= 0xd800 && code < 0xdc00 ? 2 : 1;
       continue;
     }
+    if (finder !== null && i > horizon && past >= 2 * maxTokens) {
+      // From just past the horizon: a possible match among the tokens read since needs its tokens after it too.
+      const next = nextCandidate(finder, text, horizon + 1);
+      if (next >= 0 && next < i) {
+        horizon = next;
+        past = 0;
+      } else if (next < 0) {
+        for (let k = 0; k < SKIPPED_TOKENS; k++) starts.push(-1), ends.push(-1);
+        break;
+      } else {
+        horizon = next;
+        past = 0;
+      }
+      if (next - i > SKIP_CHARS) {
+        for (let k = 0; k < SKIPPED_TOKENS; k++) starts.push(-1), ends.push(-1);
+        i = next - RESUME_CHARS;
+        while (i < length && (isTokenAt(text, i, text.charCodeAt(i)) || isDiacritic(text.charCodeAt(i)))) i++; // off a token cut in two
+        continue;
+      }
+    }
     starts.push(i);
+    if (i > horizon) past++;
     i += code >= 0xd800 && code < 0xdc00 ? 2 : 1;
     while (i < length) {
       const c = text.charCodeAt(i);
@@ -153,6 +209,50 @@ function tokenize(text: string): Tokens {
     ends.push(i);
   }
   return { starts, ends, count: starts.length };
+}
+
+/** Where the next possible match begins at or after `from` (-1: none). */
+function nextCandidate(finder: RegExp, text: string, from: number): number {
+  finder.lastIndex = from;
+  return finder.exec(text)?.index ?? -1;
+}
+
+/** Latin letters that fold to each ASCII letter (built once). */
+let foldingTo: Map<string, string> | undefined;
+const finders = new Map<string, RegExp | null>();
+
+/**
+ * A pattern for where the phrases' first tokens could begin: each letter
+ * as any character that folds to it, diacritics after it allowed. Only
+ * places the tokenizer looks: the tokens there decide. Null (read every
+ * token) when a first token is not ASCII.
+ */
+function finderOf(phrases: readonly Phrase[]): RegExp | null {
+  const key = phrases.map((p) => p.tokens[0]).join(' ');
+  let finder = finders.get(key);
+  if (finder !== undefined) return finder;
+  if (foldingTo === undefined) {
+    foldingTo = new Map();
+    for (const [lo, hi] of [
+      [0x80, 0x24f],
+      [0x1e00, 0x1eff],
+      [0x2100, 0x214f],
+    ] as const) {
+      for (let c = lo; c <= hi; c++) {
+        const f = foldChar(String.fromCharCode(c));
+        if (f.length === 1 && f.charCodeAt(0) < 128) foldingTo.set(f, (foldingTo.get(f) ?? '') + String.fromCharCode(c));
+      }
+    }
+  }
+  const firsts = phrases.map((p) => p.tokens[0]!);
+  if (firsts.some((t) => !isAscii(t, 0, t.length))) finder = null;
+  else {
+    const letters = (t: string) => [...t].map((c) => `[${c}${c.toUpperCase()}${foldingTo!.get(c) ?? ''}][\u0300-\u036f]*`).join('');
+    finder = new RegExp(firsts.map(letters).join('|'), 'g');
+  }
+  if (finders.size >= 256) finders.clear();
+  finders.set(key, finder);
+  return finder;
 }
 
 type Hit = { at: number; phrase: number };
@@ -182,6 +282,7 @@ function instances(text: string, tokens: Tokens, phrases: readonly Phrase[]): Hi
  */
 function tokenIs(text: string, tokens: Tokens, i: number, want: string, prefix: boolean): boolean {
   const start = tokens.starts[i]!;
+  if (start < 0) return false;
   const end = tokens.ends[i]!;
   let k = 0;
   for (; k < want.length && start + k < end; k++) {
@@ -232,10 +333,12 @@ function score(hits: readonly Hit[], phrases: readonly Phrase[], from: number, m
 
 /**
  * The last token at or before `at` that begins a sentence: the first token,
- * or one after `.` or `:` and white space (fts5SentenceFinderCb).
+ * or one after `.` or `:` and white space (fts5SentenceFinderCb); -1 when
+ * it lies beyond a skipped stretch (its window would hold no match).
  */
 function sentenceStartBefore(text: string, tokens: Tokens, at: number): number {
   for (let t = at; t > 0; t--) {
+    if (tokens.starts[t]! < 0) return -1;
     let i = tokens.starts[t]! - 1;
     while (i >= 0 && isBlank(text.charCodeAt(i))) i--;
     const c = text.charCodeAt(i);
