@@ -180,14 +180,14 @@ function tokenize(text: string, finder: RegExp | null = null, maxTokens = 0): To
         horizon = next;
         past = 0;
       } else if (next < 0) {
-        for (let k = 0; k < SKIPPED_TOKENS; k++) starts.push(-1), ends.push(-1);
+        skip(starts, ends);
         break;
       } else {
         horizon = next;
         past = 0;
       }
       if (next - i > SKIP_CHARS) {
-        for (let k = 0; k < SKIPPED_TOKENS; k++) starts.push(-1), ends.push(-1);
+        skip(starts, ends);
         i = next - RESUME_CHARS;
         while (i < length && (isTokenAt(text, i, text.charCodeAt(i)) || isDiacritic(text.charCodeAt(i)))) i++; // off a token cut in two
         continue;
@@ -209,6 +209,14 @@ function tokenize(text: string, finder: RegExp | null = null, maxTokens = 0): To
     ends.push(i);
   }
   return { starts, ends, count: starts.length };
+}
+
+/** A skipped stretch: `SKIPPED_TOKENS` tokens that are counted, never read. */
+function skip(starts: number[], ends: number[]): void {
+  for (let k = 0; k < SKIPPED_TOKENS; k++) {
+    starts.push(-1);
+    ends.push(-1);
+  }
 }
 
 /** Where the next possible match begins at or after `from` (-1: none). */
