@@ -39,8 +39,12 @@ export function compileQuery(queryText: string): string {
   return expressionOf(compileTerms(queryText));
 }
 
-/** The query as FTS5 parts: what must match, and what must not (null: nothing excluded). */
-export type CompiledTerms = { positive: string; excluded: string | null };
+/**
+ * The query as FTS5 parts: what must match, and what must not (null: nothing
+ * excluded); `matched`: the positive terms in expression order (what an
+ * excerpt marks).
+ */
+export type CompiledTerms = { positive: string; excluded: string | null; matched: ReadonlyArray<{ text: string; prefix: boolean }> };
 
 /** The whole expression of compiled terms; `positive` may be narrowed first (a column filter). */
 export function expressionOf(terms: CompiledTerms, positive: string = terms.positive): string {
@@ -79,7 +83,11 @@ export function compileTerms(queryText: string): CompiledTerms {
     }
   }
   const positive = groups.map((group) => (group.length === 1 ? term(group[0]!) : `(${group.map(term).join(' OR ')})`)).join(' AND ');
-  return { positive, excluded: excluded.length === 0 ? null : excluded.map(term).join(' OR ') };
+  return {
+    positive,
+    excluded: excluded.length === 0 ? null : excluded.map(term).join(' OR '),
+    matched: groups.flat().map(({ text, prefix }) => ({ text, prefix })),
+  };
 }
 
 /** Letters and digits in the last token of a term (what a prefix applies to). */
