@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { provenance } from './machine.ts';
 import { clockTicks, processAccounting } from './peers/process-stats.ts';
+import { accounts100 } from './scenarios/accounts-100.ts';
 import { actorAsk } from './scenarios/actor-ask.ts';
 import { actorDensity } from './scenarios/actor-density.ts';
 import { authOverhead } from './scenarios/auth-overhead.ts';
@@ -19,7 +20,7 @@ import { search } from './scenarios/search.ts';
 import { syncInitial } from './scenarios/sync-initial.ts';
 import type { Row, Scenario } from './scenario.ts';
 
-const scenarios: Scenario[] = [actorAsk, actorDensity, mimeParse, syncInitial, search, authOverhead, mailboxChanges, outbox];
+const scenarios: Scenario[] = [actorAsk, actorDensity, mimeParse, syncInitial, search, authOverhead, mailboxChanges, outbox, accounts100];
 
 function table(rows: Row[]): string {
   if (rows.length === 0) return '(no rows)';
