@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { provenance } from './machine.ts';
 import { clockTicks, processAccounting } from './peers/process-stats.ts';
+import { accounts100 } from './scenarios/accounts-100.ts';
 import { actorAsk } from './scenarios/actor-ask.ts';
 import { actorDensity } from './scenarios/actor-density.ts';
 import { authOverhead } from './scenarios/auth-overhead.ts';
@@ -19,7 +20,7 @@ import { search } from './scenarios/search.ts';
 import { syncInitial } from './scenarios/sync-initial.ts';
 import type { Row, Scenario } from './scenario.ts';
 
-const scenarios: Scenario[] = [actorAsk, actorDensity, mimeParse, syncInitial, search, authOverhead, mailboxChanges, outbox];
+const scenarios: Scenario[] = [actorAsk, actorDensity, mimeParse, syncInitial, search, authOverhead, mailboxChanges, outbox, accounts100];
 
 function table(rows: Row[]): string {
   if (rows.length === 0) return '(no rows)';
@@ -47,7 +48,11 @@ for (const scenario of scenarios.filter((s) => wanted.length === 0 || wanted.inc
   process.stdout.write(`\n## ${scenario.name}: ${scenario.description}\n\n`);
   const rows = await scenario.run();
   results[scenario.name] = rows;
-  process.stdout.write(`${table(rows)}\n`);
+  // Goal rows (goals.ts) get a table of their own after the figures, not columns of the figures' table.
+  const goals = rows.filter((r) => 'goal' in r);
+  const figures = rows.filter((r) => !('goal' in r));
+  process.stdout.write(`${table(figures)}\n`);
+  if (goals.length > 0) process.stdout.write(`\n${table(goals)}\n`);
 }
 const dir = new URL('../../bench/results/', import.meta.url.includes('/dist/') ? import.meta.url : new URL('../x/', import.meta.url));
 mkdirSync(dir, { recursive: true });

@@ -8,11 +8,10 @@
  * FILE defaults to $MAILCAIRN_CONFIG, else ./mailcairn.json.
  */
 import sade from 'sade';
-import { runCheckConfig } from '../service/check-config.ts';
-import { runDaemon } from '../service/app.ts';
 import { AppError } from '../runtime/errors.ts';
-import { keyringNew, keyringRotate } from '../runtime/keyring/cli.ts';
 import { version } from '../runtime/version.ts';
+
+// Each command loads only its own modules: the service does not pay for check-config's or the key ring's.
 
 type Opts = { config?: string; out?: string; force?: boolean };
 
@@ -25,19 +24,24 @@ function fail(err: unknown): never {
 const prog = sade('mailcairnd').version(version).option('-c, --config', 'Configuration file (default $MAILCAIRN_CONFIG, else ./mailcairn.json)');
 
 prog.command('run', 'Run the service (the default command)', { default: true }).action(async (opts: Opts) => {
+  const { runDaemon } = await import('../service/app.ts');
   await runDaemon(opts.config ? { configFile: opts.config } : {});
 });
 
-prog.command('check-config', 'Validate the configuration, print the resolved posture and startup warnings; non-zero on a refusal').action((opts: Opts) => {
-  process.exitCode = runCheckConfig({ ...(opts.config ? { file: opts.config } : {}), out: (line) => process.stdout.write(`${line}\n`) });
-});
+prog
+  .command('check-config', 'Validate the configuration, print the resolved posture and startup warnings; non-zero on a refusal')
+  .action(async (opts: Opts) => {
+    const { runCheckConfig } = await import('../service/check-config.ts');
+    process.exitCode = runCheckConfig({ ...(opts.config ? { file: opts.config } : {}), out: (line) => process.stdout.write(`${line}\n`) });
+  });
 
 prog
   .command('keyring new', 'Create a key ring file with one fresh active key (mode 0600)')
   .option('-o, --out', 'Write to this file instead of standard output')
   .option('-f, --force', 'Overwrite an existing file', false)
-  .action((opts: Opts) => {
+  .action(async (opts: Opts) => {
     try {
+      const { keyringNew } = await import('../runtime/keyring/cli.ts');
       const result = keyringNew({ ...(opts.out ? { out: opts.out } : {}), force: opts.force === true });
       if (result.path) process.stderr.write(`mailcairnd: key ring written to ${result.path}\n`);
       else process.stdout.write(result.text);
@@ -46,8 +50,9 @@ prog
     }
   });
 
-prog.command('keyring rotate <file>', 'Add a new active key to a key ring file; older keys stay to unseal what they sealed').action((file: string) => {
+prog.command('keyring rotate <file>', 'Add a new active key to a key ring file; older keys stay to unseal what they sealed').action(async (file: string) => {
   try {
+    const { keyringRotate } = await import('../runtime/keyring/cli.ts');
     const result = keyringRotate(file);
     process.stderr.write(`mailcairnd: key ${result.activeKeyId} is now active in ${result.path}\n`);
   } catch (err) {

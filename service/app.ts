@@ -16,11 +16,6 @@ import type { Server } from 'node:http';
 import type { Config } from '../config/schema.ts';
 import { loadStartupConfig } from './startup-config.ts';
 import { createHealthServer, type Readiness } from '../http/health/health-server.ts';
-import { createMcpListener } from '../http/mcp/mcp-listener.ts';
-import { createAdminListener } from '../http/admin/admin-listener.ts';
-import { createAuthenticator } from '../http/auth/authenticate.ts';
-import { createKeySets } from '../http/auth/oauth/key-sets.ts';
-import { serversOf } from '../http/auth/oauth/entries.ts';
 import { REPLAY_GUARD_ID, replayClaimer } from '../actors/replay-guard/protocol.ts';
 import { MIME_PARSE_TASK } from '../actors/mime-parse/protocol.ts';
 import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
@@ -146,7 +141,14 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     return address;
   };
   // One authentication stage per surface; discovery and key sets are read now, so the first token after boot does not wait.
-  const authenticatorFor = (surface: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
+  // The listeners' modules (the MCP SDK, authentication, their schemas) load only when an endpoint is enabled:
+  // a start that serves no agent does not pay for them (docs/performance-perf-bench.md).
+  const authenticatorFor = async (surface: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
+    const [{ createKeySets }, { serversOf }, { createAuthenticator }] = await Promise.all([
+      import('../http/auth/oauth/key-sets.ts'),
+      import('../http/auth/oauth/entries.ts'),
+      import('../http/auth/authenticate.ts'),
+    ]);
     const keySets = createKeySets({ log });
     keySets.warm(serversOf(entries));
     return createAuthenticator(surface, entries, { log, env: options.env ?? process.env, claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)), keySets });
@@ -166,6 +168,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     }
     const mcp = config.McpEndpoint;
     if (mcp.Enabled) {
+      const { createMcpListener } = await import('../http/mcp/mcp-listener.ts');
       mcpServer = createMcpListener({
         config,
         store: storeSlice(config),
@@ -175,12 +178,13 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         queryPool,
         parsePool: extractPool,
         actor: (id) => supervisor.ref(id),
-        authenticate: authenticatorFor('mcp', mcp.Authentication),
+        authenticate: await authenticatorFor('mcp', mcp.Authentication),
       });
       mcpAddress = await openListener(mcpServer, 'McpEndpoint', mcp.BindAddress, mcp.Port);
     }
     const admin = config.AdminEndpoint;
     if (admin.Enabled) {
+      const { createAdminListener } = await import('../http/admin/admin-listener.ts');
       adminServer = createAdminListener({
         config,
         log,
@@ -188,7 +192,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         actor: (id) => supervisor.ref(id),
         queryPool,
         cursorKey,
-        authenticate: authenticatorFor('admin', admin.Authentication),
+        authenticate: await authenticatorFor('admin', admin.Authentication),
       });
       adminAddress = await openListener(adminServer, 'AdminEndpoint', admin.BindAddress, admin.Port);
     }

@@ -11,8 +11,8 @@
  * and the recipients table only.
  */
 import { randomUUID } from 'node:crypto';
-import { type AddressObject, type ParsedMail, simpleParser } from 'mailparser';
-import MailComposer from 'nodemailer/lib/mail-composer';
+import type { AddressObject, ParsedMail } from 'mailparser';
+import type MailComposer from 'nodemailer/lib/mail-composer';
 import { AppError } from '../../runtime/errors.ts';
 import { type Composition, SEND_LIMITS } from './protocol.ts';
 import type { RecipientHeader } from '../../runtime/store/outbox/outgoing.ts';
@@ -90,6 +90,8 @@ function domainOf(address: string): string {
 type Original = { id: number; parsed: ParsedMail };
 
 export async function parseOriginal(id: number, raw: Uint8Array): Promise<Original> {
+  // Loaded on the first reply or forward: mailparser is most of the outbox thread's start-up otherwise.
+  const { simpleParser } = await import('mailparser');
   return { id, parsed: await simpleParser(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), { skipImageLinks: true, skipTextLinks: true }) };
 }
 
@@ -187,6 +189,8 @@ export async function compose(from: string, composition: Composition, original: 
   const headerOf = (h: RecipientHeader): string[] => recipients.filter((r) => r.header === h).map((r) => r.address);
   if (headerOf('to').length > 0) mail.to = headerOf('to');
   if (headerOf('cc').length > 0) mail.cc = headerOf('cc');
-  const raw = await new MailComposer(mail).compile().build();
+  // Loaded on the first send, not when the outbox starts (every start of the service).
+  const { default: Composer } = await import('nodemailer/lib/mail-composer');
+  const raw = await new Composer(mail).compile().build();
   return { raw, messageId, recipients, answering };
 }

@@ -20,7 +20,7 @@
  * server's reply, often with the address) are reduced to codes.
  */
 import { Readable } from 'node:stream';
-import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { readSecret } from '../../runtime/secret-ref.ts';
 import type { RecipientReply } from '../../runtime/store/outbox/outgoing.ts';
 import type { OutboxConfig } from './protocol.ts';
@@ -135,7 +135,8 @@ export async function attemptDelivery(
   // Only a new session reads the credentials (and, as before, ahead of the certificate).
   const login = reused === null ? loginData(smtp, await credentials()) : null;
   const fresh = reused === null ? { login, options: connectionOptions(smtp, offer.accountId, timeoutMs) } : null;
-  const session = reused ?? new SmtpSession(new SMTPConnection(fresh!.options));
+  // Loaded on the first new session, not when the outbox starts.
+  const session = reused ?? new SmtpSession(new (await import('nodemailer/lib/smtp-connection')).default(fresh!.options));
   const connection = session.connection;
   let bodyBegan = false;
   let finished = false;

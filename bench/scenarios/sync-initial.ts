@@ -27,6 +27,8 @@
  *     the daemon waits in IDLE as it does between runs.
  *     Then the service's periodic no-change run: its CPU per interval.
  *
+ * Then issue 14's goals as `goal / measured / peer / met?` rows (goalRows).
+ *
  * Mailbox: BENCH_MESSAGES generated messages (default 10000, `bench` profile
  * ≈ 63 KB average), or BENCH_CORPUS=real for every message of
  * `../shared/corpus/real/`.
@@ -43,6 +45,7 @@ import { generateMailbox } from '../../test/harness/generator.ts';
 import { appendMessages, writeMaildir } from '../../test/harness/place-mail.ts';
 import { mbsyncConfig, notmuchConfig } from '../peers/mbsync.ts';
 import { interval, timed, type ProcessStats } from '../peers/process-stats.ts';
+import { boundGoal, mebibytes, ratioGoal, seconds } from '../goals.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round } from '../stats.ts';
 import { daemonConfig, lastEndedRun, lastRunMs, mailcairnOnce, mbsyncOnce, PASSWORD, startService, USER, type Expect } from './sync-sides.ts';
@@ -111,16 +114,26 @@ export const syncInitial: Scenario = {
   async run() {
     const repeat = Math.max(1, Number(process.env.BENCH_REPEAT ?? '3'));
     const initialRepeat = Math.max(1, Number(process.env.BENCH_INITIAL_REPEAT ?? '2'));
-    const { label, messages } = benchMailbox();
-    const total = messages.length;
+    const { label, count, messages } = benchMailbox();
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-'));
     const dovecot = await startDovecot({ users: [{ user: USER, password: PASSWORD }] });
     const log = (line: string): void => void process.stderr.write(`[sync] ${line}\n`);
     const rows: Row[] = [];
     try {
+      // Streamed into the Maildir: 50,000 generated messages are ≈ 3 GB, more than this process should hold.
       let bytes = 0;
-      for (const m of messages) bytes += m.raw.length;
-      await writeMaildir(dovecot, USER, 'INBOX', messages);
+      const total = await writeMaildir(
+        dovecot,
+        USER,
+        'INBOX',
+        (function* () {
+          for (const m of messages()) {
+            bytes += m.raw.length;
+            yield m;
+          }
+        })(),
+      );
+      if (total !== count) throw new Error(`placed ${total} messages, expected ${count}`);
       const mb = round(bytes / 2 ** 20);
       const row = (scenario: string, order: string, ours: Side | null, peer: string, theirs: Side | null, note = ''): Row => ({
         scenario,
@@ -259,6 +272,7 @@ export const syncInitial: Scenario = {
       };
       const noChange = await incremental('no-change incremental', async () => expected);
       const onePercent = await incremental('1% new + 1% flags', (i) => change(i));
+      const serviceSides = { serviceChange: [] as Side[], servicePeriodic: [] as Side[] };
 
       // 3. The service running: change → visible, and the periodic no-change run.
       log('service: 1% new + 1% flags, change → visible');
@@ -266,6 +280,7 @@ export const syncInitial: Scenario = {
       try {
         const latency: Side[] = [];
         const made: number[] = [];
+        serviceSides.serviceChange = latency;
         let peakReset = true;
         for (let i = 0; i < repeat; i++) {
           await service.settled();
@@ -297,6 +312,7 @@ export const syncInitial: Scenario = {
 
         log('service: periodic no-change runs');
         const periodic: Side[] = [];
+        serviceSides.servicePeriodic = periodic;
         for (let i = 0; i < repeat; i++) {
           const runBefore = await service.settled().then(() => lastEndedRun(daemon.database));
           const measured = interval(service.pid);
@@ -318,6 +334,17 @@ export const syncInitial: Scenario = {
       } finally {
         await service.stop();
       }
+      rows.push(
+        ...goalRows(`${total} messages, ${label}`, {
+          initial: ours0,
+          mbsync: medianSide(initial.mbsync),
+          ceiling: medianSide(initial.ceiling),
+          noChange: { ours: medianSide(noChange.ours), mbsync: medianSide(noChange.mbsync) },
+          onePercent: { ours: medianSide(onePercent.ours), mbsync: medianSide(onePercent.mbsync) },
+          serviceChange: medianSide(serviceSides.serviceChange),
+          servicePeriodic: medianSide(serviceSides.servicePeriodic),
+        }),
+      );
     } finally {
       await dovecot.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -326,9 +353,77 @@ export const syncInitial: Scenario = {
   },
 };
 
-/** The mailbox to mirror: generated at BENCH_MESSAGES, or the shared corpus's real mail. */
-function benchMailbox(): { label: string; messages: Array<{ raw: Buffer | string }> } {
-  if (process.env.BENCH_CORPUS === 'real') return { label: 'corpus real/', messages: loadCorpus('real').map((m) => ({ raw: withoutEnvelope(m.raw) })) };
-  const total = Number(process.env.BENCH_MESSAGES ?? '10000');
-  return { label: 'generated', messages: [...generateMailbox({ seed: 42, count: total, profile: 'bench' })] };
+/** Issue 14's peak-memory bound, 300 MB (10^6 bytes), in the MiB the rows use. */
+const PEAK_BOUND_MIB = 300e6 / 2 ** 20;
+
+type Measured = {
+  initial: Side;
+  mbsync: Side;
+  ceiling: Side;
+  noChange: { ours: Side; mbsync: Side };
+  onePercent: { ours: Side; mbsync: Side };
+  serviceChange: Side;
+  servicePeriodic: Side;
+};
+
+/**
+ * Issue 14's mirroring goals, each beside the peer of this run (medians of the rows above).
+ * The incremental goals are shown twice, as docs/benchmarks.md "sync-initial rows" measures them:
+ * one-shot processes on both sides (process start to exit), and the service running.
+ */
+function goalRows(size: string, m: Measured): Row[] {
+  const cpu = (ms: number): string => `${(ms / 1000).toFixed(2)} CPU-s`;
+  return [
+    ratioGoal(`initial mirror wall ≤ 1.0× mbsync bare copy (${size})`, m.initial.wallMs, m.mbsync.wallMs, 1.0, seconds),
+    ratioGoal(`initial mirror CPU ≤ 1.5× mbsync bare copy (${size})`, m.initial.cpuMs, m.mbsync.cpuMs, 1.5, cpu),
+    ratioGoal(`stretch: initial mirror wall ≤ 3× imapflow fetch+discard ceiling (${size})`, m.initial.wallMs, m.ceiling.wallMs, 3, seconds),
+    boundGoal(
+      `initial mirror peak RSS ≤ 300 MB (${PEAK_BOUND_MIB.toFixed(0)} MiB; goal stated at 50000 messages, run at ${size})`,
+      m.initial.peakRssMiB,
+      PEAK_BOUND_MIB,
+      mebibytes,
+      m.mbsync.peakRssMiB,
+    ),
+    ratioGoal(
+      'no-change incremental wall ≤ mbsync, one-shot processes (spawn → exit, both sides)',
+      m.noChange.ours.wallMs,
+      m.noChange.mbsync.wallMs,
+      1.0,
+      seconds,
+    ),
+    ratioGoal('no-change incremental CPU ≤ mbsync, one-shot processes', m.noChange.ours.cpuMs, m.noChange.mbsync.cpuMs, 1.0, cpu),
+    ratioGoal(
+      'no-change incremental CPU ≤ mbsync, service running (one interval vs one mbsync run)',
+      m.servicePeriodic.cpuMs,
+      m.noChange.mbsync.cpuMs,
+      1.0,
+      cpu,
+    ),
+    ratioGoal(
+      '1% new + 1% flags wall ≤ mbsync, one-shot processes (spawn → exit, both sides)',
+      m.onePercent.ours.wallMs,
+      m.onePercent.mbsync.wallMs,
+      1.0,
+      seconds,
+    ),
+    ratioGoal('1% new + 1% flags CPU ≤ mbsync, one-shot processes', m.onePercent.ours.cpuMs, m.onePercent.mbsync.cpuMs, 1.0, cpu),
+    ratioGoal(
+      '1% new + 1% flags ≤ mbsync, service running (change → visible vs an mbsync run started at the change)',
+      m.serviceChange.wallMs,
+      m.onePercent.mbsync.wallMs,
+      1.0,
+      seconds,
+    ),
+  ];
+}
+
+/** The mailbox to mirror: generated at BENCH_MESSAGES (made as it is written, never held whole), or the shared corpus's real mail. */
+function benchMailbox(): { label: string; count: number; messages: () => Iterable<{ raw: Buffer }> } {
+  if (process.env.BENCH_CORPUS === 'real') {
+    const real = loadCorpus('real').map((m) => ({ raw: withoutEnvelope(m.raw) }));
+    return { label: 'corpus real/', count: real.length, messages: () => real };
+  }
+  const count = Number(process.env.BENCH_MESSAGES ?? '10000');
+  if (!Number.isInteger(count) || count < 100) throw new Error('BENCH_MESSAGES must be a whole number ≥ 100');
+  return { label: 'generated', count, messages: () => generateMailbox({ seed: 42, count, profile: 'bench' }) };
 }
