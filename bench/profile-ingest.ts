@@ -12,7 +12,7 @@
  *
  *   npx tsc -p tsconfig.bench.json && node dist/bench/profile-ingest.js
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -44,10 +44,24 @@ async function once(
   nodeArgs: string[],
 ): Promise<Timed & { visibleMs: number; maxThreads: number; cpuAtVisibleMs: number; threads: string }> {
   const runBefore = lastEndedRun(d.database);
-  const t = spawnTimed(process.execPath, [...nodeArgs, daemonBin, '--config', d.config]);
+  const t = spawnTimed(process.execPath, [...nodeArgs, daemonBin, '--config', d.config], { stdout: process.env.PROFILE_STDOUT !== undefined });
   const pid = await t.targetPid();
   let maxThreads = 0;
-  const sampler = setInterval(() => (maxThreads = Math.max(maxThreads, threadsOf(pid))), 50);
+  let rssAt = '';
+  let rssMax = 0;
+  const sampler = setInterval(() => {
+    maxThreads = Math.max(maxThreads, threadsOf(pid));
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      const kb = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+      if (kb('VmRSS') > rssMax) {
+        rssMax = kb('VmRSS');
+        rssAt = `RSS ${(rssMax / 1024).toFixed(0)} MiB = anon ${(kb('RssAnon') / 1024).toFixed(0)} + file ${(kb('RssFile') / 1024).toFixed(0)} + shmem ${(kb('RssShmem') / 1024).toFixed(0)}`;
+      }
+    } catch {
+      // gone
+    }
+  }, 50);
   let visibleAt = 0;
   try {
     while (!(lastEndedRun(d.database) > runBefore && visible(d.database, { stored }))) {
@@ -62,7 +76,8 @@ async function once(
   const threads = threadCpu(pid);
   process.kill(pid, 'SIGTERM');
   const done = await t.done;
-  return { ...done, visibleMs: visibleAt - t.startedAt, maxThreads, cpuAtVisibleMs, threads };
+  if (process.env.PROFILE_STDOUT) writeFileSync(process.env.PROFILE_STDOUT, done.stdout);
+  return { ...done, visibleMs: visibleAt - t.startedAt, maxThreads, cpuAtVisibleMs, threads: `${threads}\n  largest sampled ${rssAt}` };
 }
 
 /** CPU seconds per OS thread (name:tid user+sys), busiest first, from /proc: what each thread cost without a profiler. */
