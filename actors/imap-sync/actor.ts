@@ -106,12 +106,14 @@ async function watch(state: State): Promise<void> {
 const PARSE_CHUNK = 16;
 
 /**
- * Messages up to this size are parsed on this thread: for them the copy, the
- * two hops through the main thread and the reply's validation cost more than
- * the parse (docs/performance-perf-ingest.md). Larger ones go to the pool,
- * which bounds how long one message can hold this thread.
+ * Messages up to this size are parsed on this thread: the copy into shared
+ * memory, the two hops through the main thread, the reply's validation and
+ * the pool's own threads cost more than the parse (about 5 ms per MB), and
+ * the pool threads are never started for a mirror of ordinary mail
+ * (docs/performance-perf-ingest.md). Larger ones go to the pool, which
+ * bounds how long one message can hold this thread.
  */
-const IN_PLACE_MAX_BYTES = 256 * 1024;
+const IN_PLACE_MAX_BYTES = 8 * 1024 * 1024;
 
 let inPlace: Promise<ParseInPlace> | null = null;
 
