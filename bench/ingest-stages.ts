@@ -64,6 +64,9 @@ const all: Variant[] = [
   { name: 'store: everything, page_size 16384', parsed: true, raw: true, passages: true, pageSize: 16384 },
   { name: 'store: everything, page_size 65536', parsed: true, raw: true, passages: true, pageSize: 65536 },
   { name: 'store: raw only, page_size 65536', parsed: false, raw: true, passages: false, pageSize: 65536 },
+  { name: 'store: everything, cache_size 16 MB', setup: 'PRAGMA cache_size = -16000', parsed: true, raw: true, passages: true },
+  { name: 'store: everything, cache_size 8 MB', setup: 'PRAGMA cache_size = -8000', parsed: true, raw: true, passages: true },
+  { name: 'store: everything, cache_size 4 MB', setup: 'PRAGMA cache_size = -4000', parsed: true, raw: true, passages: true },
 ];
 const variants = only ? all.filter((v) => v.name.includes(only)) : all;
 for (const v of variants) {
