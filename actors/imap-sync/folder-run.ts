@@ -29,11 +29,12 @@ import { noteUnreadable, type UnreadableCounts } from './unreadable.ts';
 const BATCH_BYTES = 16 * 1024 * 1024;
 
 /**
- * Batches fetched (and parsed) ahead of the one being stored: with two, the
- * pool parses the next batch and the connection fetches the one after while
- * this thread stores, so fetch, parse and store overlap.
+ * Batches fetched (and parsed, as soon as fetched) ahead of the one being
+ * stored. Two measured no faster than one once small messages were parsed
+ * on this thread (docs/performance-perf-ingest.md), and one holds a batch
+ * less in memory.
  */
-const BATCHES_AHEAD = 2;
+const BATCHES_AHEAD = 1;
 
 /** A batch on its way: fetched, then parsed as soon as it is (the pool parses it while the batch before is stored). */
 type Prefetch = { promise: Promise<{ batch: Pending[]; sources: Map<number, Buffer>; replies: Map<number, ParseReply> }> };
