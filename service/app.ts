@@ -98,7 +98,8 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   const parsePool = createPool({
     id: MIME_PARSE_POOL,
     entry: MIME_PARSE_TASK,
-    minThreads: config.Accounts.length > 0 ? 1 : 0,
+    // Started on demand: sync threads parse small messages in place, so the pool sees large ones and re-derivation.
+    minThreads: 0,
     // Every core: parsing overlaps the sync threads' waits on the network and the disk.
     maxThreads: availableParallelism(),
     maxQueue: 4_096,

@@ -23,7 +23,7 @@ import { openSlice } from '../../runtime/store/open-slice.ts';
 import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
 import { recordRepairRequest } from '../../runtime/store/mailbox/repair-requests.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
-import { ParseBatchReply, type ParseReply } from '../mime-parse/protocol.ts';
+import { MIME_PARSE_IN_PLACE, ParseBatchReply, type ParseInPlace, type ParseReply } from '../mime-parse/protocol.ts';
 import {
   closeJournal,
   journalStep,
@@ -105,11 +105,29 @@ async function watch(state: State): Promise<void> {
 /** Messages per ask to the parse pool: big enough that hand-overs are rare, small enough that both threads get work. */
 const PARSE_CHUNK = 16;
 
+/**
+ * Messages up to this size are parsed on this thread: the copy into shared
+ * memory, the two hops through the main thread, the reply's validation and
+ * the pool's own threads cost more than the parse (about 5 ms per MB), and
+ * the pool threads are never started for a mirror of ordinary mail
+ * (docs/performance-perf-ingest.md). Larger ones go to the pool, which
+ * bounds how long one message can hold this thread.
+ */
+const IN_PLACE_MAX_BYTES = 8 * 1024 * 1024;
+
+let inPlace: Promise<ParseInPlace> | null = null;
+
+/** The parser, loaded on this thread at its first use (a thread that never syncs never loads it). */
+function parserInPlace(): Promise<ParseInPlace> {
+  inPlace ??= import(MIME_PARSE_IN_PLACE.href).then((m: { parseMessage: ParseInPlace }) => m.parseMessage);
+  return inPlace;
+}
+
 function parseWith(ctx: ActorContext, state: State) {
-  return async (raws: Buffer[]): Promise<ParseReply[]> => {
+  const inPool = (raws: Buffer[]): Promise<ParseReply[]> => {
     const chunks: Buffer[][] = [];
     for (let i = 0; i < raws.length; i += PARSE_CHUNK) chunks.push(raws.slice(i, i + PARSE_CHUNK));
-    const answers = await Promise.all(
+    return Promise.all(
       chunks.map((chunk) =>
         ctx.ask(
           state.config.parserId,
@@ -117,8 +135,19 @@ function parseWith(ctx: ActorContext, state: State) {
           { reply: ParseBatchReply, deadlineMs: 120_000 },
         ),
       ),
-    );
-    return answers.flat();
+    ).then((answers) => answers.flat());
+  };
+  return async (raws: Buffer[]): Promise<ParseReply[]> => {
+    const large = raws.flatMap((raw, i) => (raw.length > IN_PLACE_MAX_BYTES ? [i] : []));
+    // The pool starts on the large ones while this thread parses the rest.
+    const pooled = large.length > 0 ? inPool(large.map((i) => raws[i]!)) : Promise.resolve([]);
+    const parse = large.length < raws.length ? await parserInPlace() : null;
+    const replies = raws.map((raw) => (parse !== null && raw.length <= IN_PLACE_MAX_BYTES ? parse(raw, state.config.account) : null));
+    const fromPool = await pooled;
+    large.forEach((i, k) => {
+      replies[i] = fromPool[k]!;
+    });
+    return replies as ParseReply[];
   };
 }
 

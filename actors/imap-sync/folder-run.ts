@@ -25,10 +25,19 @@ import { classifyImapFailure } from './connection.ts';
 import { sameFlags, splitFlags } from './server-flags.ts';
 import { noteUnreadable, type UnreadableCounts } from './unreadable.ts';
 
-/** Largest raw size fetched in one batch, whatever the message count (two batches are in memory at once). */
+/** Largest raw size fetched in one batch, whatever the message count (BATCHES_AHEAD + 1 batches are in memory at once). */
 const BATCH_BYTES = 16 * 1024 * 1024;
 
-type Prefetch = { promise: Promise<{ batch: Pending[]; sources: Map<number, Buffer> }> };
+/**
+ * Batches fetched (and parsed, as soon as fetched) ahead of the one being
+ * stored. Two measured no faster than one once small messages were parsed
+ * on this thread (docs/performance-perf-ingest.md), and one holds a batch
+ * less in memory.
+ */
+const BATCHES_AHEAD = 1;
+
+/** A batch on its way: fetched, then parsed as soon as it is (the pool parses it while the batch before is stored). */
+type Prefetch = { promise: Promise<{ batch: Pending[]; sources: Map<number, Buffer>; replies: Map<number, ParseReply> }> };
 
 type Pending = { uid: number; size: number; flags: Set<string> | undefined; modseq: bigint | null; internalDate: number | null };
 
@@ -57,7 +66,7 @@ export class FolderRun {
   private uidValidity = 0;
   private expectedEpoch: number | null = null;
   private selectModseq: bigint | null = null;
-  private prefetch: Prefetch | null = null;
+  private readonly ahead: Prefetch[] = [];
 
   constructor(deps: FolderRunDeps) {
     this.deps = deps;
@@ -70,7 +79,7 @@ export class FolderRun {
   selected: FolderState | null = null;
 
   get hasMore(): boolean {
-    return this.pending.length > 0 || this.prefetch !== null;
+    return this.pending.length > 0 || this.ahead.length > 0;
   }
 
   async prepare(): Promise<void> {
@@ -127,21 +136,20 @@ export class FolderRun {
   }
 
   /**
-   * One batch: parse and store with the checkpoint advance. The next batch is
-   * fetched while this one is parsed and stored, so the connection is never
-   * idle during a long mirror. Returns whether more is pending.
+   * One batch: store it, parsed, with the checkpoint advance. The next
+   * batches are fetched and parsed while this one is stored (BATCHES_AHEAD),
+   * so neither the connection nor the parse pool waits for the store during
+   * a long mirror. Returns whether more is pending.
    */
   async step(): Promise<boolean> {
     const { db, binding, account } = this.deps;
-    const current = this.prefetch ?? this.fetchNext();
-    this.prefetch = null;
-    const { batch, sources } = await current.promise;
+    while (this.ahead.length < BATCHES_AHEAD && this.pending.length > 0) this.ahead.push(this.fetchNext());
+    const current = this.ahead.shift() ?? this.fetchNext();
+    const { batch, sources, replies } = await current.promise;
     if (batch.length === 0) return false;
-    if (this.pending.length > 0) this.prefetch = this.fetchNext();
-    const present = batch.filter((m) => sources.has(m.uid));
-    const replies = present.length > 0 ? await this.deps.parseMany(present.map((m) => sources.get(m.uid)!)) : [];
-    const byUid = new Map(present.map((m, i) => [m.uid, replies[i]]));
-    const parsed = batch.map((m) => byUid.get(m.uid) ?? null);
+    // Keep the pipeline full while this batch is stored (storing holds this thread).
+    while (this.ahead.length < BATCHES_AHEAD && this.pending.length > 0) this.ahead.push(this.fetchNext());
+    const parsed = batch.map((m) => replies.get(m.uid) ?? null);
     const messages: FetchedMessage[] = [];
     batch.forEach((m, i) => {
       const { flags, keywords } = splitFlags(m.flags);
@@ -178,7 +186,7 @@ export class FolderRun {
     return this.hasMore;
   }
 
-  /** Take the next batch off the pending list and start fetching its sources. */
+  /** Take the next batch off the pending list and start fetching its sources, then parsing them. */
   private fetchNext(): Prefetch {
     const batch: Pending[] = [];
     let bytes = 0;
@@ -197,7 +205,10 @@ export class FolderRun {
           if (msg.source) sources.set(msg.uid, msg.source);
         }
       }
-      return { batch, sources };
+      const present = batch.filter((m) => sources.has(m.uid));
+      const answers = present.length > 0 ? await this.deps.parseMany(present.map((m) => sources.get(m.uid)!)) : [];
+      const replies = new Map(present.map((m, i) => [m.uid, answers[i]!]));
+      return { batch, sources, replies };
     })();
     // A run that ends early (conflict, shutdown) may leave a prefetch behind: never an unhandled rejection.
     promise.catch(() => {});

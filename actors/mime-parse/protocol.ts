@@ -16,6 +16,16 @@ import { moduleUrl } from '../../runtime/module-url.ts';
 /** The task module of the MIME parse pool. Named here, as a URL, so that the composition root starts it without importing it. */
 export const MIME_PARSE_TASK = moduleUrl('./task.ts', import.meta.url);
 
+/**
+ * The parser itself (`parseMessage`, a `ParseInPlace`), named as a URL for a
+ * thread that parses small messages where they are instead of asking the
+ * pool: no copy, no hop through the main thread, no reply to validate.
+ */
+export const MIME_PARSE_IN_PLACE = moduleUrl('./parse-message.ts', import.meta.url);
+
+/** The in-place parser's shape: pure, synchronous, never throws (parse-message.ts). */
+export type ParseInPlace = (raw: Uint8Array, account: string) => ParseReply;
+
 export const PARSE_VERSION = 1;
 
 export const ParseRequest = z.strictObject({
