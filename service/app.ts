@@ -143,7 +143,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   };
   // One authentication stage per surface; discovery and key sets are read now, so the first token after boot does not wait.
   // The listeners' modules (the MCP SDK, authentication, their schemas) load only when an endpoint is enabled:
-  // a start that serves no agent does not pay for them (docs/performance-perf-bench.md).
+  // a start that serves no agent does not pay for them (docs/performance.md).
   const authenticatorFor = async (surface: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
     const [{ createKeySets }, { serversOf }, { createAuthenticator }] = await Promise.all([
       import('../http/auth/oauth/key-sets.ts'),

@@ -110,7 +110,7 @@ const PARSE_CHUNK = 16;
  * memory, the two hops through the main thread, the reply's validation and
  * the pool's own threads cost more than the parse (about 5 ms per MB), and
  * the pool threads are never started for a mirror of ordinary mail
- * (docs/performance-perf-ingest.md). Larger ones go to the pool, which
+ * (docs/performance.md). Larger ones go to the pool, which
  * bounds how long one message can hold this thread.
  */
 const IN_PLACE_MAX_BYTES = 8 * 1024 * 1024;

@@ -31,7 +31,7 @@ const BATCH_BYTES = 16 * 1024 * 1024;
 /**
  * Batches fetched (and parsed, as soon as fetched) ahead of the one being
  * stored. Two measured no faster than one once small messages were parsed
- * on this thread (docs/performance-perf-ingest.md), and one holds a batch
+ * on this thread (docs/performance.md), and one holds a batch
  * less in memory.
  */
 const BATCHES_AHEAD = 1;

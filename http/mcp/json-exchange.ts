@@ -13,7 +13,7 @@
  * responses only: 202. Why: the SDK's transport converts every Node request
  * to a Web `Request` and every answer to a Web `Response` (@hono/node-server)
  * and back; that round of conversions, streams and header objects was the
- * largest part of the main thread's time per call (docs/performance-perf-mcp.md).
+ * largest part of the main thread's time per call (docs/performance.md).
  * GET and DELETE never reach it (the listener answers 405).
  *
  * One instance per request, like the SDK's stateless transport: request ids

@@ -61,7 +61,9 @@ t.test('messages parsed in place and by the pool are stored alike', async (t) =>
   const found = (word: string): string[] =>
     (
       db
-        .prepare('SELECT m.subject FROM search_index JOIN messages m ON m.id = search_index.rowid WHERE search_index MATCH ? ORDER BY m.uid')
+        .prepare(
+          'SELECT m.subject FROM search_index JOIN search_keys k ON k.key = search_index.rowid JOIN messages m ON m.id = k.message_id WHERE search_index MATCH ? ORDER BY m.uid',
+        )
         .all(`"${word}"`) as Array<{ subject: string }>
     ).map((r) => r.subject);
   t.same(found('marker-large-zebra'), ['Placement subject 2'], 'the large message is searchable by its body');
