@@ -19,7 +19,7 @@ import { readSecret } from '../../runtime/secret-ref.ts';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import { openSlice } from '../../runtime/store/open-slice.ts';
+import { leaseSlice } from '../../runtime/store/shared-connection.ts';
 import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
 import { recordRepairRequest } from '../../runtime/store/mailbox/repair-requests.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
@@ -195,7 +195,9 @@ export default defineActor({
   config: ImapSyncConfig,
   messages: Msg,
   init(config, ctx) {
-    const db = openSlice(config.store, { checkpoints: 'background' });
+    const lease = leaseSlice(config.store, { checkpoints: 'background' });
+    ctx.defer(() => lease.release());
+    const db = lease.db;
     closeInterruptedRuns(db, config.account, Date.now());
     withdrawUnconfigured(
       db,
@@ -222,7 +224,6 @@ export default defineActor({
       state.watch.stop();
       state.client?.close();
       closeJournal(state);
-      db.close();
     });
     resumeRuns(state, ctx);
     resumeJournal(state, ctx);

@@ -112,7 +112,7 @@ async function startDaemon(dir: string, dovecot: Dovecot, users: DovecotUser[]):
       Accounts: accounts,
     }),
   );
-  const logFd = openSync(join(dir, 'mailcairnd.log'), 'a');
+  const logFd = openSync(process.env.BENCH_DAEMON_LOG ?? join(dir, 'mailcairnd.log'), 'a');
   const startedAt = performance.now();
   const startedEpochMs = Date.now();
   const child = spawn(process.execPath, [daemonBin, '--config', config], { stdio: ['ignore', logFd, logFd] });
