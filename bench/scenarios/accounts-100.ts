@@ -21,12 +21,10 @@
  * Every process started here is tracked and stopped by its PID, with a
  * watchdog that ends the daemon if this process dies.
  */
-import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import Libsql from 'libsql';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -34,7 +32,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startDovecot, type Dovecot, type DovecotUser } from '../../test/harness/dovecot.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
-import { trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
+import { untrackPid } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import { boundGoal, mebibytes, millis } from '../goals.ts';
 import { mbsyncConfig } from '../peers/mbsync.ts';
@@ -42,8 +40,8 @@ import { readStats, type Timed } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
 import { mbsyncOnce } from './sync-sides.ts';
+import { apiKeyEntry, benchMcpEndpoint, spawnBenchDaemon } from '../peers/daemon-config.ts';
 
-const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 /** How often the database and /proc are read while the accounts mirror. */
 const POLL_MS = 250;
 /** The whole mirror must end within this, or the scenario fails (and stops the daemon). */
@@ -97,14 +95,7 @@ async function startDaemon(dir: string, dovecot: Dovecot, users: DovecotUser[]):
     config,
     JSON.stringify({
       HealthEndpoints: { Enabled: false },
-      McpEndpoint: {
-        Enabled: true,
-        BindAddress: '127.0.0.1',
-        Port: mcpPort,
-        Authentication: [{ ApiKey: { Name: 'agent', SecretReference: `file:${join(dir, 'agent.key')}`, Lifetime: 'NoLimit' } }],
-        // The limiter stays in the path but never refuses the sampling client.
-        RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 },
-      },
+      McpEndpoint: benchMcpEndpoint(mcpPort, [apiKeyEntry('agent', `file:${join(dir, 'agent.key')}`)]),
       Logging: { Level: 'warn', Format: 'Json' },
       Storage: { Database: database },
       // One run per account: the first run is what is measured; no later run disturbs the searches after.
@@ -112,15 +103,9 @@ async function startDaemon(dir: string, dovecot: Dovecot, users: DovecotUser[]):
       Accounts: accounts,
     }),
   );
-  const logFd = openSync(process.env.BENCH_DAEMON_LOG ?? join(dir, 'mailcairnd.log'), 'a');
   const startedAt = performance.now();
   const startedEpochMs = Date.now();
-  const child = spawn(process.execPath, [daemonBin, '--config', config], { stdio: ['ignore', logFd, logFd] });
-  closeSync(logFd);
-  const pid = child.pid!;
-  trackPid(pid);
-  const disarm = watchdog(pid, config);
-  const exited = new Promise((r) => child.once('exit', r));
+  const { child, pid, exited, disarm } = spawnBenchDaemon(config, process.env.BENCH_DAEMON_LOG ?? join(dir, 'mailcairnd.log'));
   const alive = (): boolean => child.exitCode === null && child.signalCode === null;
   return {
     pid,

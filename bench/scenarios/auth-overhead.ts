@@ -55,6 +55,7 @@ import { trackDir, trackPid, untrackPid, watchdog } from '../../test/harness/pro
 import { reservePort } from '../../test/helpers/ports.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
+import { benchMcpEndpoint } from '../peers/daemon-config.ts';
 
 const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 const RESOURCE = 'https://mail.example.test/mcp';
@@ -92,13 +93,7 @@ async function startDaemon(dir: string, method: Method, authentication: unknown[
     config,
     JSON.stringify({
       HealthEndpoints: { Enabled: false },
-      McpEndpoint: {
-        Enabled: true,
-        BindAddress: '127.0.0.1',
-        Port: port,
-        Authentication: authentication,
-        RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 },
-      },
+      McpEndpoint: benchMcpEndpoint(port, authentication),
       Logging: { Level: 'warn', Format: 'Json' },
       Storage: { Database: join(dir, 'mailcairn.db') },
       MailSynchronization: { Enabled: false },

@@ -19,12 +19,10 @@
  * warmed by a first untimed change, as the floor's client is connected
  * before timing.
  */
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -34,14 +32,14 @@ import { encodeStoredEmailId } from '../../actors/mail-query/protocol.ts';
 import { startDovecot, type Dovecot } from '../../test/harness/dovecot.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
-import { trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
+import { untrackPid } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import type { Row } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
+import { benchMcpEndpoint, spawnBenchDaemon } from '../peers/daemon-config.ts';
 
 const USER = 'bench';
 const PASSWORD = 'pw-bench';
-const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 
 function imapClient(dovecot: Dovecot): ImapFlow {
   return new ImapFlow({ host: '127.0.0.1', port: dovecot.port, secure: false, auth: { user: USER, pass: PASSWORD }, logger: false, qresync: true });
@@ -75,12 +73,7 @@ export async function toolToServerRows(): Promise<Row[]> {
       config,
       JSON.stringify({
         HealthEndpoints: { Enabled: false },
-        McpEndpoint: {
-          Enabled: true,
-          BindAddress: '127.0.0.1',
-          Port: port,
-          RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 },
-        },
+        McpEndpoint: benchMcpEndpoint(port),
         Logging: { Level: 'warn', Format: 'Json' },
         Storage: { Database: join(dir, 'mailcairn.db') },
         MailSynchronization: { Interval: '1.00:00:00' },
@@ -94,14 +87,8 @@ export async function toolToServerRows(): Promise<Row[]> {
       }),
     );
     const logFile = join(dir, 'mailcairnd.log');
-    const logFd = openSync(logFile, 'a');
-    const child = spawn(process.execPath, [daemonBin, '--config', config], { stdio: ['ignore', logFd, logFd] });
-    closeSync(logFd);
+    const { child, pid, exited, disarm } = spawnBenchDaemon(config, logFile);
     daemonLog = () => readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-20).join('\n');
-    const pid = child.pid!;
-    trackPid(pid);
-    const disarm = watchdog(pid, config);
-    const exited = new Promise((r) => child.once('exit', r));
     stopDaemon = async () => {
       child.kill('SIGTERM');
       await exited;

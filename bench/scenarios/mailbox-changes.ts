@@ -25,14 +25,12 @@
  *   call until the server holds the change, beside the same change made by
  *   a plain imapflow client, observed the same way.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { toolToServerRows } from './mailbox-changes-tool.ts';
 import { storedCount } from '../../test/helpers/mirror.ts';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -41,11 +39,12 @@ import { seededRandom } from '../../runtime/clock.ts';
 import { mailAdmin } from '../../test/harness/doveadm.ts';
 import { type Dovecot, startDovecot } from '../../test/harness/dovecot.ts';
 import { saveMessage, writeMaildir } from '../../test/harness/place-mail.ts';
-import { trackDir, trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
+import { trackDir, untrackPid } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import { type ImapCounter, startImapCounter } from '../peers/imap-counter.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round } from '../stats.ts';
+import { benchMcpEndpoint, spawnBenchDaemon } from '../peers/daemon-config.ts';
 
 const USER = 'bench';
 const FLOOR_USER = 'floor';
@@ -55,7 +54,6 @@ const SEED_PER_FOLDER = 12;
 const SAMPLE_BOUND_MS = 20_000;
 /** The daemon's default ChangeCheckInterval: changes are spread over one period. */
 const PERIOD_MS = 5_000;
-const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 
 const envInt = (name: string, fallback: number): number => {
   const v = Number(process.env[name]);
@@ -163,12 +161,7 @@ async function startDaemon(dir: string, imapPort: number, user: string, folders:
     config,
     JSON.stringify({
       HealthEndpoints: { Enabled: false },
-      McpEndpoint: {
-        Enabled: true,
-        BindAddress: '127.0.0.1',
-        Port: mcpPort,
-        RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 },
-      },
+      McpEndpoint: benchMcpEndpoint(mcpPort),
       Logging: { Level: 'warn', Format: 'Json' },
       Storage: { Database: database },
       // Only the change watch can make a change show within a sample.
@@ -183,13 +176,7 @@ async function startDaemon(dir: string, imapPort: number, user: string, folders:
     }),
   );
   const logFile = join(dir, 'mailcairnd.log');
-  const logFd = openSync(logFile, 'a');
-  const child: ChildProcess = spawn(process.execPath, [daemonBin, '--config', config], { stdio: ['ignore', logFd, logFd] });
-  closeSync(logFd);
-  const pid = child.pid!;
-  trackPid(pid);
-  const disarm = watchdog(pid, config);
-  const exited = new Promise((r) => child.once('exit', r));
+  const { child, pid, exited, disarm } = spawnBenchDaemon(config, logFile);
   return {
     pid,
     database,

@@ -45,24 +45,23 @@
  * clients: the throughput a sender bound by CPU would reach. A peak is VmHWM after a reset at the start of the
  * run: the highest resident size during it, the baseline included.
  */
-import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import Libsql from 'libsql';
 import nodemailer from 'nodemailer';
 import { type Dovecot, startDovecot } from '../../test/harness/dovecot.ts';
-import { trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
+import { untrackPid } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import { interval, type ProcessStats } from '../peers/process-stats.ts';
 import { now, type SinkProcess, startSinkProcess } from '../peers/smtp-sink.ts';
 import { Outbox } from '../../config/schema/outbox.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round } from '../stats.ts';
+import { apiKeyEntry, benchMcpEndpoint, spawnBenchDaemon } from '../peers/daemon-config.ts';
 
 /** `Outbox:Concurrency` when the configuration does not set it. */
 const DEFAULT_CONCURRENCY = Outbox.parse({}).Concurrency;
@@ -71,7 +70,6 @@ const PASSWORD = 'pw-bench';
 const KEY = 'key-bench-outbox-0123456789abcdef';
 const SMTP_LOGIN = { username: 'bench-smtp', password: 'bench-smtp-password' };
 const FROM = 'bench.sender@example.org';
-const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 /** No run may take longer than this (a stuck side fails the scenario rather than hang it). */
 const RUN_LIMIT_MS = 10 * 60_000;
 
@@ -148,13 +146,7 @@ async function startDaemon(dovecot: Dovecot, sink: SinkProcess, concurrency: num
     config,
     JSON.stringify({
       HealthEndpoints: { Enabled: false },
-      McpEndpoint: {
-        Enabled: true,
-        BindAddress: '127.0.0.1',
-        Port: port,
-        Authentication: [{ ApiKey: { Name: 'bench-agents', SecretReference: file('mcp.key', KEY), Lifetime: 'NoLimit' } }],
-        RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 },
-      },
+      McpEndpoint: benchMcpEndpoint(port, [apiKeyEntry('bench-agents', file('mcp.key', KEY))]),
       Logging: { Format: 'Json' },
       Storage: { Database: database },
       MailSynchronization: { Interval: '1.00:00:00' },
@@ -178,13 +170,7 @@ async function startDaemon(dovecot: Dovecot, sink: SinkProcess, concurrency: num
     }),
   );
   const logFile = join(dir, 'mailcairnd.log');
-  const logFd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [daemonBin, '--config', config], { stdio: ['ignore', logFd, logFd] });
-  closeSync(logFd);
-  const pid = child.pid!;
-  trackPid(pid);
-  const disarm = watchdog(pid, config);
-  const exited = new Promise((r) => child.once('exit', r));
+  const { child, pid, exited, disarm } = spawnBenchDaemon(config, logFile);
   const mcp: Client[] = [];
   const stop = async (): Promise<void> => {
     await Promise.allSettled(mcp.map((c) => c.close()));

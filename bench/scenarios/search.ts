@@ -67,6 +67,7 @@ import { readStats, resetPeak, timed } from '../peers/process-stats.ts';
 import { boundGoal, millis, ratioGoal } from '../goals.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
+import { apiKeyEntry, benchMcpEndpoint } from '../peers/daemon-config.ts';
 
 const USER = 'bench';
 const PASSWORD = 'pw-bench';
@@ -125,16 +126,8 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
     config,
     JSON.stringify({
       HealthEndpoints: { Enabled: false },
-      // The limiter stays in the path (its cost is part of a call) but never refuses: the default
-      // anonymous budget (60 calls a minute) would end the run in its first second.
-      McpEndpoint: {
-        Enabled: true,
-        BindAddress: '127.0.0.1',
-        Port: port,
-        // Agents authenticate: one API key (file: reference), judged on every call as in production.
-        Authentication: [{ ApiKey: { Name: 'bench-agent', SecretReference: `file:${join(dir, 'agent.key')}`, Lifetime: 'NoLimit' } }],
-        RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 },
-      },
+      // Agents authenticate: one API key (file: reference), judged on every call as in production.
+      McpEndpoint: benchMcpEndpoint(port, [apiKeyEntry('bench-agent', `file:${join(dir, 'agent.key')}`)]),
       Logging: { Level: 'warn', Format: 'Json' },
       Storage: { Database: database },
       // One run mirrors the folder; no further run disturbs the measurements.
