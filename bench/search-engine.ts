@@ -33,7 +33,7 @@ import { migrate } from '../runtime/store/migrate.ts';
 import { migrations } from '../runtime/store/migrations/index.ts';
 import { openStore, type Database } from '../runtime/store/open.ts';
 import { generateMailbox } from '../test/harness/generator.ts';
-import { SUBJECT_TOPICS } from '../test/harness/generator-words.ts';
+import { subjectBigrams } from '../test/harness/generator-words.ts';
 import { round, summarize } from './stats.ts';
 
 const total = Number(process.env.BENCH_MESSAGES ?? 10_000);
@@ -100,17 +100,7 @@ function shapes(): Shape[] {
         .filter((t) => pattern.test(t));
     const common = terms(Math.floor(total * 0.5), Math.floor(total * 0.95), /^[a-z]{5,}$/)[0]!;
     const rare = terms(3, 10, /^[a-z0-9]{4,}$/)[0]!;
-    const bigram = SUBJECT_TOPICS.flatMap((topic) => {
-      const ws = topic
-        .toLowerCase()
-        .split(/[^a-z]+/)
-        .filter((w) => w !== '');
-      return ws
-        .slice(1)
-        .map((w, i) => [ws[i]!, w])
-        .filter(([a, b]) => a!.length >= 4 && b!.length >= 4)
-        .map(([a, b]) => `${a} ${b}`);
-    })[0]!;
+    const bigram = subjectBigrams()[0]!;
     const sender = (
       db
         .prepare(

@@ -52,7 +52,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Agent, fetch as undiciFetch } from 'undici';
 import { startDovecot } from '../../test/harness/dovecot.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
-import { SUBJECT_TOPICS } from '../../test/harness/generator-words.ts';
+import { subjectBigrams } from '../../test/harness/generator-words.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
 import { trackDir, trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
@@ -245,21 +245,7 @@ async function chooseShapes(database: string, env: NodeJS.ProcessEnv, total: num
     // Rare: in 3-10 messages, then 1-2 (in generated mail these are numbers: invoices, orders).
     const rare = await agree(db, env, 'rare word', [...terms(3, 10, /^[a-z0-9]{4,}$/), ...terms(1, 2, /^[a-z0-9]{4,}$/)].map(word));
     // Phrase: two adjacent words of a subject topic, each of 4+ letters.
-    const bigrams = [
-      ...new Set(
-        SUBJECT_TOPICS.flatMap((topic) => {
-          const ws = topic
-            .toLowerCase()
-            .split(/[^a-z]+/)
-            .filter((w) => w !== '');
-          return ws
-            .slice(1)
-            .map((w, i) => [ws[i]!, w])
-            .filter(([a, b]) => a!.length >= 4 && b!.length >= 4)
-            .map(([a, b]) => `${a} ${b}`);
-        }),
-      ),
-    ];
+    const bigrams = subjectBigrams();
     const phrase = await agree(
       db,
       env,

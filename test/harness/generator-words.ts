@@ -221,3 +221,19 @@ export const MAILERS = [
   'Evolution 3.46.4',
   'K-9 Mail for Android',
 ];
+
+/** Two adjacent words of a subject topic, each of four letters or more, lowercased: phrases the generated subjects hold (benchmarks query them). */
+export function subjectBigrams(): string[] {
+  const pairs = SUBJECT_TOPICS.flatMap((topic) => {
+    const words = topic
+      .toLowerCase()
+      .split(/[^a-z]+/)
+      .filter((w) => w !== '');
+    return words
+      .slice(1)
+      .map((w, i) => [words[i]!, w] as const)
+      .filter(([a, b]) => a.length >= 4 && b.length >= 4)
+      .map(([a, b]) => `${a} ${b}`);
+  });
+  return [...new Set(pairs)];
+}
