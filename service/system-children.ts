@@ -1,7 +1,8 @@
 /**
  * The supervision tree of the service, as data, in start order: the store
- * maintenance, one sync actor per configured account (25 per thread, see
- * docs/actors.md), then the synchronization scheduler that drives them.
+ * maintenance, the replay guard, the derivation writer, one sync actor per
+ * configured account (25 per thread, see docs/actors.md), the outbox, then
+ * the synchronization scheduler that drives them.
  * Stopping runs in reverse: the scheduler first, then the accounts together.
  */
 import type { Config } from '../config/schema.ts';
@@ -12,6 +13,7 @@ import { STORE_MAINTENANCE_ENTRY } from '../actors/store-maintenance/protocol.ts
 import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
 import { storeSlice } from '../config/store-slice.ts';
 import { replayGuardChild } from '../actors/replay-guard/protocol.ts';
+import { DERIVATION_ENTRY, DERIVATION_ID } from '../actors/derivation/protocol.ts';
 import { OUTBOX_ENTRY, OUTBOX_ID, type OutboxConfig } from '../actors/outbox/protocol.ts';
 import { senderAddress } from '../config/schema/accounts.ts';
 
@@ -63,6 +65,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       changeCheckMs: sync.ChangeCheckInterval,
       schedulerId: SCHEDULER_ID,
       parserId: MIME_PARSE_POOL,
+      derivationId: DERIVATION_ID,
     },
   }));
   return [
@@ -75,6 +78,17 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       config: { ...storeSlice(config), intervalMs: STORE_MAINTENANCE_INTERVAL_MS, checkpointCheckMs: 1_000 },
     },
     replayGuardChild(storeSlice(config)),
+    {
+      id: DERIVATION_ID,
+      entry: DERIVATION_ENTRY,
+      restart: 'permanent',
+      shutdownMs: 5_000,
+      // A thread of its own: parsing and indexing run beside the accounts' fetching and storing.
+      placement: { kind: 'dedicated' },
+      backoff: { baseMs: 1_000, maxMs: 60_000, stableAfterMs: 60_000 },
+      intensity: { maxRestarts: 1_000_000, windowMs: 60_000 },
+      config: { store: storeSlice(config) },
+    },
     ...accounts,
     outboxChild(config),
     {

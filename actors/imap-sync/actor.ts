@@ -23,6 +23,7 @@ import { leaseSlice } from '../../runtime/store/shared-connection.ts';
 import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
 import { recordRepairRequest } from '../../runtime/store/mailbox/repair-requests.ts';
 import { closeInterruptedRuns } from '../../runtime/store/mailbox/runs.ts';
+import { CatchUpReply } from '../derivation/protocol.ts';
 import { MIME_PARSE_IN_PLACE, ParseBatchReply, type ParseInPlace, type ParseReply } from '../mime-parse/protocol.ts';
 import {
   closeJournal,
@@ -101,6 +102,14 @@ async function session(state: State, fresh = false): Promise<ImapFlow> {
 async function watch(state: State): Promise<void> {
   if (state.client?.usable) await state.watch.start(state.client);
 }
+
+/**
+ * How long a folder waits for the derivation writer at its end. A catch-up
+ * covers what the run stored (at most BATCHES_PER_RUN batches) and what
+ * earlier ones left; past this the rows stay underived, listed as not
+ * indexed yet, and the next run's catch-up takes them.
+ */
+const DERIVE_DEADLINE_MS = 10 * 60_000;
 
 /** Messages per ask to the parse pool: big enough that hand-overs are rare, small enough that both threads get work. */
 const PARSE_CHUNK = 16;
@@ -239,7 +248,12 @@ export default defineActor({
           config: state.config,
           log: ctx.log,
           session: (fresh?: boolean) => session(state, fresh),
-          parseMany: parseWith(ctx, state),
+          derive: () =>
+            ctx.ask(
+              state.config.derivationId,
+              { type: 'derivation.catch-up', account: state.config.account, throughId: null },
+              { reply: CatchUpReply, deadlineMs: DERIVE_DEADLINE_MS },
+            ),
           now: Date.now,
         });
         const done = new Promise<RunSummary>((resolve, reject) => {

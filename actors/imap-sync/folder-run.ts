@@ -1,9 +1,11 @@
 /**
  * One folder of one synchronization run, over an open IMAP session:
  * `prepare` selects the folder and brings what is already stored up to date
- * (UIDVALIDITY, flags and keywords, expunges), then each `step` fetches,
- * parses and stores one bounded batch of new mail together with the
- * checkpoint advance, in one transaction.
+ * (UIDVALIDITY, flags and keywords, expunges), then each `step` fetches
+ * and stores one bounded batch of new mail together with the checkpoint
+ * advance, in one transaction, and asks the derivation writer to parse and
+ * index it on its own thread. `settle` waits for those answers: the
+ * folder's summary counts what turned out unreadable.
  *
  * Capabilities decide the path: QRESYNC reports changed flags and VANISHED
  * UIDs while selecting; CONDSTORE fetches flags changed since the stored
@@ -19,6 +21,7 @@ import type { Binding } from '../../runtime/store/mailbox/bindings.ts';
 import { readCheckpoint } from '../../runtime/store/mailbox/checkpoints.ts';
 import { storeBatch, type FetchedMessage } from '../../runtime/store/mailbox/store-batch.ts';
 import { applyFlagChanges, knownUids, localFlags, retireUidValidity, tombstone } from '../../runtime/store/mailbox/server-changes.ts';
+import type { CatchUpReply } from '../derivation/protocol.ts';
 import type { ParseReply } from '../mime-parse/protocol.ts';
 import { type FolderState, selectedState } from './change-watch.ts';
 import { classifyImapFailure } from './connection.ts';
@@ -29,15 +32,13 @@ import { noteUnreadable, type UnreadableCounts } from './unreadable.ts';
 const BATCH_BYTES = 16 * 1024 * 1024;
 
 /**
- * Batches fetched (and parsed, as soon as fetched) ahead of the one being
- * stored. Two measured no faster than one once small messages were parsed
- * on this thread (docs/performance.md), and one holds a batch
- * less in memory.
+ * Batches fetched ahead of the one being stored. Two measured no faster
+ * than one (docs/performance.md), and one holds a batch less in memory.
  */
 const BATCHES_AHEAD = 1;
 
-/** A batch on its way: fetched, then parsed as soon as it is (the pool parses it while the batch before is stored). */
-type Prefetch = { promise: Promise<{ batch: Pending[]; sources: Map<number, Buffer>; replies: Map<number, ParseReply> }> };
+/** A batch on its way from the server. */
+type Prefetch = { promise: Promise<{ batch: Pending[]; sources: Map<number, Buffer> }> };
 
 type Pending = { uid: number; size: number; flags: Set<string> | undefined; modseq: bigint | null; internalDate: number | null };
 
@@ -48,8 +49,8 @@ export type FolderRunDeps = {
   binding: Binding & { path: string };
   batchSize: number;
   maxMessageBytes: number;
-  /** Parse messages, in order; chunks go to the pool's threads in parallel. */
-  parseMany(raws: Buffer[]): Promise<ParseReply[]>;
+  /** Ask the derivation writer to derive the account's stored mail (answered once it has). */
+  derive(): Promise<CatchUpReply>;
   now(): number;
   /** For the line per unreadable message (identities and classes only). */
   log: Logger;
@@ -67,6 +68,8 @@ export class FolderRun {
   private expectedEpoch: number | null = null;
   private selectModseq: bigint | null = null;
   private readonly ahead: Prefetch[] = [];
+  /** Derivation asks not settled yet, one per stored batch. */
+  private deriving: Array<Promise<CatchUpReply>> = [];
 
   constructor(deps: FolderRunDeps) {
     this.deps = deps;
@@ -136,41 +139,35 @@ export class FolderRun {
   }
 
   /**
-   * One batch: store it, parsed, with the checkpoint advance. The next
-   * batches are fetched and parsed while this one is stored (BATCHES_AHEAD),
-   * so neither the connection nor the parse pool waits for the store during
-   * a long mirror. Returns whether more is pending.
+   * One batch: store it with the checkpoint advance, then ask for its
+   * derivation without waiting. The next batch is fetched while this one is
+   * stored (BATCHES_AHEAD), so the connection does not wait for the store,
+   * and neither waits for the derivation writer. Returns whether more is
+   * pending.
    */
   async step(): Promise<boolean> {
     const { db, binding, account } = this.deps;
     while (this.ahead.length < BATCHES_AHEAD && this.pending.length > 0) this.ahead.push(this.fetchNext());
     const current = this.ahead.shift() ?? this.fetchNext();
-    const { batch, sources, replies } = await current.promise;
+    const { batch, sources } = await current.promise;
     if (batch.length === 0) return false;
     // Keep the pipeline full while this batch is stored (storing holds this thread).
     while (this.ahead.length < BATCHES_AHEAD && this.pending.length > 0) this.ahead.push(this.fetchNext());
-    const parsed = batch.map((m) => replies.get(m.uid) ?? null);
     const messages: FetchedMessage[] = [];
-    batch.forEach((m, i) => {
+    for (const m of batch) {
       const { flags, keywords } = splitFlags(m.flags);
       const base = { uid: m.uid, flags, keywords, modseq: m.modseq, internalDate: m.internalDate, size: m.size };
       if (m.size > this.deps.maxMessageBytes) {
         this.oversized += 1;
         messages.push({ ...base, state: 'oversized', raw: null, parsed: null });
-        return;
+        continue;
       }
       const raw = sources.get(m.uid);
-      if (!raw) return; // expunged between listing and fetching: nothing to store
-      const reply = parsed[i];
-      if (reply?.ok) {
-        this.stored += 1;
-        messages.push({ ...base, state: 'stored', raw, parsed: reply.message });
-      } else {
-        this.unreadable += 1;
-        noteUnreadable(this.deps.log, this.unreadableCounts, reply, { folder: binding.alias, uid: m.uid });
-        messages.push({ ...base, state: 'unreadable', raw, parsed: null });
-      }
-    });
+      if (!raw) continue; // expunged between listing and fetching: nothing to store
+      // Stored underived: the derivation writer parses it (and may find it unreadable, counted at settle).
+      this.stored += 1;
+      messages.push({ ...base, state: 'stored', raw, parsed: null });
+    }
     const lastUid = batch[batch.length - 1]!.uid;
     const result = storeBatch(db, {
       accountId: account,
@@ -183,7 +180,47 @@ export class FolderRun {
     });
     if (!result.ok) throw new AppError('E_SYNC_CONFLICT');
     this.expectedEpoch = result.epoch;
+    if (result.inserted > 0) {
+      const asked = this.deps.derive();
+      asked.catch(() => {}); // settled (and its failure reported) by `settle`
+      this.deriving.push(asked);
+    }
     return this.hasMore;
+  }
+
+  /**
+   * Wait for this folder's derivation asks, and count and log what turned
+   * out unreadable. A writer that could not answer (restarted, too slow)
+   * leaves the rows underived: they are listed as not indexed yet, and the
+   * next catch-up takes them. Returns whether every ask was answered.
+   */
+  async settle(): Promise<boolean> {
+    const asked = this.deriving;
+    this.deriving = [];
+    let answered = true;
+    for (const settled of await Promise.allSettled(asked)) {
+      if (settled.status === 'rejected') {
+        answered = false;
+        continue;
+      }
+      for (const u of settled.value.unreadable) this.noteUnreadable(u.bindingId, u.uid, u.failure);
+    }
+    return answered;
+  }
+
+  /**
+   * One message the writer found unreadable: counted when it is this
+   * folder's; one left underived from an earlier run in another folder is
+   * logged under its binding id.
+   */
+  private noteUnreadable(bindingId: number, uid: number, failure: ParseReply): void {
+    if (bindingId !== this.deps.binding.id) {
+      noteUnreadable(this.deps.log, {}, failure, { binding: bindingId, uid });
+      return;
+    }
+    this.stored -= 1;
+    this.unreadable += 1;
+    noteUnreadable(this.deps.log, this.unreadableCounts, failure, { folder: this.deps.binding.alias, uid });
   }
 
   /** Take the next batch off the pending list and start fetching its sources, then parsing them. */
@@ -205,10 +242,7 @@ export class FolderRun {
           if (msg.source) sources.set(msg.uid, msg.source);
         }
       }
-      const present = batch.filter((m) => sources.has(m.uid));
-      const answers = present.length > 0 ? await this.deps.parseMany(present.map((m) => sources.get(m.uid)!)) : [];
-      const replies = new Map(present.map((m, i) => [m.uid, answers[i]!]));
-      return { batch, sources, replies };
+      return { batch, sources };
     })();
     // A run that ends early (conflict, shutdown) may leave a prefetch behind: never an unhandled rejection.
     promise.catch(() => {});

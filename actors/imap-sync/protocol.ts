@@ -36,7 +36,9 @@ export const ImapSyncConfig = z.strictObject({
   changeCheckMs: z.number().int().positive(),
   /** Ids of the actors and pools this one talks to. */
   schedulerId: z.string(),
+  /** The parse pool (re-derivation) and the derivation writer (new mail). */
   parserId: z.string(),
+  derivationId: z.string(),
 });
 export type ImapSyncConfig = z.infer<typeof ImapSyncConfig>;
 

@@ -22,11 +22,13 @@ import type { Logger } from '../../runtime/log.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { syncBindings, type Binding } from '../../runtime/store/mailbox/bindings.ts';
 import { beginRun, endRun, recordFolderRun, type FolderOutcome } from '../../runtime/store/mailbox/runs.ts';
-import type { ParseReply } from '../mime-parse/protocol.ts';
+import type { CatchUpReply } from '../derivation/protocol.ts';
+import { lastUnderivedId } from '../../runtime/store/mailbox/underived.ts';
 import { resolveAliases, type AliasResolution } from './folder-aliases.ts';
 import { classifyImapFailure, imapFailureFields } from './connection.ts';
 import type { RunFolder } from './change-watch.ts';
 import { FolderRun } from './folder-run.ts';
+import { noteUnreadable } from './unreadable.ts';
 import type { ImapSyncConfig, RunSummary } from './protocol.ts';
 
 export const BATCHES_PER_RUN = 50;
@@ -46,7 +48,8 @@ export type SyncRunDeps = {
   log: Logger;
   /** The account's session; `fresh` closes the current one first (a server that lost track of a folder). */
   session(fresh?: boolean): Promise<ImapFlow>;
-  parseMany(raws: Buffer[]): Promise<ParseReply[]>;
+  /** Ask the derivation writer to derive the account's stored mail not derived yet. */
+  derive(): Promise<CatchUpReply>;
   now(): number;
 };
 
@@ -58,6 +61,8 @@ export class SyncRun {
   private batches = 0;
   private failed = 0;
   private hasMore = false;
+  /** Whether this run asked the derivation writer for anything. */
+  private asked = false;
   private ended: RunSummary | null = null;
   /** Why the run failed as a whole (no usable session), for the actor to decide whether to stop. */
   failureCode: string | null = null;
@@ -80,7 +85,10 @@ export class SyncRun {
         return null;
       }
       const slot = this.folders[this.index];
-      if (!slot) return this.finish(this.failed === 0 ? 'ok' : 'partial', consecutiveFailures);
+      if (!slot) {
+        await this.deriveLeftovers();
+        return this.finish(this.failed === 0 ? 'ok' : 'partial', consecutiveFailures);
+      }
       await this.advance(slot);
       return null;
     } catch (err) {
@@ -156,20 +164,23 @@ export class SyncRun {
           binding: { ...slot.binding, path: slot.resolution.path },
           batchSize: this.deps.config.batchSize,
           maxMessageBytes: this.deps.config.maxMessageBytes,
-          parseMany: this.deps.parseMany,
+          derive: () => {
+            this.asked = true;
+            return this.deps.derive();
+          },
           now: this.deps.now,
           log: this.deps.log,
         });
         await slot.run.prepare();
-        if (!slot.run.hasMore) return this.completeFolder(slot);
+        if (!slot.run.hasMore) return await this.completeFolder(slot);
         return;
       }
       if (this.batches >= BATCHES_PER_RUN) {
         this.hasMore = true;
-        return this.completeFolder(slot);
+        return await this.completeFolder(slot);
       }
       this.batches += 1;
-      if (!(await slot.run.step())) this.completeFolder(slot);
+      if (!(await slot.run.step())) await this.completeFolder(slot);
     } catch (err) {
       // A defect or a database error is not classified: it is thrown on and crashes the actor.
       const failure = classifyImapFailure(err);
@@ -183,20 +194,44 @@ export class SyncRun {
         return;
       }
       if (failure.code === 'E_SYNC_CONFLICT') {
+        await this.settle(slot);
         this.record(slot, 'concurrency-conflict');
         return this.next();
       }
       // The cause, without what imapflow's error quotes (commands, server text, parser context): only its codes.
       const cause = err instanceof AppError ? { err } : { imap: imapFailureFields(err) };
       this.deps.log.error({ ...cause, event: 'sync.folder-failed', folder: slot.resolution.alias }, 'sync.folder-failed');
+      await this.settle(slot);
       this.record(slot, 'unexpected');
       return this.next();
     }
   }
 
-  private completeFolder(slot: FolderSlot): void {
+  private async completeFolder(slot: FolderSlot): Promise<void> {
+    await this.settle(slot);
     this.record(slot, 'ok');
     this.next();
+  }
+
+  /** The folder's derivation answered (or given up on: its rows stay listed as not indexed yet). */
+  private async settle(slot: FolderSlot): Promise<void> {
+    if (slot.run === null || (await slot.run.settle())) return;
+    this.deps.log.warn({ event: 'sync.derivation-deferred', folder: slot.resolution.alias }, 'sync.derivation-deferred');
+  }
+
+  /**
+   * A run that stored nothing still catches up what an earlier one left
+   * underived (the writer restarted under it, or the service stopped).
+   */
+  private async deriveLeftovers(): Promise<void> {
+    if (this.asked || lastUnderivedId(this.deps.db, this.deps.config.account) === 0) return;
+    this.asked = true;
+    try {
+      const reply = await this.deps.derive();
+      for (const u of reply.unreadable) noteUnreadable(this.deps.log, {}, u.failure, { binding: u.bindingId, uid: u.uid });
+    } catch {
+      this.deps.log.warn({ event: 'sync.derivation-deferred' }, 'sync.derivation-deferred');
+    }
   }
 
   private next(): void {

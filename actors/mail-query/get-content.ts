@@ -53,7 +53,7 @@ type ContentRow = SummaryRow & { cc_json: string | null; header_message_id: stri
 type ThreadRow = { id: number; header_message_id: string | null; internal_date: number | null };
 
 const messageSql = `SELECT ${summaryColumns}, m.cc_json, m.header_message_id, m.in_reply_to, m.references_json
-  FROM messages m WHERE m.id = ? AND m.state IN ('stored', 'oversized', 'unreadable')`;
+  FROM messages m WHERE m.id = ? AND m.state IN ('stored', 'oversized', 'unreadable') AND (m.state <> 'stored' OR m.parse_version IS NOT NULL)`;
 const rawSql = 'SELECT mime, sha256 FROM message_raw WHERE message_id = ?';
 const bodySql = 'SELECT body_text FROM search_documents WHERE message_id = ?';
 

@@ -18,7 +18,12 @@ export function listAccounts(db: Database, scope: QueryScope): ListAccountsResul
       accountId: account.id,
       folders: targets
         .filter((t) => t.accountId === account.id)
-        .map((t) => ({ alias: t.alias, wasSynchronized: t.wasSynchronized, synchronizedAt: t.synchronizedAt })),
+        .map((t) => ({
+          alias: t.alias,
+          wasSynchronized: t.wasSynchronized,
+          synchronizedAt: t.synchronizedAt,
+          ...(t.notYetIndexed > 0 ? { notYetIndexed: t.notYetIndexed } : {}),
+        })),
     })),
   };
 }

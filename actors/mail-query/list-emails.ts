@@ -103,6 +103,8 @@ export function segmentQuery(
   const beyond = r.direction === 'newestFirst' ? '<' : '>';
   const where = ['m.account_id = ?', 'm.state = ?', `m.binding_id IN (${placeholders(r.bindingIds.length)})`];
   const params: SqlValue[] = [r.accountId, r.state, ...r.bindingIds];
+  // Mirrored but not derived yet: no subject or sender to show; counted as `notYetIndexed` instead.
+  if (r.state === 'stored') where.push('m.parse_version IS NOT NULL');
   if (segment === 'undated') {
     where.push('m.internal_date IS NULL');
     if (after !== null) {

@@ -200,6 +200,8 @@ export const FolderFreshness = z.strictObject({
   wasSynchronized: z.boolean(),
   /** When the latest retained pass that caught the folder up with the server ended; null if none. */
   synchronizedAt: InstantOut.nullable(),
+  /** Mirrored emails not parsed and indexed yet: no tool lists or finds them until they are. Omitted when none. */
+  notYetIndexed: z.number().int().positive().optional(),
 });
 export type FolderFreshness = z.infer<typeof FolderFreshness>;
 
@@ -207,7 +209,14 @@ export const ListAccountsResult = z.strictObject({
   accounts: z.array(
     z.strictObject({
       accountId: z.string(),
-      folders: z.array(z.strictObject({ alias: z.string(), wasSynchronized: z.boolean(), synchronizedAt: InstantOut.nullable() })),
+      folders: z.array(
+        z.strictObject({
+          alias: z.string(),
+          wasSynchronized: z.boolean(),
+          synchronizedAt: InstantOut.nullable(),
+          notYetIndexed: z.number().int().positive().optional(),
+        }),
+      ),
     }),
   ),
 });

@@ -21,6 +21,9 @@
  *   holds a checkpoint (mail has been stored from it). True with a null
  *   `synchronizedAt` therefore reads "partly mirrored: a first catch-up is
  *   under way, or the last complete pass is older than the retained runs".
+ * - `notYetIndexed` (ours; omitted when 0) counts the folder's emails that
+ *   are mirrored but not parsed and indexed yet by the derivation writer:
+ *   until they are, no tool lists or finds them.
  *
  * Reads only. Importable by modules of `actors/mail-query/` only.
  */
@@ -37,12 +40,16 @@ export type Target = {
   bindingId: number | null;
   wasSynchronized: boolean;
   synchronizedAt: string | null;
+  /** Mirrored emails the derivation writer has not parsed and indexed yet. */
+  notYetIndexed: number;
 };
 
 const bindingSql = `SELECT b.id, b.mirrored, c.binding_id AS checkpointed,
     (SELECT max(f.ended_at) FROM sync_folder_runs f WHERE f.binding_id = b.id AND f.outcome = 'ok' AND f.has_more = 0) AS caught_up_at
   FROM folder_bindings b LEFT JOIN checkpoints c ON c.binding_id = b.id
   WHERE b.account_id = ? AND b.alias = ? AND b.retired_at IS NULL`;
+
+const underivedSql = "SELECT count(*) AS count FROM messages WHERE account_id = ? AND binding_id = ? AND parse_version IS NULL AND state = 'stored'";
 
 type BindingRow = { id: number; mirrored: number; checkpointed: number | null; caught_up_at: number | null };
 
@@ -70,18 +77,25 @@ export function resolveTargets(db: Database, scope: QueryScope, accounts?: reado
 
 function target(db: Database, accountId: string, alias: string): Target {
   const row = one<BindingRow>(prepared(db, bindingSql), [accountId, alias]);
-  if (row === undefined || row.mirrored !== 1) return { accountId, alias, bindingId: null, wasSynchronized: false, synchronizedAt: null };
+  if (row === undefined || row.mirrored !== 1) return { accountId, alias, bindingId: null, wasSynchronized: false, synchronizedAt: null, notYetIndexed: 0 };
   return {
     accountId,
     alias,
     bindingId: row.id,
     wasSynchronized: row.caught_up_at !== null || row.checkpointed !== null,
     synchronizedAt: row.caught_up_at === null ? null : iso(row.caught_up_at),
+    notYetIndexed: one<{ count: number }>(prepared(db, underivedSql), [accountId, row.id])?.count ?? 0,
   };
 }
 
 export function freshnessOf(targets: readonly Target[]): FolderFreshness[] {
-  return targets.map((t) => ({ accountId: t.accountId, folderAlias: t.alias, wasSynchronized: t.wasSynchronized, synchronizedAt: t.synchronizedAt }));
+  return targets.map((t) => ({
+    accountId: t.accountId,
+    folderAlias: t.alias,
+    wasSynchronized: t.wasSynchronized,
+    synchronizedAt: t.synchronizedAt,
+    ...(t.notYetIndexed > 0 ? { notYetIndexed: t.notYetIndexed } : {}),
+  }));
 }
 
 /** binding id → its target, for the visible bindings among `targets`. */

@@ -55,3 +55,49 @@ export function storedCount(database: string): number {
     return 0;
   }
 }
+
+export type IndexState = {
+  /** Messages held with raw MIME (stored or unreadable). */
+  withRaw: number;
+  /** Messages stored (readable or not derived yet). */
+  stored: number;
+  /** Stored messages not derived yet. */
+  underived: number;
+  /** Search documents, and how many of them belong to a row not derived or not stored (must be 0). */
+  documents: number;
+  strayDocuments: number;
+  /** Rows of the received-time key table (one per document). */
+  keys: number;
+  /** Passages of a message parsed under another version, or of a row that has no document (must be 0). */
+  strayPassages: number;
+  /** FTS5's own check of the index against its content table (throws on mismatch). */
+  ftsConsistent: boolean;
+};
+
+/** What the search side holds beside the mirror: a derived row has exactly one document, indexed once. */
+export function indexState(database: string): IndexState {
+  const db = new Libsql(database, { readonly: false });
+  try {
+    const count = (sql: string): number => Number((db.prepare(sql).get() as { n: number }).n);
+    let ftsConsistent = true;
+    try {
+      db.exec("INSERT INTO search_index (search_index) VALUES ('integrity-check')");
+    } catch {
+      ftsConsistent = false;
+    }
+    return {
+      withRaw: count("SELECT count(*) AS n FROM messages WHERE state IN ('stored', 'unreadable')"),
+      stored: count("SELECT count(*) AS n FROM messages WHERE state = 'stored'"),
+      underived: count("SELECT count(*) AS n FROM messages WHERE state = 'stored' AND parse_version IS NULL"),
+      documents: count('SELECT count(*) AS n FROM search_documents'),
+      strayDocuments: count(
+        "SELECT count(*) AS n FROM search_documents d JOIN messages m ON m.id = d.message_id WHERE m.state <> 'stored' OR m.parse_version IS NULL",
+      ),
+      keys: count('SELECT count(*) AS n FROM search_keys'),
+      strayPassages: count('SELECT count(*) AS n FROM passages p LEFT JOIN search_documents d ON d.message_id = p.message_id WHERE d.message_id IS NULL'),
+      ftsConsistent,
+    };
+  } finally {
+    db.close();
+  }
+}

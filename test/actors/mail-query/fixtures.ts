@@ -76,6 +76,8 @@ export type Mail = {
   flags?: string[];
   keywords?: string[];
   state?: 'stored' | 'oversized' | 'unreadable';
+  /** Stored as the sync actor stores it, before the derivation writer has parsed it. */
+  underived?: true;
 };
 
 export function rawMime(mail: Mail): Buffer {
@@ -134,7 +136,7 @@ export function fetchedOf(mail: Mail, account: string): FetchedMessage {
     size: raw.length,
     state,
     raw: state === 'oversized' ? null : raw,
-    parsed: state === 'stored' ? parsed(raw, account) : null,
+    parsed: state === 'stored' && !mail.underived ? parsed(raw, account) : null,
   };
 }
 

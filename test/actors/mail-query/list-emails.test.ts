@@ -14,7 +14,8 @@ import { syncBindings, withdrawUnconfigured } from '../../../runtime/store/mailb
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { many } from '../../../runtime/store/rows.ts';
 import type { TestLike } from '../../runtime/store/fixtures/scratch.ts';
-import { ask, deliver, HOUR, idOf, recordRun, refusalCode, T0, world, type Mail, type World } from './fixtures.ts';
+import { ask, deliver, HOUR, idOf, parsed, recordRun, refusalCode, T0, world, type Mail, type World } from './fixtures.ts';
+import { applyDerivations } from '../../../runtime/store/mailbox/underived.ts';
 
 const aliceInbox: Mail[] = [
   { uid: 1, subject: 'Invoice 1001', from: 'Billing Desk <billing@vendor.example>', flags: ['\\Seen'] },
@@ -324,6 +325,38 @@ t.test('tombstones, retired generations and unmirrored folders are invisible', a
   const result = page(w, { accounts: ['bob'] });
   t.same(result.emails, [], 'an unmirrored folder shows nothing');
   t.same(result.folderFreshness, [{ accountId: 'bob', folderAlias: 'inbox', wasSynchronized: false, synchronizedAt: null }]);
+});
+
+t.test('mail mirrored but not derived yet is neither listed nor found, and is counted as not yet indexed', async (t) => {
+  const w = world(t);
+  deliver(w.db, 'bob', w.bindings.bobInbox, [
+    { uid: 1, subject: 'Derived letter' },
+    { uid: 2, subject: 'Waiting letter', body: 'quince marmalade', underived: true },
+  ]);
+  const id = idOf(w.db, w.bindings.bobInbox, 2);
+  const listed = page(w, { accounts: ['bob'] });
+  t.same(
+    listed.emails.map((e) => e.subject),
+    ['Derived letter'],
+    'only the derived email is listed',
+  );
+  t.same(listed.folderFreshness, [{ accountId: 'bob', folderAlias: 'inbox', wasSynchronized: true, synchronizedAt: null, notYetIndexed: 1 }]);
+  const found = ask<{ matches: unknown[]; folderFreshness: unknown[] }>(w, { type: 'mail-query.search', input: { queryText: 'quince', accounts: ['bob'] } });
+  t.same(found.matches, [], 'nor is it found');
+  t.same(found.folderFreshness, listed.folderFreshness, 'a search reports the same lag');
+  const accounts = ask<ListAccountsResult>(w, { type: 'mail-query.list-accounts', input: {} });
+  t.same(accounts.accounts.find((a) => a.accountId === 'bob')?.folders, [{ alias: 'inbox', wasSynchronized: true, synchronizedAt: null, notYetIndexed: 1 }]);
+
+  const raw = many<{ mime: Uint8Array }>(w.db.prepare('SELECT mime FROM message_raw WHERE message_id = ?'), [id])[0]!.mime;
+  applyDerivations(w.db, [{ id, parsed: parsed(Buffer.from(raw), 'bob') }], T0);
+  const after = page(w, { accounts: ['bob'] });
+  t.same(
+    after.emails.map((e) => e.subject),
+    ['Waiting letter', 'Derived letter'],
+    'once derived it is listed',
+  );
+  t.same(after.folderFreshness, [{ accountId: 'bob', folderAlias: 'inbox', wasSynchronized: true, synchronizedAt: null }], 'and no lag is reported');
+  t.equal(ask<{ matches: unknown[] }>(w, { type: 'mail-query.search', input: { queryText: 'quince', accounts: ['bob'] } }).matches.length, 1, 'and found');
 });
 
 t.test('a never-synchronized deployment answers an empty page with wasSynchronized false', async (t) => {

@@ -1,0 +1,113 @@
+/**
+ * The derivation writer (`derivation`): parses stored raw MIME and writes
+ * what is derived from it, on a thread of its own. One per deployment: the
+ * sync actors of every account ask it to catch up (`derivation.catch-up`);
+ * their threads go on fetching and storing while it parses and indexes, so
+ * on two cores the two halves of a mirror run side by side.
+ *
+ * Work is done in segments (at most SEGMENT_MESSAGES rows and about
+ * SEGMENT_BYTES of raw MIME), each written in one transaction, with a turn
+ * of the event loop between two, so the catch-ups of several accounts
+ * interleave and the stop at shutdown is heard. The catch-ups of one account
+ * run one after another (a later one finds what the earlier one left).
+ *
+ * A crash loses nothing: a row is derived in the transaction that writes its
+ * documents, or stays underived and is taken by the next catch-up (every
+ * synchronization run ends with one for the whole account).
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { z } from 'zod';
+import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import { openSlice } from '../../runtime/store/open-slice.ts';
+import { applyDerivations, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
+import type { DerivedMessage } from '../../runtime/store/mailbox/derived-message.ts';
+import { MIME_PARSE_IN_PLACE, type ParseInPlace } from '../mime-parse/protocol.ts';
+import { CatchUp, type CatchUpReply, DerivationConfig } from './protocol.ts';
+
+/** Rows per transaction: one commit per segment, short enough that a sync actor's store waits little for the lock. */
+const SEGMENT_MESSAGES = 64;
+/** Raw MIME read per segment (the first row is taken whatever its size). */
+const SEGMENT_BYTES = 8 * 1024 * 1024;
+
+const Msg = z.discriminatedUnion('type', [CatchUp]);
+
+type State = {
+  db: Database;
+  parse: ParseInPlace;
+  /** The catch-up under way or queued last, per account. */
+  tails: Map<string, Promise<unknown>>;
+  stopping: boolean;
+};
+
+async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<CatchUpReply> {
+  const reply: CatchUpReply = { derived: 0, unreadable: [], missingRaw: 0 };
+  const throughId = msg.throughId ?? lastUnderivedId(state.db, msg.account);
+  let afterId = 0;
+  const started = Date.now();
+  while (!state.stopping) {
+    const segment = underivedSegment(state.db, msg.account, { afterId, throughId, limit: SEGMENT_MESSAGES, maxBytes: SEGMENT_BYTES });
+    if (segment.length === 0) break;
+    afterId = segment[segment.length - 1]!.id;
+    const results: Array<{ id: number; parsed: DerivedMessage | null }> = [];
+    for (const m of segment) {
+      if (m.raw === null) {
+        reply.missingRaw += 1;
+        continue;
+      }
+      const parsed = state.parse(m.raw, msg.account);
+      if (!parsed.ok) reply.unreadable.push({ bindingId: m.bindingId, uid: m.uid, failure: parsed });
+      results.push({ id: m.id, parsed: parsed.ok ? parsed.message : null });
+    }
+    reply.derived += applyDerivations(state.db, results, Date.now());
+    await nextTurn();
+  }
+  if (reply.derived > 0 || reply.missingRaw > 0) {
+    ctx.log.debug(
+      {
+        event: 'derivation.caught-up',
+        account: msg.account,
+        derived: reply.derived,
+        unreadable: reply.unreadable.length,
+        missingRaw: reply.missingRaw,
+        ms: Date.now() - started,
+      },
+      'derivation.caught-up',
+    );
+  }
+  if (reply.missingRaw > 0) ctx.log.warn({ event: 'derivation.raw-missing', account: msg.account, count: reply.missingRaw }, 'derivation.raw-missing');
+  return reply;
+}
+
+export default defineActor({
+  name: 'derivation',
+  config: DerivationConfig,
+  messages: Msg,
+  async init(config, ctx) {
+    // Checkpoints are left to the store maintenance actor, as the sync actors leave them.
+    const db = openSlice(config.store, { checkpoints: 'background' });
+    ctx.defer(() => {
+      db.close();
+    });
+    const { parseMessage } = (await import(MIME_PARSE_IN_PLACE.href)) as { parseMessage: ParseInPlace };
+    const state: State = { db, parse: parseMessage, tails: new Map(), stopping: false };
+    return state;
+  },
+  handle(state, msg, ctx) {
+    const prior = state.tails.get(msg.account) ?? Promise.resolve();
+    // The previous catch-up's failure was answered to its own asker; this one starts afresh.
+    const work = prior.then(
+      () => catchUp(state, ctx, msg),
+      () => catchUp(state, ctx, msg),
+    );
+    state.tails.set(msg.account, work);
+    const forget = (): void => {
+      if (state.tails.get(msg.account) === work) state.tails.delete(msg.account);
+    };
+    work.then(forget, forget);
+    return later(work);
+  },
+  stop(state) {
+    state.stopping = true;
+  },
+});

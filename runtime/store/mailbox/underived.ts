@@ -1,0 +1,77 @@
+/**
+ * Stored mail not derived yet: the derivation writer's queue. The sync
+ * actor stores raw MIME with `parse_version` NULL (store-batch.ts); the
+ * derivation actor reads those rows back in id order, parses them on its
+ * own thread, and writes each one's derived columns, search document and
+ * passages in one transaction (`applyDerivations`, shared with
+ * re-derivation). A crash anywhere leaves a row either underived (taken
+ * again) or derived (never taken again): nothing is lost or written twice.
+ *
+ * The queue is the partial index `messages_underived` (account_id, id),
+ * so it costs no table of its own and a derived row leaves it by its update.
+ *
+ * Importable by the derivation actor and the read side (the lag counts).
+ */
+import type { Database } from '../open.ts';
+import { many, one } from '../rows.ts';
+import { blobOf, perConnection } from './prepared.ts';
+
+export { applyDerivations } from './rederivation.ts';
+
+export type UnderivedMessage = {
+  id: number;
+  bindingId: number;
+  uid: number;
+  /** null: the raw MIME row is missing (a defect elsewhere); left underived and reported as lag. */
+  raw: Uint8Array | null;
+};
+
+type Head = { id: number; binding_id: number; uid: number; bytes: number | null };
+
+const statements = perConnection((db: Database) => ({
+  heads: db.prepare(
+    `SELECT m.id, m.binding_id, m.uid, (SELECT length(r.mime) FROM message_raw r WHERE r.message_id = m.id) AS bytes
+     FROM messages m WHERE m.account_id = ? AND m.id > ? AND m.id <= ? AND m.parse_version IS NULL AND m.state = 'stored'
+     ORDER BY m.id LIMIT ?`,
+  ),
+  raw: db.prepare('SELECT mime FROM message_raw WHERE message_id = ?'),
+  lastId: db.prepare("SELECT max(id) AS id FROM messages WHERE account_id = ? AND parse_version IS NULL AND state = 'stored'"),
+  lagOfBinding: db.prepare("SELECT count(*) AS count FROM messages WHERE account_id = ? AND binding_id = ? AND parse_version IS NULL AND state = 'stored'"),
+}));
+
+export type SegmentBounds = {
+  /** Only rows with a larger id (the pass's cursor). */
+  afterId: number;
+  /** Only rows up to this id. */
+  throughId: number;
+  /** At most this many rows... */
+  limit: number;
+  /** ...and about this many bytes of raw MIME (the first row is always taken). */
+  maxBytes: number;
+};
+
+/** The next underived messages of the account, in id order, with their raw MIME. */
+export function underivedSegment(db: Database, accountId: string, bounds: SegmentBounds): UnderivedMessage[] {
+  const s = statements(db);
+  const heads = many<Head>(s.heads, [accountId, bounds.afterId, bounds.throughId, bounds.limit]);
+  const taken: UnderivedMessage[] = [];
+  let bytes = 0;
+  for (const head of heads) {
+    const size = head.bytes ?? 0;
+    if (taken.length > 0 && bytes + size > bounds.maxBytes) break;
+    bytes += size;
+    const row = head.bytes === null ? undefined : one<{ mime: Uint8Array | ArrayBuffer }>(s.raw, [head.id]);
+    taken.push({ id: head.id, bindingId: head.binding_id, uid: head.uid, raw: row === undefined ? null : blobOf(row.mime) });
+  }
+  return taken;
+}
+
+/** The highest id of the account's underived mail, or 0 when none waits. */
+export function lastUnderivedId(db: Database, accountId: string): number {
+  return one<{ id: number | null }>(statements(db).lastId, [accountId])?.id ?? 0;
+}
+
+/** Stored emails of one binding not derived yet (neither listed nor searchable until they are). */
+export function underivedInBinding(db: Database, accountId: string, bindingId: number): number {
+  return one<{ count: number }>(statements(db).lagOfBinding, [accountId, bindingId])?.count ?? 0;
+}
