@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
-import { applyDerivations, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
+import { deriveFirst, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
 import type { DerivedMessage } from '../../runtime/store/mailbox/derived-message.ts';
 import { MIME_PARSE_IN_PLACE, type ParseInPlace } from '../mime-parse/protocol.ts';
 import { CatchUp, type CatchUpReply, DerivationConfig } from './protocol.ts';
@@ -59,7 +59,7 @@ async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<C
       if (!parsed.ok) reply.unreadable.push({ bindingId: m.bindingId, uid: m.uid, failure: parsed });
       results.push({ id: m.id, parsed: parsed.ok ? parsed.message : null });
     }
-    reply.derived += applyDerivations(state.db, results, Date.now());
+    reply.derived += deriveFirst(state.db, results, Date.now());
     await nextTurn();
   }
   if (reply.derived > 0 || reply.missingRaw > 0) {

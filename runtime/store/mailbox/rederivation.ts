@@ -39,6 +39,11 @@ const statements = perConnection((db: Database) => ({
     `UPDATE messages SET state = ?, ${setDerived}, derived_at = ?, updated_at = ?
      WHERE id = ? AND state IN ('stored', 'unreadable')`,
   ),
+  // The derivation writer's first derivation: only a row still waiting for one.
+  applyFirst: db.prepare(
+    `UPDATE messages SET state = ?, ${setDerived}, derived_at = ?, updated_at = ?
+     WHERE id = ? AND state = 'stored' AND parse_version IS NULL`,
+  ),
 }));
 
 type Row = { id: number; mime: Uint8Array | ArrayBuffer | null; sha256: Uint8Array | ArrayBuffer | null };
@@ -66,13 +71,24 @@ export function applyDerivation(db: Database, id: number, parsed: DerivedMessage
   return applyDerivations(db, [{ id, parsed }], now) === 1;
 }
 
-/** A whole segment's results in one transaction (one commit, one fsync); returns how many were applied. */
-export function applyDerivations(db: Database, results: ReadonlyArray<{ id: number; parsed: DerivedMessage | null }>, now: number): number {
+/**
+ * A whole segment's results in one transaction (one commit, one fsync);
+ * returns how many were applied. `first`: only rows not derived yet are
+ * written (the derivation writer's queue); a row derived, tombstoned or
+ * erased since it was read is left as it is.
+ */
+export function applyDerivations(
+  db: Database,
+  results: ReadonlyArray<{ id: number; parsed: DerivedMessage | null }>,
+  now: number,
+  mode: 'rederive' | 'first' = 'rederive',
+): number {
   const s = statements(db);
+  const statement = mode === 'first' ? s.applyFirst : s.apply;
   const apply = db.transaction((): number => {
     let applied = 0;
     for (const { id, parsed } of results) {
-      if (run(s.apply, [parsed === null ? 'unreadable' : 'stored', ...derivedValues(parsed), now, now, id]).changes === 0) continue;
+      if (run(statement, [parsed === null ? 'unreadable' : 'stored', ...derivedValues(parsed), now, now, id]).changes === 0) continue;
       writeDerivedChildren(db, id, parsed, true);
       applied += 1;
     }

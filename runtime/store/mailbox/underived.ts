@@ -3,20 +3,26 @@
  * actor stores raw MIME with `parse_version` NULL (store-batch.ts); the
  * derivation actor reads those rows back in id order, parses them on its
  * own thread, and writes each one's derived columns, search document and
- * passages in one transaction (`applyDerivations`, shared with
+ * passages in one transaction (`deriveFirst`, the same writes as
  * re-derivation). A crash anywhere leaves a row either underived (taken
  * again) or derived (never taken again): nothing is lost or written twice.
+ *
+ * Writers: the derivation actor takes a row from underived to derived, and
+ * only that (`deriveFirst` touches no row derived, tombstoned or erased
+ * since it was read); everything else about the row stays the account's
+ * sync actor's.
  *
  * The queue is the partial index `messages_underived` (account_id, id),
  * so it costs no table of its own and a derived row leaves it by its update.
  *
  * Importable by the derivation actor and the read side (the lag counts).
  */
+import type { DerivedMessage } from './derived-message.ts';
 import type { Database } from '../open.ts';
 import { many, one } from '../rows.ts';
 import { blobOf, perConnection } from './prepared.ts';
 
-export { applyDerivations } from './rederivation.ts';
+import { applyDerivations } from './rederivation.ts';
 
 export type UnderivedMessage = {
   id: number;
@@ -74,4 +80,9 @@ export function lastUnderivedId(db: Database, accountId: string): number {
 /** Stored emails of one binding not derived yet (neither listed nor searchable until they are). */
 export function underivedInBinding(db: Database, accountId: string, bindingId: number): number {
   return one<{ count: number }>(statements(db).lagOfBinding, [accountId, bindingId])?.count ?? 0;
+}
+
+/** Writes the first derivation of a segment's rows in one transaction; returns how many were still waiting for it. */
+export function deriveFirst(db: Database, results: ReadonlyArray<{ id: number; parsed: DerivedMessage | null }>, now: number): number {
+  return applyDerivations(db, results, now, 'first');
 }

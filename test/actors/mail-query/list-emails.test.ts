@@ -15,7 +15,7 @@ import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { many } from '../../../runtime/store/rows.ts';
 import type { TestLike } from '../../runtime/store/fixtures/scratch.ts';
 import { ask, deliver, HOUR, idOf, parsed, recordRun, refusalCode, T0, world, type Mail, type World } from './fixtures.ts';
-import { applyDerivations } from '../../../runtime/store/mailbox/underived.ts';
+import { deriveFirst } from '../../../runtime/store/mailbox/underived.ts';
 
 const aliceInbox: Mail[] = [
   { uid: 1, subject: 'Invoice 1001', from: 'Billing Desk <billing@vendor.example>', flags: ['\\Seen'] },
@@ -348,7 +348,8 @@ t.test('mail mirrored but not derived yet is neither listed nor found, and is co
   t.same(accounts.accounts.find((a) => a.accountId === 'bob')?.folders, [{ alias: 'inbox', wasSynchronized: true, synchronizedAt: null, notYetIndexed: 1 }]);
 
   const raw = many<{ mime: Uint8Array }>(w.db.prepare('SELECT mime FROM message_raw WHERE message_id = ?'), [id])[0]!.mime;
-  applyDerivations(w.db, [{ id, parsed: parsed(Buffer.from(raw), 'bob') }], T0);
+  t.equal(deriveFirst(w.db, [{ id, parsed: parsed(Buffer.from(raw), 'bob') }], T0), 1);
+  t.equal(deriveFirst(w.db, [{ id, parsed: parsed(Buffer.from(raw), 'bob') }], T0), 0, 'a second derivation of the same row writes nothing');
   const after = page(w, { accounts: ['bob'] });
   t.same(
     after.emails.map((e) => e.subject),
