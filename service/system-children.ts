@@ -83,8 +83,8 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       entry: DERIVATION_ENTRY,
       restart: 'permanent',
       shutdownMs: 5_000,
-      // A thread of its own: parsing and indexing run beside the accounts' fetching and storing.
-      placement: { kind: 'dedicated' },
+      // Beside the other system actors, off the accounts' threads: parsing and indexing run while they fetch and store.
+      placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
       backoff: { baseMs: 1_000, maxMs: 60_000, stableAfterMs: 60_000 },
       intensity: { maxRestarts: 1_000_000, windowMs: 60_000 },
       config: { store: storeSlice(config) },

@@ -1,9 +1,10 @@
 /**
  * The derivation writer (`derivation`): parses stored raw MIME and writes
- * what is derived from it, on a thread of its own. One per deployment: the
- * sync actors of every account ask it to catch up (`derivation.catch-up`);
- * their threads go on fetching and storing while it parses and indexes, so
- * on two cores the two halves of a mirror run side by side.
+ * what is derived from it, off the accounts' threads (it shares the system
+ * actors' thread: a thread of its own measured no faster and cost an
+ * isolate, docs/performance.md). One per deployment: the sync actors of
+ * every account ask it to catch up (`derivation.catch-up`); their threads go
+ * on fetching and storing while it parses and indexes.
  *
  * Work is done in segments (at most SEGMENT_MESSAGES rows and about
  * SEGMENT_BYTES of raw MIME), each written in one transaction, with a turn
@@ -25,10 +26,14 @@ import type { DerivedMessage } from '../../runtime/store/mailbox/derived-message
 import { MIME_PARSE_IN_PLACE, type ParseInPlace } from '../mime-parse/protocol.ts';
 import { CatchUp, type CatchUpReply, DerivationConfig } from './protocol.ts';
 
-/** Rows per transaction: one commit per segment, short enough that a sync actor's store waits little for the lock. */
+/**
+ * Rows per transaction: one commit per segment, short enough that a sync
+ * actor's store waits little for the write lock. 256 rows / 16 MiB measured
+ * a little faster in wall time and up to 90 MiB more at peak (docs/performance.md).
+ */
 const SEGMENT_MESSAGES = 64;
 /** Raw MIME read per segment (the first row is taken whatever its size). */
-const SEGMENT_BYTES = 8 * 1024 * 1024;
+const SEGMENT_BYTES = 4 * 1024 * 1024;
 
 const Msg = z.discriminatedUnion('type', [CatchUp]);
 

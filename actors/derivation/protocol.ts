@@ -1,8 +1,8 @@
 /**
  * Public messages of the derivation writer (`derivation`): the actor that
  * turns stored raw MIME into what agents read and search — the derived
- * columns of `messages`, the search document and the passages — on a thread
- * of its own, so an account's sync thread only fetches and stores raw copies
+ * columns of `messages`, the search document and the passages — off the
+ * accounts' threads, so an account's sync thread only fetches and stores raw copies
  * (docs/performance.md, "Derived data off the sync thread").
  *
  * Its queue is the store itself (runtime/store/mailbox/underived.ts): a sync

@@ -2,7 +2,7 @@
  * Stored mail not derived yet: the derivation writer's queue. The sync
  * actor stores raw MIME with `parse_version` NULL (store-batch.ts); the
  * derivation actor reads those rows back in id order, parses them on its
- * own thread, and writes each one's derived columns, search document and
+ * own (system) thread, and writes each one's derived columns, search document and
  * passages in one transaction (`deriveFirst`, the same writes as
  * re-derivation). A crash anywhere leaves a row either underived (taken
  * again) or derived (never taken again): nothing is lost or written twice.
@@ -13,7 +13,7 @@
  * sync actor's.
  *
  * The queue is the partial index `messages_underived` (account_id, id),
- * so it costs no table of its own and a derived row leaves it by its update.
+ * so it costs no table and a derived row leaves it by its update.
  *
  * Importable by the derivation actor and the read side (the lag counts).
  */
