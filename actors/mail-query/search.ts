@@ -22,9 +22,10 @@
  * was cut; an excerpt with no matched term in it (the match was in the
  * subject or the addresses) is left out.
  *
- * Only `stored` mail has a search document. A folder mirrored but not yet
- * text-extracted therefore answers nothing, and `folderFreshness` does not
- * tell that case apart (spec, "Tool behaviour" 2).
+ * Only derived `stored` mail has a search document. A folder mirrored but
+ * not yet text-extracted therefore answers nothing for that mail (spec,
+ * "Tool behaviour" 2); unlike the spec's reference, `folderFreshness` says
+ * so with `notYetIndexed` (targets.ts).
  *
  * Reads only. Importable by `task.ts`.
  */

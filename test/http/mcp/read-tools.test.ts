@@ -63,8 +63,14 @@ async function setup(t: Test, options: { messages: Buffer[]; syncEnabled?: boole
   const port = await reservePort();
   writeFileSync(join(dir, 'keyring.json'), newKeyRing());
   const sync = await startSyncService(dir, dovecot, [{ id: 'rita', user: 'rita', folders: [{ Alias: 'inbox' }] }], {
-    // Limits are tested on their own (test/http/mcp/pipeline.test.ts); this walks far more than a minute's default budget.
-    McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: port, RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 } },
+    // Limits are tested on their own (test/http/mcp/pipeline.test.ts); this walks far more than a minute's default budget,
+    // and the concurrency test has 24 calls in flight, above the default 20 served at once with no queue.
+    McpEndpoint: {
+      Enabled: true,
+      BindAddress: '127.0.0.1',
+      Port: port,
+      RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000, MaxConcurrentRequests: 100 },
+    },
     Deployment: { PublicBaseAddress: `http://127.0.0.1:${port}` },
     DataEncryption: { KeyRing: `file:${join(dir, 'keyring.json')}` },
     MailSynchronization: { Enabled: options.syncEnabled ?? true, BatchSize: 500 },
