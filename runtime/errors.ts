@@ -64,6 +64,14 @@ export const Codes = {
   E_OAUTH_REFRESH_MISSING: { status: 502, retryable: false, public: null, msg: 'No mailbox refresh token is stored for this account' },
   E_OAUTH_REFRESH_REFUSED: { status: 502, retryable: false, public: null, msg: 'The token endpoint refused the stored refresh token' },
 
+  // Embedding provider (classified in one place: actors/embedding/openai-compatible.ts; internal, never shown to agents)
+  E_EMBED_CREDENTIAL_REFUSED: { status: 502, retryable: false, public: null, msg: 'The embedding provider refused the credential' },
+  E_EMBED_RATE_LIMITED: { status: 503, retryable: true, public: null, msg: 'The embedding provider asked for fewer calls' },
+  E_EMBED_UNAVAILABLE: { status: 504, retryable: true, public: null, msg: 'The embedding provider did not answer' },
+  E_EMBED_MALFORMED: { status: 502, retryable: true, public: null, msg: 'The embedding provider answered in a way the client could not use' },
+  E_EMBED_BAD_REQUEST: { status: 502, retryable: false, public: null, msg: 'The embedding provider refused the request' },
+  E_EMBED_CIRCUIT_OPEN: { status: 503, retryable: true, public: null, msg: 'The embedding provider kept failing; calls to it are paused' },
+
   // Synchronization
   E_SYNC_CONFLICT: { status: 409, retryable: true, public: null, msg: 'The folder checkpoint moved during the run (a rewind); the run deferred' },
   E_SYNC_FOLDER_MIRRORED: { status: 400, retryable: false, public: null, msg: 'The folder is still mirrored, so it cannot be erased' },

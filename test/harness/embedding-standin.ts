@@ -1,0 +1,168 @@
+/**
+ * A stand-in OpenAI-compatible embeddings server for tests of the wire path
+ * (the only stand-in issue 15 allows): node:http on 127.0.0.1, an ephemeral
+ * port, answering `POST /v1/embeddings` (and `/<prefix>/v1/embeddings`) in
+ * the real wire format.
+ *
+ * Vectors are deterministic: each lower-cased word is hashed into one of
+ * `dimensions` buckets with a hashed sign, and the sum is L2-normalised, so
+ * texts sharing words get close vectors (`vectorOf` gives the same vector to
+ * assert against).
+ *
+ * Each request is recorded (path, model, inputs, the Authorization header
+ * seen, how it was answered). Calls can be scripted in order with `script`:
+ * each scripted answer is used by one request, then answers are normal
+ * again. Faults: a status (429 with `Retry-After`, 500, 401, 400…, with a
+ * chosen body), a hang (no answer until the stand-in closes), JSON that does
+ * not parse, the wrong number of vectors or the wrong length, a connection
+ * reset, and the data given in reverse order (legal: clients order by index).
+ *
+ * `close()` destroys every socket, hung ones included, so no test waits on it.
+ */
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export type StandinAnswer =
+  | { kind: 'ok' }
+  | { kind: 'reversed' }
+  | { kind: 'status'; status: number; retryAfter?: string; body?: string }
+  | { kind: 'hang' }
+  | { kind: 'malformed-json' }
+  | { kind: 'wrong-count' }
+  | { kind: 'wrong-dimensions' }
+  | { kind: 'reset' };
+
+export type RecordedRequest = {
+  method: string;
+  path: string;
+  model: unknown;
+  inputs: string[];
+  authorization: string | undefined;
+  answered: StandinAnswer['kind'];
+};
+
+export type EmbeddingStandin = {
+  /** `http://127.0.0.1:<port>`, without `/v1`. */
+  readonly baseAddress: string;
+  readonly requests: RecordedRequest[];
+  /** Queue answers for the next requests, in order. */
+  script(...answers: StandinAnswer[]): void;
+  /** Answer every request with this once the script is used up (default `ok`). */
+  setDefault(answer: StandinAnswer): void;
+  vectorOf(text: string): number[];
+  close(): Promise<void>;
+};
+
+export async function startEmbeddingStandin(options: { dimensions: number }): Promise<EmbeddingStandin> {
+  const { dimensions } = options;
+  const requests: RecordedRequest[] = [];
+  const queue: StandinAnswer[] = [];
+  let fallback: StandinAnswer = { kind: 'ok' };
+  const sockets = new Set<Socket>();
+
+  const vectorOf = (text: string): number[] => embed(text, dimensions);
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
+    const path = new URL(req.url ?? '/', 'http://standin').pathname;
+    if (req.method !== 'POST' || !/(^|\/)v1\/embeddings$/.test(path)) {
+      send(res, 404, { error: { message: 'not found', type: 'invalid_request_error' } });
+      return;
+    }
+    let body: { model?: unknown; input?: unknown };
+    try {
+      body = JSON.parse(raw) as typeof body;
+    } catch {
+      send(res, 400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
+      return;
+    }
+    const inputs = Array.isArray(body.input) ? body.input.map(String) : typeof body.input === 'string' ? [body.input] : [];
+    const answer = queue.shift() ?? fallback;
+    const auth = req.headers.authorization;
+    requests.push({ method: req.method, path, model: body.model, inputs, authorization: auth, answered: answer.kind });
+
+    switch (answer.kind) {
+      case 'hang':
+        return; // answered by close(), which destroys the socket
+      case 'reset':
+        req.socket.resetAndDestroy();
+        return;
+      case 'malformed-json':
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"object":"list","data":[{"index":0,"embedding":[0.1,');
+        return;
+      case 'status': {
+        const headers: Record<string, string> = { 'content-type': 'application/json' };
+        if (answer.retryAfter !== undefined) headers['retry-after'] = answer.retryAfter;
+        res.writeHead(answer.status, headers);
+        res.end(answer.body ?? JSON.stringify({ error: { message: `status ${answer.status}`, type: 'server_error' } }));
+        return;
+      }
+      default: {
+        let data = inputs.map((text, index) => ({ object: 'embedding', index, embedding: vectorOf(text) }));
+        if (answer.kind === 'reversed') data = data.reverse();
+        if (answer.kind === 'wrong-count') data = data.slice(0, Math.max(0, data.length - 1));
+        if (answer.kind === 'wrong-dimensions') data = data.map((d) => ({ ...d, embedding: d.embedding.slice(0, dimensions - 1) }));
+        const tokens = inputs.reduce((n, text) => n + words(text).length, 0);
+        send(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+      }
+    }
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    baseAddress: `http://127.0.0.1:${port}`,
+    requests,
+    script: (...answers) => {
+      queue.push(...answers);
+    },
+    setDefault: (answer) => {
+      fallback = answer;
+    },
+    vectorOf,
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function words(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/** Hashed bag of words, L2-normalised; an empty text gets the first unit vector. */
+function embed(text: string, dimensions: number): number[] {
+  const v = new Array<number>(dimensions).fill(0);
+  for (const word of words(text)) {
+    const h = createHash('sha256').update(word).digest();
+    const bucket = h.readUInt32BE(0) % dimensions;
+    v[bucket]! += (h[4]! & 1) === 0 ? 1 : -1;
+  }
+  const norm = Math.hypot(...v);
+  if (norm === 0) {
+    v[0] = 1;
+    return v;
+  }
+  // Rounded to what a float32 carries, so a client's Float32Array equals these numbers exactly.
+  return v.map((x) => Math.fround(x / norm));
+}
