@@ -91,7 +91,7 @@ const statements = perConnection((db: Database) => ({
   retireServing: db.prepare("UPDATE embedding_generations SET state = 'retired', retired_at = ? WHERE state = 'serving'"),
   serve: db.prepare("UPDATE embedding_generations SET state = 'serving', serving_at = ? WHERE id = ? AND state = 'building'"),
   retiredVectors: db.prepare(
-    `DELETE FROM passage_vectors WHERE rowid IN (SELECT v.rowid FROM passage_vectors v
+    `DELETE FROM passage_vectors WHERE (passage_id, generation_id) IN (SELECT v.passage_id, v.generation_id FROM passage_vectors v
        WHERE v.generation_id IN (SELECT id FROM embedding_generations WHERE state = 'retired') LIMIT ?)`,
   ),
   retiredRemain: db.prepare(

@@ -26,6 +26,14 @@
  * cost per row were poor (docs/semantic-search.md, Storage). A trigger
  * refuses a vector whose length does not match its generation.
  *
+ * WITHOUT ROWID, its primary key led by the scope (generation, binding,
+ * received): a folder's vectors lie together, so a scoped search reads
+ * neighbouring pages instead of one page per row. Measured at 150,000
+ * vectors against a rowid table with the same columns as an index: 1.3–3.5×
+ * faster for a folder of 1 % or 20 %, 1.2–1.8× for the whole mailbox, for
+ * +0.3–9 % disk. With 16 KiB pages a row of up to ~4 KB (1,000 float32
+ * dimensions) stays on its leaf page.
+ *
  * Writers: the embedding actor (generations, vectors). The account's sync
  * actor deletes the vectors of the mail it tombstones, erases or re-derives,
  * explicitly, like the other child rows (the cascades are a safety net).
@@ -57,9 +65,9 @@ CREATE TABLE passage_vectors (
   binding_id INTEGER NOT NULL,
   received INTEGER NOT NULL CHECK (received >= -1),
   vector BLOB NOT NULL,
+  PRIMARY KEY (generation_id, binding_id, received, message_id, passage_id),
   UNIQUE (passage_id, generation_id)
-) STRICT;
-CREATE INDEX passage_vectors_scope ON passage_vectors (generation_id, binding_id, received, message_id);
+) STRICT, WITHOUT ROWID;
 CREATE INDEX passage_vectors_message ON passage_vectors (message_id);
 
 CREATE TRIGGER passage_vectors_length BEFORE INSERT ON passage_vectors
