@@ -1,6 +1,7 @@
 /**
  * What a parsed message becomes in the store: the derived columns of
- * `messages`, its `search_documents` row and its `passages`. Shared by
+ * `messages`, its `search_documents` row and its `passages` (replacing
+ * them deletes the passages' vectors, which a new parse invalidates). Shared by
  * storing (`store-batch.ts`) and re-derivation (`rederivation.ts`), so both
  * write the same shapes (docs/storage.md, "JSON column shapes"). Sole writer
  * of these rows: the account's sync actor; the functions here run inside its
@@ -64,6 +65,7 @@ const statements = perConnection((db: Database) => ({
   ),
   deleteDocument: db.prepare('DELETE FROM search_documents WHERE message_id = ?'),
   insertPassage: db.prepare('INSERT INTO passages (message_id, ordinal, text, parse_version) VALUES (?, ?, ?, ?)'),
+  deleteVectors: db.prepare('DELETE FROM passage_vectors WHERE message_id = ?'),
   deletePassages: db.prepare('DELETE FROM passages WHERE message_id = ?'),
 }));
 
@@ -73,7 +75,10 @@ const statements = perConnection((db: Database) => ({
  */
 export function writeDerivedChildren(db: Database, messageId: number, parsed: DerivedMessage | null, replacing: boolean): void {
   const s = statements(db);
-  if (replacing) run(s.deletePassages, [messageId]);
+  if (replacing) {
+    run(s.deleteVectors, [messageId]);
+    run(s.deletePassages, [messageId]);
+  }
   if (parsed === null) {
     if (replacing) run(s.deleteDocument, [messageId]);
     return;

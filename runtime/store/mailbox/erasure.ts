@@ -1,8 +1,9 @@
 /**
  * Folder erasure, one bounded pass at a time: removes the stored mail of a
  * folder the account no longer mirrors, every generation of its alias, with
- * raw MIME, search documents, passages and outstanding repair requests, and
- * the folder's checkpoint in the pass that empties it. The bindings stay.
+ * raw MIME, search documents, passages and their vectors, and outstanding
+ * repair requests, and the folder's checkpoint in the pass that empties it.
+ * The bindings stay.
  * Tombstones of the folder go too (they count toward the pass's limit, not
  * toward `erasedEmailCount`). Sole writer of the rows touched: the account's
  * sync actor, which the admin route asks for each pass.
@@ -25,7 +26,9 @@ const inIds = 'IN (SELECT value FROM json_each(?))';
 
 const statements = perConnection((db: Database) => ({
   page: db.prepare(`SELECT id, state FROM messages WHERE ${inBindings} ORDER BY id LIMIT ?`),
-  children: ['message_raw', 'search_documents', 'passages', 'repair_requests'].map((table) => db.prepare(`DELETE FROM ${table} WHERE message_id ${inIds}`)),
+  children: ['message_raw', 'search_documents', 'passage_vectors', 'passages', 'repair_requests'].map((table) =>
+    db.prepare(`DELETE FROM ${table} WHERE message_id ${inIds}`),
+  ),
   messages: db.prepare(`DELETE FROM messages WHERE id ${inIds}`),
   remains: db.prepare(`SELECT 1 AS found FROM messages WHERE ${inBindings} LIMIT 1`),
   checkpoints: db.prepare(`DELETE FROM checkpoints WHERE ${inBindings}`),

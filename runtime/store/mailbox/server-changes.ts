@@ -2,7 +2,7 @@
  * What the mail server changed on mail already stored: flags and keywords,
  * expunges, a new UIDVALIDITY. Sole writer of the rows touched
  * (`messages`, `message_raw`, `search_documents`, `passages`,
- * `repair_requests`, `checkpoints`): the account's sync actor. Each function
+ * `passage_vectors`, `repair_requests`, `checkpoints`): the account's sync actor. Each function
  * is one short transaction.
  *
  * A tombstone keeps identity only (account, binding, UIDVALIDITY, UID, local
@@ -29,7 +29,7 @@ const emptied = `state = 'tombstoned', tombstoned_at = ?, tombstone_reason = ?, 
 
 /** Statements that tombstone the live rows a WHERE clause selects (same parameters for each). */
 function tombstoner(db: Database, where: string) {
-  const children = ['message_raw', 'search_documents', 'passages', 'repair_requests'].map((table) =>
+  const children = ['message_raw', 'search_documents', 'passage_vectors', 'passages', 'repair_requests'].map((table) =>
     db.prepare(`DELETE FROM ${table} WHERE message_id IN (SELECT id FROM messages WHERE ${where} AND state <> 'tombstoned')`),
   );
   const update = db.prepare(`UPDATE messages SET ${emptied} WHERE ${where} AND state <> 'tombstoned'`);

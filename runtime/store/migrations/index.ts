@@ -11,6 +11,7 @@ import { sql as deploymentSecrets } from './0003-deployment-secrets.ts';
 import { sql as mailboxChanges } from './0004-mailbox-changes.ts';
 import { sql as outbox } from './0005-outbox.ts';
 import { sql as searchRecency } from './0006-search-recency.ts';
+import { sql as passageVectors } from './0007-passage-vectors.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -21,4 +22,5 @@ export const migrations: readonly Migration[] = [
   { version: 4, name: 'mailbox-changes', sql: mailboxChanges },
   { version: 5, name: 'outbox', sql: outbox },
   { version: 6, name: 'search-recency', sql: searchRecency },
+  { version: 7, name: 'passage-vectors', sql: passageVectors },
 ];

@@ -55,6 +55,8 @@ t.test('a fresh database gets every migration, once', async (t) => {
     'schema_version',
     'rederivation_runs',
     'deployment_secrets',
+    'embedding_generations',
+    'passage_vectors',
   ]) {
     t.ok(tables(db).includes(name), `${name} exists`);
   }

@@ -1,0 +1,258 @@
+/**
+ * Passage vectors by embedding generation (migration 0007), and the exact,
+ * filtered nearest-message search over them (issue 15).
+ *
+ * - Generations: `beginGeneration` starts building one for a profile (a
+ *   generation still building for another profile is retired),
+ *   `promoteGeneration` makes it serve and retires the one it replaces, in one
+ *   transaction, so a search always finds one serving generation or none;
+ *   `purgeRetiredVectors` deletes a retired generation's vectors in bounded
+ *   passes.
+ * - `writeVectors`: a batch of one generation in one transaction. The
+ *   message, account, binding and received time are copied from the store
+ *   as it is then: a passage that no longer exists (its message tombstoned,
+ *   erased or re-derived meanwhile) gets no vector.
+ * - `deleteMessageVectors`: every generation's vectors of some messages. The
+ *   sync actor's tombstone, erasure and re-derivation statements delete them
+ *   too, with the other child rows (server-changes.ts, erasure.ts, derived.ts).
+ * - `nearestMessages`: messages ranked by their nearest passage, exactly.
+ *   The scope (bindings, received-time range) is an index range read first;
+ *   the distance is computed for every row in it, in SQL
+ *   (`vector_distance_cos` / `vector_distance_l2`), which measured faster
+ *   than reading the rows into a Float32Array scan (docs/semantic-search.md).
+ *   Ties: smaller distance, then the later received, then the larger id.
+ *   The rows are ranked in SQL and deduplicated by message here.
+ *
+ * Writers: the embedding actor (generations and vectors); the account's sync
+ * actor (deletions). Importable by the embedding actor's and the query
+ * actor's store access, and by modules under `runtime/store/mailbox/`.
+ */
+import type { Database } from '../open.ts';
+import { many, one, run } from '../rows.ts';
+import { perConnection } from './prepared.ts';
+
+export type Distance = 'cosine' | 'l2';
+export type GenerationProfile = { provider: string; model: string; dimensions: number; distance: Distance };
+export type GenerationState = 'building' | 'serving' | 'retired';
+export type Generation = GenerationProfile & {
+  id: number;
+  state: GenerationState;
+  createdAt: number;
+  servingAt: number | null;
+  retiredAt: number | null;
+};
+export type PassageVector = { passageId: number; vector: Float32Array };
+export type NearestQuery = {
+  generation: number;
+  queryVector: Float32Array;
+  /** The visible bindings; none finds nothing. */
+  bindingIds: readonly number[];
+  /** Received at or after (epoch ms); undated mail is left out when given. */
+  receivedFrom?: number;
+  /** Received before (epoch ms); undated mail counts as before any instant. */
+  receivedBelow?: number;
+  limit: number;
+};
+export type NearestMessage = { messageId: number; bindingId: number; distance: number };
+
+type GenerationRow = {
+  id: number;
+  provider: string;
+  model: string;
+  dimensions: number;
+  distance: Distance;
+  state: GenerationState;
+  created_at: number;
+  serving_at: number | null;
+  retired_at: number | null;
+};
+
+const inJson = 'IN (SELECT value FROM json_each(?))';
+const scope = `generation_id = ? AND binding_id ${inJson} AND received >= ? AND received < ?`;
+/**
+ * The nearest rows of the scope, in the order of the ranking: the first row
+ * of each message stands for its nearest passage, and since received time
+ * and id are the message's own, messages first appear in ranking order.
+ * (Grouping by message in SQL measured twice as slow: its sorter runs over
+ * every row of the scope.)
+ */
+const nearest = (fn: string) =>
+  `SELECT message_id AS messageId, binding_id AS bindingId, ${fn}(vector, ?) AS distance
+   FROM passage_vectors WHERE ${scope}
+   ORDER BY distance, received DESC, message_id DESC LIMIT ?`;
+
+const statements = perConnection((db: Database) => ({
+  generation: db.prepare('SELECT * FROM embedding_generations WHERE id = ?'),
+  generations: db.prepare('SELECT * FROM embedding_generations ORDER BY id'),
+  retireBuilding: db.prepare("UPDATE embedding_generations SET state = 'retired', retired_at = ? WHERE state = 'building'"),
+  insertGeneration: db.prepare(
+    "INSERT INTO embedding_generations (provider, model, dimensions, distance, state, created_at) VALUES (?, ?, ?, ?, 'building', ?)",
+  ),
+  retireServing: db.prepare("UPDATE embedding_generations SET state = 'retired', retired_at = ? WHERE state = 'serving'"),
+  serve: db.prepare("UPDATE embedding_generations SET state = 'serving', serving_at = ? WHERE id = ? AND state = 'building'"),
+  retiredVectors: db.prepare(
+    `DELETE FROM passage_vectors WHERE (passage_id, generation_id) IN (SELECT v.passage_id, v.generation_id FROM passage_vectors v
+       WHERE v.generation_id IN (SELECT id FROM embedding_generations WHERE state = 'retired') LIMIT ?)`,
+  ),
+  retiredRemain: db.prepare(
+    "SELECT 1 AS found FROM passage_vectors WHERE generation_id IN (SELECT id FROM embedding_generations WHERE state = 'retired') LIMIT 1",
+  ),
+  write: db.prepare(
+    `INSERT INTO passage_vectors (generation_id, passage_id, message_id, account_id, binding_id, received, vector)
+     SELECT ?, p.id, p.message_id, m.account_id, m.binding_id, CASE WHEN m.internal_date IS NULL THEN -1 ELSE max(m.internal_date, 0) END, ?
+     FROM passages p JOIN messages m ON m.id = p.message_id WHERE p.id = ? AND m.state = 'stored'
+     ON CONFLICT (passage_id, generation_id) DO UPDATE SET vector = excluded.vector`,
+  ),
+  deleteMessages: db.prepare(`DELETE FROM passage_vectors WHERE message_id ${inJson}`),
+  embedded: db.prepare(`SELECT count(DISTINCT message_id) AS n FROM passage_vectors WHERE generation_id = ? AND binding_id ${inJson}`),
+  embeddable: db.prepare(
+    `SELECT count(*) AS n FROM messages m WHERE m.binding_id ${inJson} AND m.state = 'stored'
+       AND EXISTS (SELECT 1 FROM passages p WHERE p.message_id = m.id)`,
+  ),
+  nearestCosine: db.prepare(nearest('vector_distance_cos')),
+  nearestL2: db.prepare(nearest('vector_distance_l2')),
+}));
+
+function generationOf(row: GenerationRow): Generation {
+  return {
+    id: row.id,
+    provider: row.provider,
+    model: row.model,
+    dimensions: row.dimensions,
+    distance: row.distance,
+    state: row.state,
+    createdAt: row.created_at,
+    servingAt: row.serving_at,
+    retiredAt: row.retired_at,
+  };
+}
+
+/** The generation, or undefined. */
+export function generation(db: Database, id: number): Generation | undefined {
+  const row = one<GenerationRow>(statements(db).generation, [id]);
+  return row === undefined ? undefined : generationOf(row);
+}
+
+/** Every generation, oldest first. */
+export function generations(db: Database): Generation[] {
+  return many<GenerationRow>(statements(db).generations).map(generationOf);
+}
+
+/** Starts building a generation for `profile`; one still building is retired. */
+export function beginGeneration(db: Database, profile: GenerationProfile, now: number): Generation {
+  if (!Number.isInteger(profile.dimensions) || profile.dimensions < 1 || profile.dimensions > 8192) throw new RangeError('dimensions: 1 to 8192');
+  const s = statements(db);
+  const apply = db.transaction((): number => {
+    run(s.retireBuilding, [now]);
+    return Number(run(s.insertGeneration, [profile.provider, profile.model, profile.dimensions, profile.distance, now]).lastInsertRowid);
+  });
+  return generation(db, apply.immediate())!;
+}
+
+/** The building generation serves; the one serving until now is retired. False when `id` was not building. */
+export function promoteGeneration(db: Database, id: number, now: number): boolean {
+  const s = statements(db);
+  const apply = db.transaction((): boolean => {
+    if (one<GenerationRow>(s.generation, [id])?.state !== 'building') return false;
+    run(s.retireServing, [now]);
+    return run(s.serve, [now, id]).changes === 1;
+  });
+  return apply.immediate();
+}
+
+/** Deletes at most `limit` vectors of retired generations. */
+export function purgeRetiredVectors(db: Database, limit: number): { deleted: number; remain: boolean } {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError('a purge needs a limit of one row or more');
+  const s = statements(db);
+  const apply = db.transaction(() => {
+    const deleted = run(s.retiredVectors, [limit]).changes;
+    return { deleted, remain: one(s.retiredRemain) !== undefined };
+  });
+  return apply.immediate();
+}
+
+/** A vector's bytes as libsql must bind them (a Float32Array itself would bind its whole buffer). */
+export function vectorBytes(vector: Float32Array): Uint8Array {
+  return new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+}
+
+function checkVector(vector: Float32Array, target: Generation): void {
+  if (vector.length !== target.dimensions)
+    throw new RangeError(`a vector of generation ${target.id} has ${target.dimensions} dimensions, not ${vector.length}`);
+  let norm = 0;
+  for (const x of vector) {
+    if (!Number.isFinite(x)) throw new RangeError('a vector holds a value that is not a finite number');
+    norm += x * x;
+  }
+  if (target.distance === 'cosine' && norm === 0) throw new RangeError('a zero vector has no cosine distance');
+}
+
+/**
+ * Writes (or rewrites) a batch of vectors of one building or serving
+ * generation in one transaction. Answers how many were written; a passage
+ * gone, or of mail no longer stored, is skipped.
+ */
+export function writeVectors(db: Database, generationId: number, vectors: readonly PassageVector[]): { written: number; skipped: number } {
+  const s = statements(db);
+  const apply = db.transaction(() => {
+    const target = generation(db, generationId);
+    if (target === undefined || target.state === 'retired') throw new Error(`generation ${generationId} takes no vectors (${target?.state ?? 'unknown'})`);
+    let written = 0;
+    for (const { passageId, vector } of vectors) {
+      checkVector(vector, target);
+      written += run(s.write, [generationId, vectorBytes(vector), passageId]).changes;
+    }
+    return { written, skipped: vectors.length - written };
+  });
+  return apply.immediate();
+}
+
+/** Deletes the vectors of these messages, every generation. Answers how many rows went. */
+export function deleteMessageVectors(db: Database, messageIds: readonly number[]): number {
+  if (messageIds.length === 0) return 0;
+  return run(statements(db).deleteMessages, [JSON.stringify(messageIds)]).changes;
+}
+
+/** Of the stored mail of these bindings that has passages, how many messages have a vector in the generation. */
+export function coverage(db: Database, generationId: number, bindingIds: readonly number[]): { embedded: number; embeddable: number } {
+  const s = statements(db);
+  const bindings = JSON.stringify(bindingIds);
+  return {
+    embedded: one<{ n: number }>(s.embedded, [generationId, bindings])?.n ?? 0,
+    embeddable: one<{ n: number }>(s.embeddable, [bindings])?.n ?? 0,
+  };
+}
+
+/** Received-time bounds as the index range (undated mail is stored as −1). */
+export function receivedRange(query: Pick<NearestQuery, 'receivedFrom' | 'receivedBelow'>): { from: number; below: number } {
+  return {
+    from: query.receivedFrom === undefined ? -1 : Math.max(0, query.receivedFrom),
+    below: query.receivedBelow === undefined ? Number.MAX_SAFE_INTEGER : Math.max(0, query.receivedBelow),
+  };
+}
+
+/**
+ * The `limit` messages nearest the query vector within the scope, each at
+ * the distance of its nearest passage; exact (every vector in scope is
+ * compared). Nothing when the generation is unknown or no binding is given.
+ */
+export function nearestMessages(db: Database, query: NearestQuery): NearestMessage[] {
+  const target = generation(db, query.generation);
+  if (target === undefined || query.bindingIds.length === 0 || query.limit < 1) return [];
+  checkVector(query.queryVector, target);
+  const range = receivedRange(query);
+  const s = statements(db);
+  const statement = target.distance === 'cosine' ? s.nearestCosine : s.nearestL2;
+  const params = [vectorBytes(query.queryVector), target.id, JSON.stringify(query.bindingIds), range.from, range.below] as const;
+  // A message has several passages: read the nearest rows until `limit`
+  // messages are among them, or the scope holds no more (usually once).
+  for (let rows = query.limit * 4; ; rows *= 4) {
+    const found = many<NearestMessage>(statement, [...params, rows]);
+    const messages = new Map<number, NearestMessage>();
+    for (const row of found) {
+      if (!messages.has(row.messageId)) messages.set(row.messageId, row);
+      if (messages.size === query.limit) break;
+    }
+    if (messages.size === query.limit || found.length < rows) return [...messages.values()];
+  }
+}
