@@ -37,6 +37,8 @@ export const SynchronizationAnswer = z.looseObject({
               hasMoreEmails: z.boolean(),
             })
             .nullable(),
+          /** Absent from a server older than the derivation writer. */
+          notYetIndexedEmailCount: Count.optional(),
         }),
       ),
     }),

@@ -30,6 +30,7 @@
 import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { one } from '../../runtime/store/rows.ts';
+import { underivedInBinding } from '../../runtime/store/mailbox/underived.ts';
 import type { FolderFreshness, QueryScope } from './protocol.ts';
 import { iso, prepared } from './statements.ts';
 
@@ -48,8 +49,6 @@ const bindingSql = `SELECT b.id, b.mirrored, c.binding_id AS checkpointed,
     (SELECT max(f.ended_at) FROM sync_folder_runs f WHERE f.binding_id = b.id AND f.outcome = 'ok' AND f.has_more = 0) AS caught_up_at
   FROM folder_bindings b LEFT JOIN checkpoints c ON c.binding_id = b.id
   WHERE b.account_id = ? AND b.alias = ? AND b.retired_at IS NULL`;
-
-const underivedSql = "SELECT count(*) AS count FROM messages WHERE account_id = ? AND binding_id = ? AND parse_version IS NULL AND state = 'stored'";
 
 type BindingRow = { id: number; mirrored: number; checkpointed: number | null; caught_up_at: number | null };
 
@@ -84,7 +83,7 @@ function target(db: Database, accountId: string, alias: string): Target {
     bindingId: row.id,
     wasSynchronized: row.caught_up_at !== null || row.checkpointed !== null,
     synchronizedAt: row.caught_up_at === null ? null : iso(row.caught_up_at),
-    notYetIndexed: one<{ count: number }>(prepared(db, underivedSql), [accountId, row.id])?.count ?? 0,
+    notYetIndexed: underivedInBinding(db, accountId, row.id),
   };
 }
 

@@ -68,7 +68,7 @@ async function status(ctx: Context): Promise<void> {
         ),
         '',
         ctx.out.table(
-          ['ACCOUNT', 'FOLDER', 'MIRRORED', 'UIDVALIDITY', 'LAST UID', 'ADVANCED AT', 'LAST RUN'],
+          ['ACCOUNT', 'FOLDER', 'MIRRORED', 'UIDVALIDITY', 'LAST UID', 'ADVANCED AT', 'NOT YET INDEXED', 'LAST RUN'],
           answer.accounts.flatMap((a) =>
             a.folders.map((f) => [
               a.account,
@@ -77,6 +77,7 @@ async function status(ctx: Context): Promise<void> {
               f.uidValidity === null ? '-' : String(f.uidValidity),
               f.lastSeenUid === null ? '-' : String(f.lastSeenUid),
               f.progressAdvancedAt ?? '-',
+              f.notYetIndexedEmailCount === undefined ? '-' : String(f.notYetIndexedEmailCount),
               f.lastRun
                 ? `${f.lastRun.outcome} at ${f.lastRun.endedAt}: ${f.lastRun.storedEmailCount} stored, ${f.lastRun.oversizedEmailCount} oversized, ${f.lastRun.unreadableEmailCount} unreadable${f.lastRun.hasMoreEmails ? ', more to fetch' : ''}`
                 : 'none since start',

@@ -77,10 +77,12 @@ t.test('mailbox, folder and job commands', async (t) => {
   t.equal(table.code, 0, table.stderr);
   t.match(table.stdout, /Synchronization is on\./);
   t.match(table.stdout, /pat\s+archive\s+yes/);
+  t.match(table.stdout, /NOT YET INDEXED/, 'the table has the derivation lag column');
   const status = json<Sync>(await run(['mailbox', 'status', '--output', 'json']));
   t.match(
     status.accounts[0]!.folders.find((f) => f.alias === 'archive'),
-    { mirrored: true, lastSeenUid: 600 },
+    { mirrored: true, lastSeenUid: 600, notYetIndexedEmailCount: 0 },
+    'a folder whose mail is all derived has nothing waiting',
   );
 
   // A refresh token: the unconfigured account is refused and nothing is stored; a configured one is stored.

@@ -15,6 +15,7 @@ import { z } from 'zod';
 import type { Database } from '../open.ts';
 import { many, one } from '../rows.ts';
 import { perConnection } from './prepared.ts';
+import { underivedInBinding } from './underived.ts';
 import { folderOutcomes, runOutcomes } from './runs.ts';
 
 const Instant = z.iso.datetime();
@@ -39,6 +40,8 @@ export const FolderStatus = z.strictObject({
   lastSeenUid: Count.nullable(),
   progressAdvancedAt: Instant.nullable(),
   lastRun: FolderLastRun.nullable(),
+  /** Mirrored emails the derivation writer has not parsed and indexed yet (agents see them as `notYetIndexed`). */
+  notYetIndexedEmailCount: Count,
 });
 
 export const AccountStatus = z.strictObject({
@@ -113,6 +116,7 @@ export function synchronizationStatus(db: Database, input: StatusInput): Synchro
           lastSeenUid: folder.highest_uid,
           progressAdvancedAt: folder.advanced_at === null ? null : iso(folder.advanced_at),
           lastRun: folderLastRun(one<FolderRunRow>(s.folderRun, [folder.id, input.since])),
+          notYetIndexedEmailCount: underivedInBinding(db, account.id, folder.id),
         })),
       })),
     }),
