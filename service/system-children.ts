@@ -21,6 +21,15 @@ export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
 export const MAIL_QUERY_POOL = 'mail-query';
 export const ACCOUNTS_PER_THREAD = 25;
+/** The thread the system actors share (store maintenance, replay guard, derivation, outbox, scheduler). */
+const SYSTEM_THREAD = { kind: 'shared', group: 'system', actorsPerThread: 8 } as const;
+
+/** Restart policy of work that must come back however often it crashes: backoff up to a minute, never given up. */
+const RETRIED_FOREVER = {
+  backoff: { baseMs: 1_000, maxMs: 60_000, stableAfterMs: 60_000 },
+  intensity: { maxRestarts: 1_000_000, windowMs: 60_000 },
+} as const;
+
 /** The longest a single run may take before the scheduler stops waiting (a first mirror of a very large mailbox is split into runs well below this). */
 const RUN_DEADLINE_MS = 6 * 60 * 60_000;
 
@@ -32,9 +41,8 @@ export function systemChildren(config: Config): ChildSpecInput[] {
     restart: 'transient',
     shutdownMs: 5_000,
     placement: { kind: 'shared', group: 'accounts', actorsPerThread: ACCOUNTS_PER_THREAD },
-    backoff: { baseMs: 1_000, maxMs: 60_000, stableAfterMs: 60_000 },
     // An account that keeps crashing is retried with backoff, never given up: a mail server outage is not ours to end.
-    intensity: { maxRestarts: 1_000_000, windowMs: 60_000 },
+    ...RETRIED_FOREVER,
     config: {
       account: account.Id,
       imap: {
@@ -74,7 +82,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       entry: STORE_MAINTENANCE_ENTRY,
       restart: 'permanent',
       shutdownMs: 5_000,
-      placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
+      placement: SYSTEM_THREAD,
       config: { ...storeSlice(config), intervalMs: STORE_MAINTENANCE_INTERVAL_MS, checkpointCheckMs: 1_000 },
     },
     replayGuardChild(storeSlice(config)),
@@ -84,9 +92,9 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       restart: 'permanent',
       shutdownMs: 5_000,
       // Beside the other system actors, off the accounts' threads: parsing and indexing run while they fetch and store.
-      placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
-      backoff: { baseMs: 1_000, maxMs: 60_000, stableAfterMs: 60_000 },
-      intensity: { maxRestarts: 1_000_000, windowMs: 60_000 },
+      placement: SYSTEM_THREAD,
+      // A crash loop is retried with backoff, never given up: stored mail waits, underived, meanwhile.
+      ...RETRIED_FOREVER,
       config: { store: storeSlice(config) },
     },
     ...accounts,
@@ -96,7 +104,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       entry: SCHEDULER_ENTRY,
       restart: 'permanent',
       shutdownMs: 2_000,
-      placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
+      placement: SYSTEM_THREAD,
       config: {
         accounts: config.Accounts.map((a) => a.Id),
         enabled: sync.Enabled,
@@ -158,10 +166,9 @@ function outboxChild(config: Config): ChildSpecInput {
     restart: 'permanent',
     // An attempt under way is given this long to hear its answer before the thread goes.
     shutdownMs: 10_000,
-    placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
+    placement: SYSTEM_THREAD,
     // A crash loop is retried with backoff, never given up: sends wait durably meanwhile.
-    backoff: { baseMs: 1_000, maxMs: 60_000, stableAfterMs: 60_000 },
-    intensity: { maxRestarts: 1_000_000, windowMs: 60_000 },
+    ...RETRIED_FOREVER,
     config: slice,
   };
 }
