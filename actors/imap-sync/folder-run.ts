@@ -70,6 +70,8 @@ export class FolderRun {
   private readonly ahead: Prefetch[] = [];
   /** Derivation asks not settled yet, one per stored batch. */
   private deriving: Array<Promise<CatchUpReply>> = [];
+  /** UIDs this run stored: only these count toward its stored and unreadable totals. */
+  private readonly storedUids = new Set<number>();
 
   constructor(deps: FolderRunDeps) {
     this.deps = deps;
@@ -166,6 +168,7 @@ export class FolderRun {
       if (!raw) continue; // expunged between listing and fetching: nothing to store
       // Stored underived: the derivation writer parses it (and may find it unreadable, counted at settle).
       this.stored += 1;
+      this.storedUids.add(m.uid);
       messages.push({ ...base, state: 'stored', raw, parsed: null });
     }
     const lastUid = batch[batch.length - 1]!.uid;
@@ -209,21 +212,24 @@ export class FolderRun {
   }
 
   /**
-   * One message the writer found unreadable: counted when it is this
-   * folder's; one left underived from an earlier run in another folder is
-   * logged under its binding id.
+   * One message the writer found unreadable: counted when this run stored
+   * it. One an earlier run left underived is logged only, under this
+   * folder's alias or, from another folder, its binding id.
    */
   private noteUnreadable(bindingId: number, uid: number, failure: ParseReply): void {
     if (bindingId !== this.deps.binding.id) {
       noteUnreadable(this.deps.log, {}, failure, { binding: bindingId, uid });
       return;
     }
-    this.stored -= 1;
-    this.unreadable += 1;
-    noteUnreadable(this.deps.log, this.unreadableCounts, failure, { folder: this.deps.binding.alias, uid });
+    const mine = this.storedUids.has(uid);
+    if (mine) {
+      this.stored -= 1;
+      this.unreadable += 1;
+    }
+    noteUnreadable(this.deps.log, mine ? this.unreadableCounts : {}, failure, { folder: this.deps.binding.alias, uid });
   }
 
-  /** Take the next batch off the pending list and start fetching its sources, then parsing them. */
+  /** Take the next batch off the pending list and start fetching its sources. */
   private fetchNext(): Prefetch {
     const batch: Pending[] = [];
     let bytes = 0;
