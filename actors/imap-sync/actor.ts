@@ -115,18 +115,18 @@ const DERIVE_DEADLINE_MS = 10 * 60_000;
 const PARSE_CHUNK = 16;
 
 /**
- * Messages up to this size are parsed on this thread: the copy into shared
- * memory, the two hops through the main thread, the reply's validation and
- * the pool's own threads cost more than the parse (about 5 ms per MB), and
- * the pool threads are never started for a mirror of ordinary mail
- * (docs/performance.md). Larger ones go to the pool, which
- * bounds how long one message can hold this thread.
+ * Re-derivation runs parse messages up to this size on this thread: the copy
+ * into shared memory, the two hops through the main thread, the reply's
+ * validation and the pool's own threads cost more than the parse (about 5 ms
+ * per MB; docs/performance.md). Larger ones go to the pool, which bounds how
+ * long one message can hold this thread. New mail is parsed by the
+ * derivation writer, not here.
  */
 const IN_PLACE_MAX_BYTES = 8 * 1024 * 1024;
 
 let inPlace: Promise<ParseInPlace> | null = null;
 
-/** The parser, loaded on this thread at its first use (a thread that never syncs never loads it). */
+/** The parser, loaded on this thread at its first use (a thread that never re-derives never loads it). */
 function parserInPlace(): Promise<ParseInPlace> {
   inPlace ??= import(MIME_PARSE_IN_PLACE.href).then((m: { parseMessage: ParseInPlace }) => m.parseMessage);
   return inPlace;
