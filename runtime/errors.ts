@@ -71,6 +71,12 @@ export const Codes = {
   E_EMBED_MALFORMED: { status: 502, retryable: true, public: null, msg: 'The embedding provider answered in a way the client could not use' },
   E_EMBED_BAD_REQUEST: { status: 502, retryable: false, public: null, msg: 'The embedding provider refused the request' },
   E_EMBED_CIRCUIT_OPEN: { status: 503, retryable: true, public: null, msg: 'The embedding provider kept failing; calls to it are paused' },
+  E_EMBED_NOT_DECLARED: {
+    status: 400,
+    retryable: false,
+    public: null,
+    msg: 'No embedding profile is declared: set Embeddings:Provider Local, or Embeddings:BaseAddress, Model and Dimensions',
+  },
 
   // Synchronization
   E_SYNC_CONFLICT: { status: 409, retryable: true, public: null, msg: 'The folder checkpoint moved during the run (a rewind); the run deferred' },
