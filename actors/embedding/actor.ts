@@ -27,6 +27,7 @@ import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
 import {
+  characterCount,
   embeddingForecast,
   lastMessageId,
   periodStart,
@@ -202,9 +203,10 @@ async function embedPassages(
     let characters = 0;
     while (i + call.length < passages.length && call.length < batchSize) {
       const next = passages[i + call.length]!;
-      if (characters + next.text.length > room) break;
+      const size = characterCount(next.text);
+      if (characters + size > room) break;
       call.push(next);
-      characters += next.text.length;
+      characters += size;
     }
     if (call.length === 0 || !trySpend(state.db, start, characters, maxCharactersPerPeriod)) return { outcome: 'spend', written };
     let vectors: Float32Array[];
@@ -444,7 +446,7 @@ async function placeQuery(state: State, ctx: ActorContext, text: string): Promis
     if (p.health().state === 'open') return degraded('E_EMBED_CIRCUIT_OPEN');
     const query = text.slice(0, maxInput(state, p));
     const { maxCharactersPerPeriod, periodMs } = state.config.spend;
-    if (!trySpend(state.db, periodStart(Date.now(), periodMs), query.length, maxCharactersPerPeriod)) return degraded('E_BUDGET_SPENT');
+    if (!trySpend(state.db, periodStart(Date.now(), periodMs), characterCount(query), maxCharactersPerPeriod)) return degraded('E_BUDGET_SPENT');
     const signal =
       ctx.deadline === null ? state.abort.signal : AbortSignal.any([state.abort.signal, AbortSignal.timeout(Math.max(1, ctx.deadline - Date.now()))]);
     const [vector] = await p.embed([query], signal);

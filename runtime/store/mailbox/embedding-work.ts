@@ -9,7 +9,8 @@
  * message is prefixed with the subject and a newline, since the subject is
  * often the best summary of what the mail is about (bench/scenarios/retrieval.ts
  * embeds the same). Each text is cut to the provider's input bound, and the
- * characters counted are those of the cut text (JS string length).
+ * characters counted are those of the cut text, in Unicode code points
+ * (`characterCount`), as SQLite's `length()` counts them for the forecast.
  *
  * Writer of `embedding_spend`: the embedding actor. Importable by the
  * embedding actor only.
@@ -96,6 +97,16 @@ export function storeCoverage(db: Database, generationId: number): { embedded: n
 /** The highest message id the store has given (0: none): mail arriving later has a higher one. */
 export function lastMessageId(db: Database): number {
   return one<{ id: number | null }>(statements(db).lastMessage)?.id ?? 0;
+}
+
+/** Characters as the spend counts them: Unicode code points (an emoji is one, not two UTF-16 units). */
+export function characterCount(text: string): number {
+  let surrogates = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) surrogates += 1;
+  }
+  return text.length - surrogates;
 }
 
 /** The first instant of the period holding `now`: periods are aligned to the epoch. */

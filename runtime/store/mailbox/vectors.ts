@@ -36,13 +36,14 @@ export type GenerationProfile = { provider: string; model: string; dimensions: n
 export type GenerationState = 'building' | 'serving' | 'retired';
 /** Where an OpenAI-compatible generation's provider is reached (null for the local model); a secret reference, never the secret. */
 export type GenerationEndpoint = { baseAddress: string | null; apiKeyRef: string | null };
-export type Generation = GenerationProfile & GenerationEndpoint & {
-  id: number;
-  state: GenerationState;
-  createdAt: number;
-  servingAt: number | null;
-  retiredAt: number | null;
-};
+export type Generation = GenerationProfile &
+  GenerationEndpoint & {
+    id: number;
+    state: GenerationState;
+    createdAt: number;
+    servingAt: number | null;
+    retiredAt: number | null;
+  };
 export type PassageVector = { passageId: number; vector: Float32Array };
 export type NearestQuery = {
   generation: number;
@@ -156,7 +157,10 @@ export function beginGeneration(
   const s = statements(db);
   const apply = db.transaction((): number => {
     run(s.retireBuilding, [now]);
-    return Number(run(s.insertGeneration, [profile.provider, profile.model, profile.dimensions, profile.distance, now, endpoint.baseAddress, endpoint.apiKeyRef]).lastInsertRowid);
+    return Number(
+      run(s.insertGeneration, [profile.provider, profile.model, profile.dimensions, profile.distance, now, endpoint.baseAddress, endpoint.apiKeyRef])
+        .lastInsertRowid,
+    );
   });
   return generation(db, apply.immediate())!;
 }
