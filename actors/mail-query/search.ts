@@ -32,7 +32,7 @@
 import { AppError } from '../../runtime/errors.ts';
 import { coverage, generation, generations, nearestMessages, receivedRange, vectorBytes } from '../../runtime/store/mailbox/vectors.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import type { SqlValue } from '../../runtime/store/rows.ts';
+import { one, type SqlValue } from '../../runtime/store/rows.ts';
 import { excerpt, phraseOf, type Phrase } from './excerpt.ts';
 import { filterClauses, type Clauses } from './filters.ts';
 import { MAX_SEARCH_RESULTS, type QueryScope, type SearchEmailsInput, type SearchEmailsResult, type SearchMatch, type SemanticQuery } from './protocol.ts';
@@ -129,10 +129,39 @@ function servingGeneration(db: Database): number | null {
   return generations(db).find((g) => g.state === 'serving')?.id ?? null;
 }
 
-function coverageOf(db: Database, generationId: number, bindingIds: readonly number[]): { embeddedEmailCount: number; emailCount: number } {
+type Coverage = { embeddedEmailCount: number; emailCount: number };
+
+/**
+ * Coverage by (generation, bindings), kept per connection while the store
+ * is unchanged: counting is a pass over the folders' mail (tens of ms for a
+ * whole mailbox of 50,000), and every answer carries it. `PRAGMA
+ * data_version` moves when another connection commits, `total_changes()`
+ * when this one writes (tests do): either empties the cache. A commit
+ * landing between this read transaction's start and the version read can
+ * leave a count one commit old until the next commit.
+ */
+const coverageCache = new WeakMap<Database, { version: string; counts: Map<string, Coverage> }>();
+const COVERAGE_CACHE_ENTRIES = 64;
+
+function coverageOf(db: Database, generationId: number, bindingIds: readonly number[]): Coverage {
   if (bindingIds.length === 0) return { embeddedEmailCount: 0, emailCount: 0 };
-  const counted = coverage(db, generationId, bindingIds);
-  return { embeddedEmailCount: counted.embedded, emailCount: counted.embeddable };
+  const version = JSON.stringify([
+    one<{ data_version: number }>(prepared(db, 'PRAGMA data_version'))?.data_version,
+    one<{ n: number }>(prepared(db, 'SELECT total_changes() AS n'))?.n,
+  ]);
+  let cache = coverageCache.get(db);
+  if (cache === undefined || cache.version !== version || cache.counts.size >= COVERAGE_CACHE_ENTRIES) {
+    cache = { version, counts: new Map() };
+    coverageCache.set(db, cache);
+  }
+  const key = `${generationId}:${[...bindingIds].sort((a, b) => a - b).join(',')}`;
+  let counts = cache.counts.get(key);
+  if (counts === undefined) {
+    const counted = coverage(db, generationId, bindingIds);
+    counts = { embeddedEmailCount: counted.embedded, emailCount: counted.embeddable };
+    cache.counts.set(key, counts);
+  }
+  return counts;
 }
 
 type Fused = { row: SummaryRow; lexical: number | null; score: number };
