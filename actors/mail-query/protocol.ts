@@ -145,7 +145,15 @@ const common = { store: StoreSlice, scope: QueryScope };
 
 export const ListAccountsRequest = z.strictObject({ type: z.literal('mail-query.list-accounts'), ...common, input: ListAccountsInput });
 export const ListEmailsRequest = z.strictObject({ type: z.literal('mail-query.list-emails'), ...common, input: ListEmailsInput });
-export const SearchRequest = z.strictObject({ type: z.literal('mail-query.search'), ...common, input: SearchEmailsInput });
+/**
+ * The query placed by the serving generation's provider (the embedding
+ * actor's `PlacedQuery` when `available`): internal, never part of the
+ * agent's input. With it the search ranks both ways (hybrid); without it the
+ * search is lexical.
+ */
+export const SemanticQuery = z.strictObject({ generation: z.number().int().positive(), vector: z.instanceof(Float32Array) });
+export type SemanticQuery = z.infer<typeof SemanticQuery>;
+export const SearchRequest = z.strictObject({ type: z.literal('mail-query.search'), ...common, input: SearchEmailsInput, semantic: SemanticQuery.optional() });
 export const GetContentRequest = z.strictObject({
   type: z.literal('mail-query.get-content'),
   ...common,
@@ -269,6 +277,8 @@ export const SearchEmailsResult = z.strictObject({
   folderFreshness: z.array(FolderFreshness),
   retrievalMode: z.enum(['hybrid', 'lexical']),
   semanticSearch: z.enum(['inactive', 'degraded', 'available']),
+  /** Ours: of the searched folders' emails that have text, how many the answering generation has embedded; absent when semantic search is inactive. */
+  semanticCoverage: z.strictObject({ embeddedEmailCount: Count, emailCount: Count }).optional(),
 });
 export type SearchEmailsResult = z.infer<typeof SearchEmailsResult>;
 

@@ -30,11 +30,12 @@
  * Reads only. Importable by `task.ts`.
  */
 import { AppError } from '../../runtime/errors.ts';
+import { coverage, generation, generations, nearestMessages, receivedRange, vectorBytes } from '../../runtime/store/mailbox/vectors.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import type { SqlValue } from '../../runtime/store/rows.ts';
+import { one, type SqlValue } from '../../runtime/store/rows.ts';
 import { excerpt, phraseOf, type Phrase } from './excerpt.ts';
 import { filterClauses, type Clauses } from './filters.ts';
-import { MAX_SEARCH_RESULTS, type QueryScope, type SearchEmailsInput, type SearchEmailsResult, type SearchMatch } from './protocol.ts';
+import { MAX_SEARCH_RESULTS, type QueryScope, type SearchEmailsInput, type SearchEmailsResult, type SearchMatch, type SemanticQuery } from './protocol.ts';
 import { compileTerms, expressionOf } from './query-syntax.ts';
 import { placeholders, prepared } from './statements.ts';
 import { summaryColumns, summaryOf, type SummaryRow } from './summary.ts';
@@ -44,50 +45,241 @@ import { freshnessOf, resolveTargets, visibleBindings } from './targets.ts';
 const BODY_TOKENS = 12;
 const NAME_TOKENS = 8;
 
+/** How deep each list is read before fusion, the lexical walk and the vector ranking alike (at least `MAX_SEARCH_RESULTS`). */
+export const FUSION_DEPTH = 50;
+/** The rank offset of Reciprocal Rank Fusion (Cormack et al. 2009): a list's head weighs more, but no one rank decides alone. */
+export const RRF_K = 60;
+/**
+ * List weights of the fusion, score = Σ weight / (RRF_K + rank). Measured on
+ * the evaluation set (bench/retrieval-use-lite.ts, branch emb-local): equal
+ * weights lost 0.5 point of recall on keyword queries; lexical weight 2 lost
+ * nothing there and kept the gain on paraphrased queries. What follows: an
+ * email found only by its vector (at best 1/61) ranks after every email of
+ * the lexical list (at worst 2/110); one found both ways rises within it.
+ */
+export const LEXICAL_WEIGHT = 2;
+export const VECTOR_WEIGHT = 1;
+/** Scores closer than this are a tie (a sum of fractions is not exact in floating point). */
+const SCORE_EPSILON = 1e-12;
+
 type RankedRow = SummaryRow & { search_key: bigint };
 
-export function searchEmails(db: Database, scope: QueryScope, input: SearchEmailsInput): SearchEmailsResult {
+/**
+ * The search. With `semantic` (the query placed by the serving generation's
+ * provider) it ranks both ways and fuses; without, it is lexical and says
+ * whether semantic search is inactive (no generation serves) or degraded
+ * (one serves but the query could not be placed now).
+ */
+export function searchEmails(db: Database, scope: QueryScope, input: SearchEmailsInput, semantic?: SemanticQuery): SearchEmailsResult {
   if (input.resultLimit > MAX_SEARCH_RESULTS) throw new AppError('E_TOOL_RESULT_LIMIT');
   const terms = compileTerms(input.queryText);
   const expression = expressionOf(terms);
   const targets = resolveTargets(db, scope, input.accounts, input.folders);
   const bindings = visibleBindings(targets);
+  const bindingIds = [...bindings.keys()];
+  // The generation answering: the one that placed the query, else the one serving (read in this snapshot).
+  const answering = semantic?.generation ?? servingGeneration(db);
   const answer = (matches: SearchMatch[]): SearchEmailsResult => ({
     matches,
     folderFreshness: freshnessOf(targets),
-    retrievalMode: 'lexical',
-    semanticSearch: 'inactive',
+    retrievalMode: semantic === undefined ? 'lexical' : 'hybrid',
+    semanticSearch: semantic !== undefined ? 'available' : answering === null ? 'inactive' : 'degraded',
+    ...(answering === null ? {} : { semanticCoverage: coverageOf(db, answering, bindingIds) }),
   });
   if (bindings.size === 0) return answer([]);
 
   const walk = (index: SearchIndex, fts: string, limit: number): RankedRow[] => {
     // The headings index has no recipients column to narrow by; the filter clause still decides.
     const narrowing = index === 'search_headings' ? { senderAddress: input.senderAddress } : input;
-    const query = rankingQuery(index, narrowedByAddress(fts, narrowing), terms.excluded, [...bindings.keys()], filterClauses(input), keyRange(input), limit);
+    const query = rankingQuery(index, narrowedByAddress(fts, narrowing), terms.excluded, bindingIds, filterClauses(input), keyRange(input), limit);
     return prepared(db, query.sql).safeIntegers(true).all(query.params) as RankedRow[];
   };
-  const rows = walk('search_headings', terms.positive, input.resultLimit);
-  if (rows.length < input.resultLimit) {
+  const depth = semantic === undefined ? input.resultLimit : FUSION_DEPTH;
+  const rows = walk('search_headings', terms.positive, depth);
+  if (rows.length < depth) {
     // Everything the heading group holds in scope was read: the rest follow, newest first.
     const seen = new Set(rows.map((row) => row.search_key));
-    for (const row of walk('search_index', expression, input.resultLimit + rows.length)) {
-      if (rows.length === input.resultLimit) break;
+    for (const row of walk('search_index', expression, depth + rows.length)) {
+      if (rows.length === depth) break;
       if (!seen.has(row.search_key)) rows.push(row);
     }
   }
+  const lexical = rows.map(plainRow);
+  const ranked =
+    semantic === undefined
+      ? lexical.map((row) => ({ row, lexical: true }))
+      : fuse(lexical, vectorRanking(db, semantic, bindingIds, input, terms.excluded, FUSION_DEPTH), input.resultLimit);
   const phrases = terms.matched.flatMap((term) => phraseOf(term.text, term.prefix) ?? []);
   const excerpts = snippetsOf(
     db,
     phrases,
-    rows.map((row) => Number(row.id)),
+    ranked.filter((r) => r.lexical).map((r) => r.row.id),
   );
   return answer(
-    rows.map((raw, i) => {
-      const row = plainRow(raw);
+    ranked.map(({ row }, i) => {
+      // A vector-only hit matched no term: it has no excerpt to mark.
       const snippets = excerpts.get(row.id) ?? [];
       return { ...summaryOf(row, bindings.get(row.binding_id)!.alias), rank: i + 1, ...(snippets.length > 0 ? { snippets } : {}) };
     }),
   );
+}
+
+/** The serving generation's id, or null: semantic search inactive. */
+function servingGeneration(db: Database): number | null {
+  return generations(db).find((g) => g.state === 'serving')?.id ?? null;
+}
+
+type Coverage = { embeddedEmailCount: number; emailCount: number };
+
+/**
+ * Coverage by (generation, bindings), kept per connection while the store
+ * is unchanged: counting is a pass over the folders' mail (tens of ms for a
+ * whole mailbox of 50,000), and every answer carries it. `PRAGMA
+ * data_version` moves when another connection commits, `total_changes()`
+ * when this one writes (tests do): either empties the cache. A commit
+ * landing between this read transaction's start and the version read can
+ * leave a count one commit old until the next commit.
+ */
+const coverageCache = new WeakMap<Database, { version: string; counts: Map<string, Coverage> }>();
+const COVERAGE_CACHE_ENTRIES = 64;
+
+function coverageOf(db: Database, generationId: number, bindingIds: readonly number[]): Coverage {
+  if (bindingIds.length === 0) return { embeddedEmailCount: 0, emailCount: 0 };
+  const version = JSON.stringify([
+    one<{ data_version: number }>(prepared(db, 'PRAGMA data_version'))?.data_version,
+    one<{ n: number }>(prepared(db, 'SELECT total_changes() AS n'))?.n,
+  ]);
+  let cache = coverageCache.get(db);
+  if (cache === undefined || cache.version !== version || cache.counts.size >= COVERAGE_CACHE_ENTRIES) {
+    cache = { version, counts: new Map() };
+    coverageCache.set(db, cache);
+  }
+  const key = `${generationId}:${[...bindingIds].sort((a, b) => a - b).join(',')}`;
+  let counts = cache.counts.get(key);
+  if (counts === undefined) {
+    const counted = coverage(db, generationId, bindingIds);
+    counts = { embeddedEmailCount: counted.embedded, emailCount: counted.embeddable };
+    cache.counts.set(key, counts);
+  }
+  return counts;
+}
+
+type Fused = { row: SummaryRow; lexical: number | null; score: number };
+
+/**
+ * Reciprocal Rank Fusion of the two lists, best first, `limit` of them. Ties:
+ * the better lexical rank (a lexical hit before a vector-only one), then the
+ * later received (undated last), then the larger id.
+ */
+export function fuse(lexical: readonly SummaryRow[], vector: readonly SummaryRow[], limit: number): Array<{ row: SummaryRow; lexical: boolean }> {
+  const byId = new Map<number, Fused>();
+  lexical.forEach((row, i) => {
+    byId.set(row.id, { row, lexical: i + 1, score: LEXICAL_WEIGHT / (RRF_K + i + 1) });
+  });
+  vector.forEach((row, i) => {
+    const score = VECTOR_WEIGHT / (RRF_K + i + 1);
+    const held = byId.get(row.id);
+    if (held === undefined) byId.set(row.id, { row, lexical: null, score });
+    else held.score += score;
+  });
+  const rankOf = (f: Fused) => f.lexical ?? Number.MAX_SAFE_INTEGER;
+  return [...byId.values()]
+    .sort((a, b) => {
+      const score = b.score - a.score;
+      if (Math.abs(score) > SCORE_EPSILON) return score;
+      return rankOf(a) - rankOf(b) || (b.row.internal_date ?? -1) - (a.row.internal_date ?? -1) || b.row.id - a.row.id;
+    })
+    .slice(0, limit)
+    .map((f) => ({ row: f.row, lexical: f.lexical !== null }));
+}
+
+/**
+ * The vector list: messages by their nearest passage, `depth` of them, under
+ * the same scope and filters as the lexical walk and without the query's
+ * exclusions. `nearestMessages` scopes the visible bindings and the received
+ * range; the nearest are then checked against every other filter in one
+ * query. Usually that is enough; when the filters keep fewer than `depth`
+ * of them and the scope holds more, one ranking applies the filters per row
+ * in SQL (exact), so a selective filter costs one more scan, not a deepening
+ * series of them.
+ */
+function vectorRanking(
+  db: Database,
+  semantic: SemanticQuery,
+  bindingIds: readonly number[],
+  input: SearchEmailsInput,
+  excluded: string | null,
+  depth: number,
+): SummaryRow[] {
+  const clauses = filterClauses(input);
+  const filtered = clauses.sql.length > 0 || excluded !== null;
+  const range = {
+    ...(input.receivedOnOrAfter === undefined ? {} : { receivedFrom: Date.parse(input.receivedOnOrAfter) }),
+    ...(input.receivedBefore === undefined ? {} : { receivedBelow: Date.parse(input.receivedBefore) }),
+  };
+  // With filters, read twice the depth so that a filter keeping most of the scope rarely needs the second query.
+  const limit = filtered ? depth * 2 : depth;
+  const nearest = nearestMessages(db, { generation: semantic.generation, queryVector: semantic.vector, bindingIds, ...range, limit });
+  const first = inRankOrder(
+    nearest.map((n) => n.messageId),
+    checked(db, nearest, bindingIds, clauses, excluded),
+  );
+  if (first.length >= depth || nearest.length < limit) return first.slice(0, depth);
+
+  const target = generation(db, semantic.generation)!;
+  const fn = target.distance === 'cosine' ? 'vector_distance_cos' : 'vector_distance_l2';
+  const sql = `SELECT v.message_id AS messageId, ${fn}(v.vector, ?) AS distance
+    FROM passage_vectors v CROSS JOIN messages m ON m.id = v.message_id
+    WHERE v.generation_id = ? AND v.binding_id IN (SELECT value FROM json_each(?)) AND v.received >= ? AND v.received < ?
+      AND m.state = 'stored' ${clauses.sql.map((c) => `AND ${c}`).join(' ')}
+    ORDER BY distance, v.received DESC, v.message_id DESC LIMIT ?`;
+  const bounds = receivedRange(range);
+  const params: SqlValue[] = [vectorBytes(semantic.vector), target.id, JSON.stringify(bindingIds), bounds.from, bounds.below, ...clauses.params];
+  // A message has several passages, and exclusions are checked afterwards:
+  // read on until `depth` pass or the filtered scope holds no more.
+  for (let rows = depth * 4; ; rows *= 4) {
+    const found = prepared(db, sql).all([...params, rows]) as Array<{ messageId: number }>;
+    const order = [...new Set(found.map((r) => r.messageId))];
+    const passed = inRankOrder(
+      order,
+      checked(
+        db,
+        order.map((messageId) => ({ messageId })),
+        bindingIds,
+        { sql: [], params: [] },
+        excluded,
+      ),
+    );
+    if (passed.length >= depth || found.length < rows) return passed.slice(0, depth);
+  }
+}
+
+function inRankOrder(order: readonly number[], rows: Map<number, SummaryRow>): SummaryRow[] {
+  return order.flatMap((id) => rows.get(id) ?? []);
+}
+
+/** The candidates still stored in scope that pass the clauses and match no exclusion, with their summary columns. */
+function checked(
+  db: Database,
+  candidates: ReadonlyArray<{ messageId: number }>,
+  bindingIds: readonly number[],
+  clauses: Clauses,
+  excluded: string | null,
+): Map<number, SummaryRow> {
+  const rows = new Map<number, SummaryRow>();
+  if (candidates.length === 0) return rows;
+  const sql = `SELECT ${summaryColumns} FROM messages m
+    WHERE m.id IN (SELECT value FROM json_each(?)) AND m.state = 'stored' AND m.binding_id IN (SELECT value FROM json_each(?))
+      ${clauses.sql.map((c) => `AND ${c}`).join(' ')}
+      ${excluded === null ? '' : 'AND NOT EXISTS (SELECT 1 FROM search_index WHERE search_index MATCH ? AND search_index.rowid = (SELECT key FROM search_keys WHERE message_id = m.id))'}`;
+  const params: SqlValue[] = [
+    JSON.stringify(candidates.map((c) => c.messageId)),
+    JSON.stringify(bindingIds),
+    ...clauses.params,
+    ...(excluded === null ? [] : [excluded]),
+  ];
+  for (const row of prepared(db, sql).all(params) as SummaryRow[]) rows.set(row.id, row);
+  return rows;
 }
 
 /** A row read with safe integers, back to numbers (ids, dates and sizes are far below 2^53). */

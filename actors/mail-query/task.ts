@@ -60,7 +60,7 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
       case 'mail-query.list-emails':
         return listEmails(db, msg.scope, msg.input);
       case 'mail-query.search':
-        return searchEmails(db, msg.scope, msg.input);
+        return searchEmails(db, msg.scope, msg.input, msg.semantic);
       case 'mail-query.get-content':
         return getContent(db, msg);
       case 'mail-query.mutation-audit':

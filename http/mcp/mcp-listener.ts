@@ -20,7 +20,9 @@ import type { Config } from '../../config/schema.ts';
 import type { QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
 import { type ChangeAsk, RecordChangesReply, RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
 import type { Askable } from '../../runtime/ref.ts';
+import { EMBEDDING_ID, type EmbeddingAsk, PlacedQuery } from '../../actors/embedding/protocol.ts';
 import { OUTBOX_ID } from '../../actors/outbox/protocol.ts';
+import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
@@ -39,6 +41,8 @@ import { allTools, type Tool, type ToolContext } from './tools.ts';
 
 /** A JSON-RPC body larger than this is refused 413: no tool input comes near it. */
 const MAX_BODY_BYTES = 1024 * 1024;
+/** How long `search_emails` waits for the embedding actor to place a query (never past the request's own deadline); then it answers lexically. */
+export const PLACE_QUERY_DEADLINE_MS = 5_000;
 
 export type McpListenerDeps = {
   config: Config;
@@ -50,7 +54,7 @@ export type McpListenerDeps = {
   queryPool: Askable;
   /** A pool running the MIME parse task: decodes the attachment a link names (http/attachments/redeem.ts); the service gives downloads one of their own. */
   parsePool: Askable;
-  /** An actor by id (the account's sync actor records repair requests). */
+  /** An actor by id (the account's sync actor records repair requests; the embedding actor places search queries). */
   actor(id: string): Askable;
   /** The authentication stage of this surface (http/auth/authenticate.ts). */
   authenticate: Authenticate;
@@ -68,7 +72,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
-  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'askOutbox'> = {
+  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'askOutbox' | 'placeQuery'> = {
     store: deps.store,
     scope,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
@@ -114,6 +118,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
         recordChanges: (accountId, request) => recordChanges(deps, accountId, { ...request, requester: principal.identity }, admitted.deadlineMs),
         caller: { identity: principal.identity, permissions: [...principal.permissions] },
         askOutbox: (msg, reply) => deps.actor(OUTBOX_ID).ask(msg, { reply, deadlineMs: admitted.deadlineMs }),
+        placeQuery: (text) => placeQuery(deps, text, admitted.deadlineMs),
       },
       log,
       version: deps.version,
@@ -171,6 +176,30 @@ async function recordRepairs(deps: McpListenerDeps, repairs: readonly RepairNeed
       }
     }),
   );
+}
+
+/**
+ * The query placed by the embedding actor, within PLACE_QUERY_DEADLINE_MS
+ * and the request's deadline. Never rejects: the search answers lexically.
+ * - No embedding actor running (E_ACTOR_DOWN: a part of the service started
+ *   without it, or it is restarting after a crash, which the supervisor
+ *   logs): `inactive`, no log line.
+ * - Any other failure (its deadline, a full mailbox, a reply of the wrong
+ *   shape): `degraded`, and one warn line with the failure code only (the
+ *   query text never reaches a log).
+ * Either way the query pool reads from its snapshot whether a generation
+ * serves, and says `degraded` or `inactive` by that (mail-query/search.ts).
+ */
+async function placeQuery(deps: McpListenerDeps, text: string, deadlineMs: number): Promise<PlacedQuery> {
+  const ask: EmbeddingAsk = { type: 'embedding.place-query', text };
+  try {
+    return await deps.actor(EMBEDDING_ID).ask(ask, { reply: PlacedQuery, deadlineMs: Math.min(PLACE_QUERY_DEADLINE_MS, deadlineMs) });
+  } catch (err) {
+    const code = err instanceof AppError ? err.code : 'unexpected';
+    if (code === 'E_ACTOR_DOWN') return { semanticSearch: 'inactive' };
+    deps.log.warn({ event: 'mcp.query-not-placed', code }, 'mcp.query-not-placed');
+    return { semanticSearch: 'degraded' };
+  }
 }
 
 /** Changes of one email recorded by its account's sync actor; answered once durable. */

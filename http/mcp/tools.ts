@@ -18,6 +18,7 @@ import {
   ListAccountsResult,
   ListEmailsInput,
   ListEmailsResult,
+  MAX_SEARCH_RESULTS,
   SearchEmailsInput,
   SearchEmailsResult,
   decodeStoredEmailId,
@@ -25,6 +26,7 @@ import {
   type QueryScope,
   type RepairNeeded,
 } from '../../actors/mail-query/protocol.ts';
+import type { PlacedQuery } from '../../actors/embedding/protocol.ts';
 import type { ChangeAsk, RecordChangesReply } from '../../actors/imap-sync/protocol.ts';
 import type { AskOptions } from '../../runtime/actor.ts';
 import { flagTools } from './flag-tool.ts';
@@ -52,6 +54,12 @@ export type ToolContext = {
   recordChanges(accountId: string, request: { messageId: number; requestId: string | null; changes: ChangeAsk[] }): Promise<RecordChangesReply>;
   /** Who calls: the name audits and the outbox record, and the grant the outbox checks again. */
   caller: { identity: string; permissions: readonly string[] };
+  /**
+   * The query placed by the serving generation's provider (the embedding
+   * actor). Never rejects: a failed ask answers `inactive` or `degraded`
+   * (mcp-listener.ts), since search must not fail for its semantic half.
+   */
+  placeQuery(text: string): Promise<PlacedQuery>;
   /** Ask the outbox actor (it records sends and drafts); the deadline is the request's. */
   askOutbox<T>(msg: OutboxMessage, reply: z.ZodType<T>): Promise<T>;
   deadlineMs: number;
@@ -104,12 +112,20 @@ export const readTools: readonly Tool[] = [
   {
     name: 'search_emails',
     title: 'Search emails',
-    description: 'Ranked full-text search of the local mirror, with the same filters as list_emails; at most 50 results.',
+    description: 'Ranked search of the local mirror: full text, plus meaning when semanticSearch is available; same filters as list_emails; at most 50 results.',
     category: 'mailbox',
     permission: 'service.mail.read',
     annotations: { title: 'Search emails', ...readOnly },
     input: SearchEmailsInput,
-    run: (input, ctx) => askSearch(ctx, 'mail-query.search', { input }),
+    async run(input, ctx) {
+      const { queryText, resultLimit } = input as SearchEmailsInput;
+      // A limit the pool refuses (51003) spends no provider call on placing the query.
+      const placed: PlacedQuery = resultLimit > MAX_SEARCH_RESULTS ? { semanticSearch: 'inactive' } : await ctx.placeQuery(queryText);
+      // Only a placed query travels; otherwise the pool answers lexically and reads from its own
+      // snapshot whether a generation serves (degraded) or none does (inactive).
+      const semantic = placed.semanticSearch === 'available' ? { semantic: { generation: placed.generation, vector: placed.vector } } : {};
+      return askSearch(ctx, 'mail-query.search', { input, ...semantic });
+    },
   },
   {
     name: 'get_email_content',

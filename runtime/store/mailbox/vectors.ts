@@ -110,10 +110,13 @@ const statements = perConnection((db: Database) => ({
      ON CONFLICT (passage_id, generation_id) DO UPDATE SET vector = excluded.vector`,
   ),
   deleteMessages: db.prepare(`DELETE FROM passage_vectors WHERE message_id ${inJson}`),
-  embedded: db.prepare(`SELECT count(DISTINCT message_id) AS n FROM passage_vectors WHERE generation_id = ? AND binding_id ${inJson}`),
-  embeddable: db.prepare(
-    `SELECT count(*) AS n FROM messages m WHERE m.binding_id ${inJson} AND m.state = 'stored'
-       AND EXISTS (SELECT 1 FROM passages p WHERE p.message_id = m.id)`,
+  // One pass over the bindings' stored mail (index messages_binding_state), two index probes per email.
+  // Counting distinct messages in passage_vectors instead read every vector of the scope: 590 ms for
+  // 255,000 vectors (bench/hybrid-search.ts).
+  coverage: db.prepare(
+    `SELECT count(*) AS embeddable,
+       coalesce(sum(EXISTS (SELECT 1 FROM passage_vectors v WHERE v.message_id = m.id AND v.generation_id = ?)), 0) AS embedded
+     FROM messages m WHERE m.binding_id ${inJson} AND m.state = 'stored' AND EXISTS (SELECT 1 FROM passages p WHERE p.message_id = m.id)`,
   ),
   nearestCosine: db.prepare(nearest('vector_distance_cos')),
   nearestL2: db.prepare(nearest('vector_distance_l2')),
@@ -243,12 +246,8 @@ export function deleteMessageVectors(db: Database, messageIds: readonly number[]
 
 /** Of the stored mail of these bindings that has passages, how many messages have a vector in the generation. */
 export function coverage(db: Database, generationId: number, bindingIds: readonly number[]): { embedded: number; embeddable: number } {
-  const s = statements(db);
-  const bindings = JSON.stringify(bindingIds);
-  return {
-    embedded: one<{ n: number }>(s.embedded, [generationId, bindings])?.n ?? 0,
-    embeddable: one<{ n: number }>(s.embeddable, [bindings])?.n ?? 0,
-  };
+  const row = one<{ embedded: number; embeddable: number }>(statements(db).coverage, [generationId, JSON.stringify(bindingIds)]);
+  return { embedded: row?.embedded ?? 0, embeddable: row?.embeddable ?? 0 };
 }
 
 /** Received-time bounds as the index range (undated mail is stored as −1). */
