@@ -32,7 +32,7 @@ type Forecast = z.infer<typeof ActivationForecastAnswer>;
 type Profile = NonNullable<Status['declared']>;
 
 export const NOT_DECLARED =
-  'No embedding profile is declared, so there is nothing to activate: set Embeddings:BaseAddress, Embeddings:Model and Embeddings:Dimensions ' +
+  'No embedding profile is declared, so there is nothing to activate: set Embeddings:Provider to Local, or Embeddings:BaseAddress, Model and Dimensions, ' +
   "in the deployment's configuration, restart it, then run mailcairn embedding activate again. Nothing was activated.";
 
 function profileWords(p: Profile): string {
