@@ -67,8 +67,6 @@ export const NOT_SERVED: readonly NotServed[] = [
     covers: ['HealthEndpoints:Https'],
     coversWhy: 'used only under Transport HttpsOnly, which this release does not serve',
   },
-  { kind: 'no-effect', setting: 'Embeddings', consequence: 'no embedding is computed and semantic search stays inactive' },
-  { kind: 'no-effect', setting: 'EmbeddingBackfill', consequence: 'no stored mail is embedded' },
   { kind: 'no-effect', setting: 'Accounts:[]:Owner', consequence: 'the label is shown nowhere' },
   { kind: 'no-effect', setting: 'Answering', consequence: 'no chat endpoint is called and questions are not answered' },
   { kind: 'no-effect', setting: 'MailRules', consequence: 'no rule runs on arriving mail' },

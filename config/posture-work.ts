@@ -49,6 +49,16 @@ function outboxLine(config: Config): string {
   return `Outbox: ${senders} account(s) send, ${outbox.MaxAttempts} attempt(s) at most, ${rules}${policy.DeniedAddresses.length + policy.DeniedDomains.length > 0 ? ' minus the denied list' : ''}, ceilings ${ceilings.length > 0 ? `${ceilings.join(', ')} per ${formatTimeSpan(outbox.Ceilings.Period)}` : 'none'}`;
 }
 
+/** What the embedding declaration will do: nothing until an operator activates it (the store knows whether one was). */
+function embeddingLine(config: Config): string {
+  const e = config.Embeddings;
+  const backfill = config.EmbeddingBackfill.Enabled ? `backfill every ${formatTimeSpan(config.EmbeddingBackfill.Interval)} when idle` : 'backfill off (arrivals only)';
+  const spend = `at most ${e.MaxInputCharactersPerPeriod} characters per ${formatTimeSpan(e.Period)}`;
+  if (e.Provider === 'Local') return `Embeddings: Local model declared, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
+  if (e.BaseAddress === undefined || e.Model === undefined || e.Dimensions === undefined) return 'Embeddings: none declared (semantic search inactive)';
+  return `Embeddings: OpenAiCompatible at ${new URL(e.BaseAddress).host}, ${e.Dimensions} dimensions, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
+}
+
 export function workLines(config: Config): string[] {
   const lines: string[] = [];
   const proxy = config.ReverseProxy;
@@ -77,6 +87,7 @@ export function workLines(config: Config): string[] {
       : 'MailSynchronization: off (nothing is fetched)',
   );
   lines.push(outboxLine(config));
+  lines.push(embeddingLine(config));
   lines.push(`Logging: ${config.Logging.Level}, ${config.Logging.Format}`);
   lines.push(`Not served by this release (accepted, no effect): ${NO_EFFECT.map((row) => row.setting).join(', ')}`);
   return lines;

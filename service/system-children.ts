@@ -1,6 +1,6 @@
 /**
  * The supervision tree of the service, as data, in start order: the store
- * maintenance, the replay guard, the derivation writer, one sync actor per
+ * maintenance, the replay guard, the derivation writer, the embedding actor, one sync actor per
  * configured account (25 per thread, see docs/actors.md), the outbox, then
  * the synchronization scheduler that drives them.
  * Stopping runs in reverse: the scheduler first, then the accounts together.
@@ -16,6 +16,8 @@ import { replayGuardChild } from '../actors/replay-guard/protocol.ts';
 import { DERIVATION_ENTRY, DERIVATION_ID } from '../actors/derivation/protocol.ts';
 import { OUTBOX_ENTRY, OUTBOX_ID, type OutboxConfig } from '../actors/outbox/protocol.ts';
 import { senderAddress } from '../config/schema/accounts.ts';
+import { EMBEDDING_ENTRY, EMBEDDING_ID, type EmbeddingConfig } from '../actors/embedding/protocol.ts';
+import { LOCAL_DIMENSIONS, LOCAL_MODEL } from '../config/schema/embeddings.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
@@ -97,6 +99,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       ...RETRIED_FOREVER,
       config: { store: storeSlice(config) },
     },
+    embeddingChild(config),
     ...accounts,
     outboxChild(config),
     {
@@ -168,6 +171,39 @@ function outboxChild(config: Config): ChildSpecInput {
     shutdownMs: 10_000,
     placement: SYSTEM_THREAD,
     // A crash loop is retried with backoff, never given up: sends wait durably meanwhile.
+    ...RETRIED_FOREVER,
+    config: slice,
+  };
+}
+
+/** The declared embedding profile, as the embedding actor takes it (null: none declared). */
+function declaredProfile(config: Config): EmbeddingConfig['declared'] {
+  const e = config.Embeddings;
+  const common = { apiKeyRef: e.ApiKey ?? null, requestTimeoutMs: e.RequestTimeout, batchSize: e.BatchSize };
+  const distance = e.Distance === 'L2' ? 'l2' : 'cosine';
+  if (e.Provider === 'Local')
+    return { ...common, baseAddress: null, profile: { provider: 'local', model: LOCAL_MODEL, dimensions: LOCAL_DIMENSIONS, distance } };
+  if (e.BaseAddress === undefined || e.Model === undefined || e.Dimensions === undefined) return null;
+  return { ...common, baseAddress: e.BaseAddress, profile: { provider: 'openai-compatible', model: e.Model, dimensions: e.Dimensions, distance } };
+}
+
+function embeddingChild(config: Config): ChildSpecInput {
+  const declared = declaredProfile(config);
+  const slice: EmbeddingConfig = {
+    store: storeSlice(config),
+    declared,
+    spend: { maxCharactersPerPeriod: config.Embeddings.MaxInputCharactersPerPeriod, periodMs: config.Embeddings.Period },
+    backfill: { enabled: config.EmbeddingBackfill.Enabled, intervalMs: config.EmbeddingBackfill.Interval, batchSize: config.EmbeddingBackfill.BatchSize },
+  };
+  return {
+    id: EMBEDDING_ID,
+    entry: EMBEDDING_ENTRY,
+    restart: 'permanent',
+    shutdownMs: 5_000,
+    // A declared profile computes (the local model, or waiting on a provider): a thread of its own, so the
+    // system actors never wait behind it. With none declared it only answers "inactive": no isolate of its own.
+    placement: declared === null ? SYSTEM_THREAD : { kind: 'dedicated' },
+    // A crash loop is retried with backoff, never given up: unembedded mail waits meanwhile.
     ...RETRIED_FOREVER,
     config: slice,
   };

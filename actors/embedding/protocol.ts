@@ -29,6 +29,9 @@ export const EMBEDDING_ID = 'embedding';
 export const ProviderKind = z.enum(['openai-compatible', 'local']);
 export type ProviderKind = z.infer<typeof ProviderKind>;
 
+/** The model shipped with Mailcairn (`Embeddings:Provider Local`), named where the configuration is. */
+export { LOCAL_DIMENSIONS, LOCAL_MODEL } from '../../config/schema/embeddings.ts';
+
 /** What a generation is made with; two profiles that differ in any field are two generations. */
 export const Profile = z.strictObject({
   provider: ProviderKind,
@@ -147,7 +150,7 @@ export const PlacedQuery = z.discriminatedUnion('semanticSearch', [
   z.strictObject({
     semanticSearch: z.literal('available'),
     generation: z.number().int().positive(),
-    vector: z.instanceof(Float32Array),
+    vector: z.custom<Float32Array>((v) => v instanceof Float32Array, { error: 'a Float32Array' }),
   }),
 ]);
 export type PlacedQuery = z.infer<typeof PlacedQuery>;

@@ -44,6 +44,8 @@ export type ProviderHealth = {
 export type EmbeddingProvider = {
   /** Names the provider kind and model, for logs and health (no address, no key). */
   readonly id: string;
+  /** The longest text worth sending, in characters; the caller cuts each text to it (the spend counts what is sent). Absent: the caller's default. */
+  readonly maxInputCharacters?: number;
   /**
    * One vector per text, in the order given, each of the declared length.
    * One call is one request to the provider (with its retries): batching is

@@ -10,7 +10,9 @@ import { timeSpan } from './time-span.ts';
 export const EmbeddingBackfill = z
   .strictObject({
     Enabled: flag('Whether stored mail is embedded in the background; false: no next pass').default(true),
-    Interval: timeSpan('00:00:05', '1.00:00:00', 'Pause between passes (ours)').prefault('00:01:00'),
-    BatchSize: wholeNumber(1, 10_000, 'Messages embedded per pass (ours)').default(100),
+    Interval: timeSpan('00:00:05', '1.00:00:00', 'Pause after a sweep that found nothing left to embed, or while the provider fails (ours)').prefault(
+      '00:01:00',
+    ),
+    BatchSize: wholeNumber(1, 10_000, 'Messages embedded per pass; passes follow one another while mail is missing (ours)').default(100),
   })
   .meta({ description: 'Background embedding of stored mail' });

@@ -2,19 +2,29 @@
  * `Embeddings`: the declared embedding profile (provider, model, dimensions,
  * distance) and its spend bound (`MaxInputCharactersPerPeriod`, named by the
  * spec). Semantic search stays `inactive` until a declaration is activated
- * through the admin route; nothing is declared while `Model` is absent.
+ * through the admin route (docs/semantic-search.md).
+ *
+ * Declared: `Provider: Local` (the model shipped with Mailcairn, no service),
+ * or an OpenAI-compatible `BaseAddress` with `Model` and `Dimensions`.
  */
 import { z } from 'zod';
 import { choice, httpUrl, text, wholeNumber } from './fields.ts';
 import { secretRef } from './secret-ref.ts';
 import { timeSpan } from './time-span.ts';
 
+/** The model shipped with Mailcairn (`Provider: Local`): Universal Sentence Encoder lite, English, computed in process. */
+export const LOCAL_MODEL = 'universal-sentence-encoder-lite-en';
+export const LOCAL_DIMENSIONS = 512;
+
 export const Embeddings = z
   .strictObject({
-    Provider: choice(['OpenAiCompatible'], 'Protocol of the provider (/v1/embeddings)').default('OpenAiCompatible'),
-    BaseAddress: httpUrl('Provider base address; clear text only to a loopback host', { https: 'unless-loopback' }).optional(),
-    Model: text('Declared model; with BaseAddress and Dimensions it declares a profile').optional(),
-    Dimensions: wholeNumber(1, 8_192, 'Vector length the model produces').optional(),
+    Provider: choice(
+      ['OpenAiCompatible', 'Local'],
+      'OpenAiCompatible: a /v1/embeddings service (BaseAddress, Model, Dimensions); Local: the model shipped with Mailcairn, computed in process (ours)',
+    ).default('OpenAiCompatible'),
+    BaseAddress: httpUrl('OpenAiCompatible: provider base address; clear text only to a loopback host', { https: 'unless-loopback' }).optional(),
+    Model: text("OpenAiCompatible: the model; with BaseAddress and Dimensions it declares a profile. Local: absent, or the shipped model's name").optional(),
+    Dimensions: wholeNumber(1, 8_192, 'Vector length the model produces (Local: absent or 512)').optional(),
     Distance: choice(['Cosine', 'L2'], 'Distance the vectors are compared by').default('Cosine'),
     ApiKey: secretRef('Provider API key, by reference').optional(),
     MaxInputCharactersPerPeriod: wholeNumber(1_000, 1_000_000_000_000, 'Characters sent to the provider per period; work waits when spent').default(10_000_000),

@@ -34,13 +34,16 @@ import { perConnection } from './prepared.ts';
 export type Distance = 'cosine' | 'l2';
 export type GenerationProfile = { provider: string; model: string; dimensions: number; distance: Distance };
 export type GenerationState = 'building' | 'serving' | 'retired';
-export type Generation = GenerationProfile & {
-  id: number;
-  state: GenerationState;
-  createdAt: number;
-  servingAt: number | null;
-  retiredAt: number | null;
-};
+/** Where an OpenAI-compatible generation's provider is reached (null for the local model); a secret reference, never the secret. */
+export type GenerationEndpoint = { baseAddress: string | null; apiKeyRef: string | null };
+export type Generation = GenerationProfile &
+  GenerationEndpoint & {
+    id: number;
+    state: GenerationState;
+    createdAt: number;
+    servingAt: number | null;
+    retiredAt: number | null;
+  };
 export type PassageVector = { passageId: number; vector: Float32Array };
 export type NearestQuery = {
   generation: number;
@@ -65,6 +68,8 @@ type GenerationRow = {
   created_at: number;
   serving_at: number | null;
   retired_at: number | null;
+  base_address: string | null;
+  api_key_ref: string | null;
 };
 
 const inJson = 'IN (SELECT value FROM json_each(?))';
@@ -84,9 +89,10 @@ const nearest = (fn: string) =>
 const statements = perConnection((db: Database) => ({
   generation: db.prepare('SELECT * FROM embedding_generations WHERE id = ?'),
   generations: db.prepare('SELECT * FROM embedding_generations ORDER BY id'),
+  building: db.prepare("SELECT id FROM embedding_generations WHERE state = 'building'"),
   retireBuilding: db.prepare("UPDATE embedding_generations SET state = 'retired', retired_at = ? WHERE state = 'building'"),
   insertGeneration: db.prepare(
-    "INSERT INTO embedding_generations (provider, model, dimensions, distance, state, created_at) VALUES (?, ?, ?, ?, 'building', ?)",
+    "INSERT INTO embedding_generations (provider, model, dimensions, distance, state, created_at, base_address, api_key_ref) VALUES (?, ?, ?, ?, 'building', ?, ?, ?)",
   ),
   retireServing: db.prepare("UPDATE embedding_generations SET state = 'retired', retired_at = ? WHERE state = 'serving'"),
   serve: db.prepare("UPDATE embedding_generations SET state = 'serving', serving_at = ? WHERE id = ? AND state = 'building'"),
@@ -124,6 +130,8 @@ function generationOf(row: GenerationRow): Generation {
     createdAt: row.created_at,
     servingAt: row.serving_at,
     retiredAt: row.retired_at,
+    baseAddress: row.base_address,
+    apiKeyRef: row.api_key_ref,
   };
 }
 
@@ -139,12 +147,20 @@ export function generations(db: Database): Generation[] {
 }
 
 /** Starts building a generation for `profile`; one still building is retired. */
-export function beginGeneration(db: Database, profile: GenerationProfile, now: number): Generation {
+export function beginGeneration(
+  db: Database,
+  profile: GenerationProfile,
+  now: number,
+  endpoint: GenerationEndpoint = { baseAddress: null, apiKeyRef: null },
+): Generation {
   if (!Number.isInteger(profile.dimensions) || profile.dimensions < 1 || profile.dimensions > 8192) throw new RangeError('dimensions: 1 to 8192');
   const s = statements(db);
   const apply = db.transaction((): number => {
     run(s.retireBuilding, [now]);
-    return Number(run(s.insertGeneration, [profile.provider, profile.model, profile.dimensions, profile.distance, now]).lastInsertRowid);
+    return Number(
+      run(s.insertGeneration, [profile.provider, profile.model, profile.dimensions, profile.distance, now, endpoint.baseAddress, endpoint.apiKeyRef])
+        .lastInsertRowid,
+    );
   });
   return generation(db, apply.immediate())!;
 }
@@ -156,6 +172,18 @@ export function promoteGeneration(db: Database, id: number, now: number): boolea
     if (one<GenerationRow>(s.generation, [id])?.state !== 'building') return false;
     run(s.retireServing, [now]);
     return run(s.serve, [now, id]).changes === 1;
+  });
+  return apply.immediate();
+}
+
+/** Retires the generation being built, if any (a cancelled reindex); the serving one stays. Answers the id retired, or null. */
+export function cancelBuilding(db: Database, now: number): number | null {
+  const s = statements(db);
+  const apply = db.transaction((): number | null => {
+    const building = one<{ id: number }>(s.building);
+    if (building === undefined) return null;
+    run(s.retireBuilding, [now]);
+    return building.id;
   });
   return apply.immediate();
 }

@@ -12,6 +12,7 @@ import { sql as mailboxChanges } from './0004-mailbox-changes.ts';
 import { sql as outbox } from './0005-outbox.ts';
 import { sql as searchRecency } from './0006-search-recency.ts';
 import { sql as passageVectors } from './0007-passage-vectors.ts';
+import { sql as embeddingSpend } from './0008-embedding-spend.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -23,4 +24,5 @@ export const migrations: readonly Migration[] = [
   { version: 5, name: 'outbox', sql: outbox },
   { version: 6, name: 'search-recency', sql: searchRecency },
   { version: 7, name: 'passage-vectors', sql: passageVectors },
+  { version: 8, name: 'embedding-spend', sql: embeddingSpend },
 ];

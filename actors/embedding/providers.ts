@@ -1,0 +1,28 @@
+/**
+ * The provider a declared profile names, built once per actor: the
+ * OpenAI-compatible client, or the local model (loaded only when declared,
+ * on the embedding actor's thread). Private to actors/embedding/.
+ */
+import type { Logger } from '../../runtime/log.ts';
+import { OpenAiCompatible } from './openai-compatible.ts';
+import type { EmbeddingConfig } from './protocol.ts';
+import type { EmbeddingProvider } from './provider.ts';
+
+export type Declared = NonNullable<EmbeddingConfig['declared']>;
+
+export async function createProvider(declared: Declared, log: Logger): Promise<EmbeddingProvider> {
+  if (declared.profile.provider === 'local') {
+    const local = './local-use-lite.ts';
+    const { LocalUseLite } = (await import(local)) as { LocalUseLite: new () => EmbeddingProvider };
+    return new LocalUseLite();
+  }
+  if (declared.baseAddress === null) throw new Error('an OpenAI-compatible profile without a base address passed the configuration checks');
+  return new OpenAiCompatible({
+    baseAddress: declared.baseAddress,
+    model: declared.profile.model,
+    dimensions: declared.profile.dimensions,
+    ...(declared.apiKeyRef === null ? {} : { apiKeyRef: declared.apiKeyRef }),
+    requestTimeoutMs: declared.requestTimeoutMs,
+    log,
+  });
+}
