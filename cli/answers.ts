@@ -114,6 +114,38 @@ export const OutgoingEmailAnswer = z.looseObject({
 
 export const OutboxDecisionAnswer = z.looseObject({ outgoingEmail: z.string(), outcome: z.string() });
 
+const Profile = z.looseObject({ provider: z.string(), model: z.string(), dimensions: Count, distance: z.string() });
+const Building = { embeddedEmailCount: Count, emailCount: Count };
+
+export const EmbeddingStatusAnswer = z.looseObject({
+  declared: Profile.nullable(),
+  serving: Profile.extend({ generation: Count, servingSince: Instant, ...Building }).nullable(),
+  reindex: z.looseObject({
+    state: z.string(),
+    generation: Count.optional(),
+    profile: Profile.optional(),
+    startedAt: Instant.optional(),
+    embeddedEmailCount: Count.optional(),
+    emailCount: Count.optional(),
+  }),
+  nextPassAt: Instant.nullable(),
+  waitingFor: z.string().nullable(),
+  provider: z.looseObject({ state: z.string(), since: Instant.nullable(), lastFailure: z.string().nullable() }),
+  spend: z.looseObject({ usedCharacters: Count, maxCharacters: Count, periodStartedAt: Instant, periodEndsAt: Instant }),
+});
+
+export const ActivationForecastAnswer = z.looseObject({
+  declared: Profile.nullable(),
+  effect: z.string(),
+  passages: Count,
+  characters: Count,
+  approximateTokens: Count,
+  periods: Count,
+  forecast: z.string(),
+});
+
+export const ActivationAnswer = z.looseObject({ outcome: z.string(), generation: Count, forecast: ActivationForecastAnswer });
+
 export function read<T extends z.ZodType>(schema: T, value: unknown, endpoint: string, route: string): z.infer<T> {
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new CliFailure(`${endpoint} answered ${route} with a document this client cannot read (another build?).`);

@@ -8,6 +8,7 @@
  */
 import sade, { type LazyOutput, type Sade } from 'sade';
 import { version } from '../runtime/version.ts';
+import { registerEmbedding } from './commands/embedding.ts';
 import { registerFolder } from './commands/folder.ts';
 import { registerJobs } from './commands/jobs.ts';
 import { registerLogin } from './commands/login.ts';
@@ -96,6 +97,7 @@ export async function main(io: MainIo): Promise<number> {
   registerLogin(program, run);
   registerSession(program, run);
   registerMailbox(program, run);
+  registerEmbedding(program, run);
   registerFolder(program, run);
   registerJobs(program, run);
   registerOutbox(program, run);

@@ -11,7 +11,8 @@
  *   lacking scope) → route lookup (a path written out, else a template
  *   such as `/api/admin/outbox/{id}`; 404; 405 with Allow) → route filter on the
  *   published permission (403 problem document, counted by recordRefusal)
- *   → body (writes: application/json, else 400; past the route's limit, 413)
+ *   → body (writes: application/json, else 400; past the route's limit, 413;
+ *   a route taking no input also takes no body at all, read as `{}`)
  *   → use case, which checks again (same 403 shape) → answer.
  *
  * The limiter stands before the credential check (admin-surface
@@ -97,7 +98,10 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     }
 
     let body: unknown;
-    if (route.method === 'POST') {
+    if (route.method === 'POST' && route.bodyOptional === true && sendsNoBody(req)) {
+      req.resume();
+      body = {};
+    } else if (route.method === 'POST') {
       const limit = route.bodyLimit ?? WRITE_BODY_BYTES;
       if (!isJson(req)) {
         req.resume();
@@ -225,6 +229,13 @@ function describe(err: unknown): Record<string, unknown> {
     type: err instanceof Error ? err.name : typeof err,
     ...(err instanceof Error && err.stack ? { stack: err.stack.split('\n').slice(1, 6).join('\n') } : {}),
   };
+}
+
+/** A request declaring no body: a zero Content-Length, or neither a length nor chunks (RFC 9112 6.3). */
+function sendsNoBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return length.trim() === '0';
+  return req.headers['transfer-encoding'] === undefined;
 }
 
 /** Whether the body is declared application/json (parameters such as charset allowed). */

@@ -70,6 +70,12 @@ export type Route = {
   /** POST: the JSON body, and the largest taken. */
   readonly body?: z.ZodType;
   readonly bodyLimit?: number;
+  /**
+   * POST of a route that takes no input: a request sending no body at all
+   * (no bytes, whatever its Content-Type) is read as `{}`; one that sends a
+   * body is read and checked as any other.
+   */
+  readonly bodyOptional?: boolean;
   /** The 200 answer's document; absent for a 204. */
   readonly answer?: z.ZodType;
   handle(input: RouteInput<unknown, unknown>, deps: AdminDeps): Promise<RouteAnswer>;

@@ -43,7 +43,12 @@ function block(title: string, schema: z.ZodType, io: 'input' | 'output'): string
 
 function renderRoute(route: Route): string {
   const permission = route.permission === null ? 'No permission.' : `Permission \`${route.permission}\`.`;
-  const limit = route.method === 'POST' ? ` Body: \`application/json\`, at most ${route.bodyLimit ?? WRITE_BODY_BYTES} bytes.` : '';
+  const limit =
+    route.method !== 'POST'
+      ? ''
+      : route.bodyOptional === true
+        ? ` Body: none, or \`application/json\` of at most ${route.bodyLimit ?? WRITE_BODY_BYTES} bytes.`
+        : ` Body: \`application/json\`, at most ${route.bodyLimit ?? WRITE_BODY_BYTES} bytes.`;
   return [
     `### \`${route.method} ${route.path}\``,
     '',

@@ -60,6 +60,8 @@ export type CliServiceOptions = {
   synchronization?: boolean;
   /** The API keys to configure (another service accepting the same credentials). */
   keys?: CliService['keys'];
+  /** More top-level sections of the configuration (`Embeddings`, `EmbeddingBackfill`). */
+  sections?: Record<string, unknown>;
 };
 
 export async function startCliService(t: Teardown, options: CliServiceOptions = {}): Promise<CliService> {
@@ -120,6 +122,7 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
       Port: 0,
       Authentication: [{ ApiKey: { Name: 'agent', SecretReference: file('agent.key', `mc_${randomUUID()}`), Lifetime: 'NoLimit' } }],
     },
+    ...options.sections,
   };
   const logs = captureLog();
   const service = await startService({

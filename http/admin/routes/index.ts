@@ -4,10 +4,19 @@
  */
 import type { Route } from '../route.ts';
 import { auditRoutes } from './audit.ts';
+import { embeddingRoutes } from './embeddings.ts';
 import { folderRoutes } from './folders.ts';
 import { jobRoutes } from './jobs.ts';
 import { mailboxRoutes } from './mailbox.ts';
 import { outboxRoutes } from './outbox.ts';
 import { sessionRoutes } from './session.ts';
 
-export const ROUTES: readonly Route[] = [...sessionRoutes, ...mailboxRoutes, ...auditRoutes, ...folderRoutes, ...jobRoutes, ...outboxRoutes];
+export const ROUTES: readonly Route[] = [
+  ...sessionRoutes,
+  ...mailboxRoutes,
+  ...auditRoutes,
+  ...embeddingRoutes,
+  ...folderRoutes,
+  ...jobRoutes,
+  ...outboxRoutes,
+];

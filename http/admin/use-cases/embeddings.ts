@@ -1,0 +1,61 @@
+/**
+ * Embedding status and activation (admin-surface "Embedding status and
+ * activation", "Embedding routes"), each answered by the embedding actor,
+ * the one writer of generations and holder of the provider:
+ * - the status lines, and the activation forecast (writes nothing), under
+ *   `service.admin.read`;
+ * - the activation, under `service.admin.spend`: it may start a provider
+ *   bill. Activating the profile already serving (or being built) begins
+ *   nothing and spends nothing; with no profile declared it is the 400
+ *   naming what to declare;
+ * - the cancellation of a reindex, under `service.admin.operate`: the
+ *   serving generation stays.
+ *
+ * A client that reads the forecast before activating (`mailcairn embedding
+ * activate`) needs `read` and `spend`; the POST itself publishes only `spend`.
+ */
+import type { z } from 'zod';
+import {
+  ActivationForecast,
+  ActivationResult,
+  CancellationResult,
+  EMBEDDING_ID,
+  EmbeddingStatus,
+  type EmbeddingAsk,
+} from '../../../actors/embedding/protocol.ts';
+import { AppError } from '../../../runtime/errors.ts';
+import type { Principal } from '../../auth/principal.ts';
+import type { AdminDeps } from '../route.ts';
+import { InvalidRequest, requirePrincipal } from './guard.ts';
+
+type Deps = Pick<AdminDeps, 'actor'>;
+
+function ask<T>(deps: Deps, msg: EmbeddingAsk, reply: z.ZodType<T>, deadlineMs: number): Promise<T> {
+  return deps.actor(EMBEDDING_ID).ask<T>(msg, { reply, deadlineMs });
+}
+
+export async function embeddingStatus(deps: Deps, principal: Principal | null, deadlineMs: number): Promise<EmbeddingStatus> {
+  requirePrincipal(principal, 'service.admin.read');
+  return ask(deps, { type: 'embedding.status' }, EmbeddingStatus, deadlineMs);
+}
+
+export async function activationForecast(deps: Deps, principal: Principal | null, deadlineMs: number): Promise<ActivationForecast> {
+  requirePrincipal(principal, 'service.admin.read');
+  return ask(deps, { type: 'embedding.forecast' }, ActivationForecast, deadlineMs);
+}
+
+export async function activate(deps: Deps, principal: Principal | null, deadlineMs: number): Promise<ActivationResult> {
+  requirePrincipal(principal, 'service.admin.spend');
+  try {
+    return await ask(deps, { type: 'embedding.activate' }, ActivationResult, deadlineMs);
+  } catch (err) {
+    // The code's sentence names the settings to write; nothing of the request is in it.
+    if (err instanceof AppError && err.code === 'E_EMBED_NOT_DECLARED') throw new InvalidRequest(err.message);
+    throw err;
+  }
+}
+
+export async function cancelReindex(deps: Deps, principal: Principal | null, deadlineMs: number): Promise<CancellationResult> {
+  requirePrincipal(principal, 'service.admin.operate');
+  return ask(deps, { type: 'embedding.cancel-reindex' }, CancellationResult, deadlineMs);
+}
