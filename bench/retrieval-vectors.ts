@@ -121,18 +121,18 @@ export async function cachedVectors(
 const LOCAL_MODULE = new URL(`../actors/embedding/local-use-lite.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url).href;
 
 /** A LocalUseLite on its own worker thread (its own model and tfjs), as the embedding actor would run it. */
-export function localWorker(): Embedder {
+export function localWorker(maxInputCharacters?: number): Embedder {
   const worker = new Worker(
     `const { parentPort, workerData } = require('node:worker_threads');
      import(workerData.module).then(({ LocalUseLite }) => {
-       const provider = new LocalUseLite();
+       const provider = new LocalUseLite(workerData.max === undefined ? {} : { maxInputCharacters: workerData.max });
        parentPort.on('message', async (m) => {
          try { parentPort.postMessage({ id: m.id, vectors: await provider.embed(m.texts) }); }
          catch (e) { parentPort.postMessage({ id: m.id, error: String((e && e.code) || e) }); }
        });
        parentPort.postMessage({ ready: true });
      });`,
-    { eval: true, workerData: { module: LOCAL_MODULE } },
+    { eval: true, workerData: { module: LOCAL_MODULE, max: maxInputCharacters } },
   );
   const ready = new Promise<void>((resolve, reject) => {
     worker.once('message', () => resolve());

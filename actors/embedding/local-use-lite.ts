@@ -11,9 +11,9 @@
  * failed load is tried again by the next call. Inference runs on the calling
  * thread (tfjs in Node has no WebAssembly threads), `BATCH_TEXTS` texts per
  * run, one call at a time; the embedding actor runs it on its own thread(s).
- * Measured ~11 texts of ~800 characters per second per core; the cost grows
- * with length, so each text is cut to `LOCAL_MAX_INPUT_CHARACTERS` (the
- * caller trims too, to count what it sends: `EmbeddingProvider.maxInputCharacters`).
+ * Measured ~10 texts per second per core; each text is cut to
+ * `LOCAL_MAX_INPUT_CHARACTERS` (the caller trims too, to count what it
+ * sends: `EmbeddingProvider.maxInputCharacters`).
  * The output is deterministic on one machine (same text, same vector, bit
  * for bit) and L2-normalised.
  *
@@ -34,9 +34,13 @@ export const LOCAL_MODEL = 'universal-sentence-encoder-lite-en';
 export const LOCAL_DIMENSIONS = 512;
 export const LOCAL_DISTANCE: Distance = 'cosine';
 /**
- * Characters of a text embedded. USE-lite reads the whole text (its cost
- * grows with it) but averages it into one vector, so a long passage blurs;
- * a passage is 1,000–2,000 characters (actors/mime-parse/passages.ts).
+ * Characters of a text embedded by default. The cost hardly grows with
+ * length (measured ~100 CPU-ms per text at 250, 500, 1,000 and 2,000
+ * characters: the model averages its token embeddings before its deep
+ * layers), but the average blurs: a long passage is many topics. A passage
+ * is 1,000–2,000 characters (actors/mime-parse/passages.ts); 1,000 keeps
+ * each passage's opening, which the evaluation set's paraphrase queries
+ * are about (bench/scenarios/retrieval.ts; docs/semantic-search.md).
  */
 export const LOCAL_MAX_INPUT_CHARACTERS = 1_000;
 /** Texts per inference run: larger batches measured no faster, and the abort is checked between runs. */
@@ -61,13 +65,15 @@ interface Model {
 type Loaded = { core: Core; model: Model; simd: boolean };
 
 export type LocalUseLiteOptions = {
+  /** Characters of each text read (default `LOCAL_MAX_INPUT_CHARACTERS`); for measurement. */
+  maxInputCharacters?: number;
   clock?: Clock;
   log?: Logger;
 };
 
 export class LocalUseLite implements EmbeddingProvider {
   readonly id = `local/${LOCAL_MODEL}`;
-  readonly maxInputCharacters = LOCAL_MAX_INPUT_CHARACTERS;
+  readonly maxInputCharacters: number;
   private readonly clock: Clock;
   private readonly log: Logger | undefined;
   private loading: Promise<Loaded> | null = null;
@@ -77,6 +83,7 @@ export class LocalUseLite implements EmbeddingProvider {
   private state: ProviderHealth = { state: 'healthy', since: null, lastFailure: null, consecutiveFailures: 0 };
 
   constructor(options: LocalUseLiteOptions = {}) {
+    this.maxInputCharacters = options.maxInputCharacters ?? LOCAL_MAX_INPUT_CHARACTERS;
     this.clock = options.clock ?? systemClock;
     this.log = options.log;
   }
@@ -124,7 +131,7 @@ export class LocalUseLite implements EmbeddingProvider {
         throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: this.closed ? 'closed' : 'aborted', attempts: 1 });
       }
       try {
-        out.push(...(await infer(loaded, texts.slice(start, start + BATCH_TEXTS))));
+        out.push(...(await infer(loaded, texts.slice(start, start + BATCH_TEXTS), this.maxInputCharacters)));
       } catch {
         this.failed('inference');
         throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'inference', attempts: 1 });
@@ -194,9 +201,9 @@ async function loadModel(): Promise<Loaded> {
  * A text with no token (empty) is given the one for a space, so that it
  * still gets a vector.
  */
-async function infer({ core, model }: Loaded, texts: readonly string[]): Promise<Float32Array[]> {
+async function infer({ core, model }: Loaded, texts: readonly string[], maxChars: number): Promise<Float32Array[]> {
   const encodings = texts.map((text) => {
-    const ids = model.tokenizer.encode(text.slice(0, LOCAL_MAX_INPUT_CHARACTERS));
+    const ids = model.tokenizer.encode(text.slice(0, maxChars));
     return ids.length > 0 ? ids : model.tokenizer.encode(' ');
   });
   const total = encodings.reduce((n, ids) => n + ids.length, 0);

@@ -36,7 +36,8 @@
  * Embedding the mailbox (~10,000 passages) with USE-lite takes minutes on
  * two threads (`MAILCAIRN_BENCH_EMBED_THREADS`, default 2); vectors are
  * cached under the system's temporary directory (bench/retrieval-vectors.ts)
- * and progress goes to stderr.
+ * and progress goes to stderr. `MAILCAIRN_BENCH_LOCAL_MAX_CHARS` embeds
+ * with another character limit than the provider's default, to compare.
  *
  *   npm run bench -- retrieval
  */
@@ -254,7 +255,8 @@ export const retrieval: Scenario = {
       for (const q of set.queries) add(scores, q.kind, lexical(db, keys, q));
 
       const threads = Math.max(1, Number(process.env.MAILCAIRN_BENCH_EMBED_THREADS ?? 2));
-      const local = new LocalUseLite();
+      const maxChars = Number(process.env.MAILCAIRN_BENCH_LOCAL_MAX_CHARS ?? LOCAL_MAX_INPUT_CHARACTERS);
+      const local = new LocalUseLite({ maxInputCharacters: maxChars });
       const runs: VectorRun[] = [];
       try {
         runs.push(
@@ -265,7 +267,7 @@ export const retrieval: Scenario = {
             'vector (local)',
             local,
             { provider: 'local', model: LOCAL_MODEL, dimensions: LOCAL_DIMENSIONS, distance: LOCAL_DISTANCE },
-            { embedder: localWorker, parallel: threads },
+            { embedder: () => localWorker(maxChars), parallel: threads },
           ),
         );
       } finally {
