@@ -36,14 +36,14 @@ export const LOCAL_DISTANCE: Distance = 'cosine';
 /**
  * Characters of a text embedded by default. The cost hardly grows with
  * length (measured ~100 CPU-ms per text at 250, 500, 1,000 and 2,000
- * characters: the model averages its token embeddings before its deep
- * layers), but the average blurs: a long passage is many topics. A passage
+ * characters: a fixed part per text dominates), but one vector for a long
+ * text blurs: a long passage is many topics. A passage
  * is 1,000–2,000 characters (actors/mime-parse/passages.ts); 1,000 keeps
- * each passage's opening, which the evaluation set's paraphrase queries
- * are about (bench/scenarios/retrieval.ts; docs/semantic-search.md).
+ * each passage's opening. Whether 2,000 retrieves better is not yet
+ * measured: `MAILCAIRN_BENCH_LOCAL_MAX_CHARS=2000 npm run bench -- retrieval`.
  */
 export const LOCAL_MAX_INPUT_CHARACTERS = 1_000;
-/** Texts per inference run: larger batches measured no faster, and the abort is checked between runs. */
+/** Texts per inference run; the abort is checked between runs. */
 export const BATCH_TEXTS = 16;
 
 // The packages are CommonJS and ship without usable typings (tfjs' types are
