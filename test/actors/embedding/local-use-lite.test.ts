@@ -4,14 +4,15 @@
  * bit for bit; a paraphrase lands nearer than an unrelated sentence; an
  * empty list loads nothing; text past the limit does not change the vector;
  * concurrent first calls share one load; an abort between batches ends the
- * call; a call after close fails; and no socket, DNS lookup or fetch is
- * attempted (the model must never be downloaded).
+ * call; a call after close fails; no socket, DNS lookup or fetch is
+ * attempted (the model must never be downloaded); and no text is logged.
  */
 import dns from 'node:dns';
 import net from 'node:net';
 import t from 'tap';
 import { BATCH_TEXTS, LOCAL_DIMENSIONS, LOCAL_MAX_INPUT_CHARACTERS, LOCAL_MODEL, LocalUseLite } from '../../../actors/embedding/local-use-lite.ts';
 import { AppError } from '../../../runtime/errors.ts';
+import { captureLog } from '../../helpers/log-capture.ts';
 
 t.setTimeout(60_000);
 
@@ -38,7 +39,8 @@ t.teardown(() => {
   globalThis.fetch = fetch0;
 });
 
-const provider = new LocalUseLite();
+const capture = captureLog();
+const provider = new LocalUseLite({ log: capture.log });
 t.teardown(() => provider.close());
 
 const cosine = (a: Float32Array, b: Float32Array): number => a.reduce((s, x, i) => s + x * b[i]!, 0);
@@ -54,6 +56,8 @@ t.test('an empty list answers at once and loads no model', async (t) => {
 t.test('concurrent first calls share one load; 512-long unit vectors; deterministic', async (t) => {
   const texts = ['the invoice was never paid', 'bill still outstanding', 'team picnic on Saturday', ''];
   const [a, b] = await Promise.all([provider.embed(texts), provider.embed(texts)]);
+  t.equal(capture.events('embedding.model-loaded').length, 1, 'one load');
+  t.equal(capture.events('embedding.model-loaded')[0]?.simd, true, 'the SIMD build of the wasm backend');
   t.equal(a.length, 4);
   for (const v of a) {
     t.ok(v instanceof Float32Array);
@@ -109,6 +113,7 @@ t.test('a call after close fails as closed', async (t) => {
   t.equal((err as AppError).details?.failure, 'closed');
 });
 
-t.test('no network was attempted', async (t) => {
+t.test('no network was attempted, and no text reached the log', async (t) => {
   t.same(attempts, []);
+  t.notMatch(capture.raw(), /invoice|outstanding|picnic|shipment/);
 });
