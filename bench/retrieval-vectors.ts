@@ -6,12 +6,12 @@
  * and the throughput figures.
  *
  * The cache is `os.tmpdir()/mailcairn-retrieval-vectors/`, one file per
- * chunk of `CHUNK` texts, named by the SHA-256 of the provider id, the
- * dimensions and the chunk's texts: a changed text, limit or model misses.
+ * model and dimensions holding a vector per distinct text (by SHA-256): a
+ * run with another character limit embeds only the texts that changed.
  * Progress goes to stderr. Bench code only.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -44,33 +44,52 @@ export function passageTexts(db: Database, bindingId: number, maxChars: number |
   });
 }
 
-function chunkFile(tag: string, dims: number, texts: readonly string[]): string {
-  const h = createHash('sha256').update(`${tag}\0${dims}\0`);
-  for (const t of texts) h.update(t).update('\0');
-  return join(CACHE_DIR, `${h.digest('hex').slice(0, 32)}.f32`);
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
 }
 
-function readChunk(file: string, count: number, dims: number): Float32Array[] | undefined {
-  if (!existsSync(file)) return undefined;
-  const buf = readFileSync(file);
-  if (buf.length !== count * dims * 4) return undefined;
-  const all = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
-  return Array.from({ length: count }, (_, i) => all.subarray(i * dims, (i + 1) * dims));
-}
+/**
+ * The cache of one model: a file of records, each the SHA-256 of a text
+ * (32 bytes) and its vector. A record cut short by an interrupted run is
+ * dropped on reading.
+ */
+class VectorLog {
+  readonly file: string;
+  private readonly record: number;
+  readonly vectors = new Map<string, Float32Array>();
 
-function writeChunk(file: string, vectors: readonly Float32Array[]): void {
-  mkdirSync(CACHE_DIR, { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, Buffer.concat(vectors.map((v) => Buffer.from(v.buffer, v.byteOffset, v.byteLength))));
-  renameSync(tmp, file);
+  constructor(tag: string, dims: number) {
+    this.file = join(CACHE_DIR, `${sha256(`${tag}\0${dims}`).toString('hex').slice(0, 32)}.vectors`);
+    this.record = 32 + dims * 4;
+    if (!existsSync(this.file)) return;
+    const buf = readFileSync(this.file);
+    const whole = buf.length - (buf.length % this.record);
+    if (whole !== buf.length) truncateSync(this.file, whole);
+    for (let at = 0; at < whole; at += this.record) {
+      const bytes = buf.subarray(at + 32, at + this.record);
+      this.vectors.set(buf.subarray(at, at + 32).toString('hex'), new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)));
+    }
+  }
+
+  append(keys: readonly string[], vectors: readonly Float32Array[]): void {
+    mkdirSync(CACHE_DIR, { recursive: true });
+    const parts: Buffer[] = [];
+    keys.forEach((key, i) => {
+      const v = vectors[i]!;
+      parts.push(Buffer.from(key, 'hex'), Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+      this.vectors.set(key, v);
+    });
+    appendFileSync(this.file, Buffer.concat(parts));
+  }
 }
 
 /** Embeds chunks; answers vectors in order. */
 export type Embedder = { embed(texts: readonly string[]): Promise<Float32Array[]>; close(): Promise<void> };
 
 /**
- * The vectors of `texts`, from the cache where present, else computed by
- * `embedder` (chunks run concurrently up to `parallel`) and cached.
+ * The vectors of `texts`, from the cache of the model `tag` where present,
+ * else computed by `embedder` (chunks of distinct texts run concurrently up
+ * to `parallel`) and cached.
  */
 export async function cachedVectors(
   tag: string,
@@ -80,32 +99,31 @@ export async function cachedVectors(
   parallel: number,
   label: string,
 ): Promise<{ vectors: Float32Array[]; computed: number; ms: number }> {
-  const chunks: Array<{ start: number; texts: string[]; file: string }> = [];
-  for (let start = 0; start < texts.length; start += CHUNK) {
-    const part = texts.slice(start, start + CHUNK);
-    chunks.push({ start, texts: part, file: chunkFile(tag, dims, part) });
-  }
-  const vectors: Float32Array[] = new Array(texts.length);
-  const missing = chunks.filter((c) => {
-    const cached = readChunk(c.file, c.texts.length, dims);
-    if (cached) for (const [i, v] of cached.entries()) vectors[c.start + i] = v;
-    return !cached;
+  const log = new VectorLog(tag, dims);
+  const keys = texts.map((t) => sha256(t).toString('hex'));
+  const wanted = new Map<string, string>();
+  keys.forEach((key, i) => {
+    if (!log.vectors.has(key)) wanted.set(key, texts[i]!);
   });
-  const todo = missing.reduce((n, c) => n + c.texts.length, 0);
-  process.stderr.write(`${label}: ${texts.length - todo} of ${texts.length} vectors cached, ${todo} to embed\n`);
-  if (todo === 0) return { vectors, computed: 0, ms: 0 };
+  const missing = [...wanted];
+  const chunks: Array<Array<[string, string]>> = [];
+  for (let i = 0; i < missing.length; i += CHUNK) chunks.push(missing.slice(i, i + CHUNK));
+  const todo = missing.length;
+  process.stderr.write(`${label}: ${texts.length} texts, ${todo} distinct texts to embed, the rest cached\n`);
   const started = performance.now();
   let done = 0;
   let next = 0;
   const lane = async (): Promise<void> => {
     const e = embedder();
     try {
-      for (let c = missing[next++]; c !== undefined; c = missing[next++]) {
-        const got = await e.embed(c.texts);
-        if (got.length !== c.texts.length || got.some((v) => v.length !== dims)) throw new Error(`${label}: wrong vectors from the provider`);
-        writeChunk(c.file, got);
-        for (const [i, v] of got.entries()) vectors[c.start + i] = v;
-        done += c.texts.length;
+      for (let c = chunks[next++]; c !== undefined; c = chunks[next++]) {
+        const got = await e.embed(c.map(([, text]) => text));
+        if (got.length !== c.length || got.some((v) => v.length !== dims)) throw new Error(`${label}: wrong vectors from the provider`);
+        log.append(
+          c.map(([key]) => key),
+          got,
+        );
+        done += c.length;
         const s = (performance.now() - started) / 1000;
         process.stderr.write(`${label}: ${done}/${todo} in ${s.toFixed(0)} s (${(done / s).toFixed(1)} texts/s)\n`);
       }
@@ -113,8 +131,8 @@ export async function cachedVectors(
       await e.close();
     }
   };
-  await Promise.all(Array.from({ length: Math.min(parallel, missing.length) }, lane));
-  return { vectors, computed: todo, ms: performance.now() - started };
+  if (todo > 0) await Promise.all(Array.from({ length: Math.min(parallel, chunks.length) }, lane));
+  return { vectors: keys.map((key) => log.vectors.get(key)!), computed: todo, ms: todo === 0 ? 0 : performance.now() - started };
 }
 
 /** The local provider's module, as source (tsx) or compiled (dist/). */

@@ -172,14 +172,7 @@ async function vectorRun(
 ): Promise<VectorRun> {
   const passages = passageTexts(db, stored.bindingId, provider.maxInputCharacters);
   const texts = passages.map((p) => p.text);
-  const { vectors, computed, ms } = await cachedVectors(
-    `${provider.id}\0${provider.maxInputCharacters ?? ''}`,
-    profile.dimensions,
-    texts,
-    lanes.embedder,
-    lanes.parallel,
-    label,
-  );
+  const { vectors, computed, ms } = await cachedVectors(provider.id, profile.dimensions, texts, lanes.embedder, lanes.parallel, label);
   const gen = beginGeneration(db, profile, Date.now());
   for (let i = 0; i < passages.length; i += 500) {
     writeVectors(
