@@ -1,9 +1,10 @@
 /**
  * What every embedding provider is to the rest of the embedding actor: texts
  * in, one vector per text out, and a health report. A provider is a client of
- * one configured endpoint and model (`Embeddings` in the configuration);
- * `openai-compatible.ts` is the one implementation (Ollama, llama.cpp's
- * server, vLLM and hosted APIs all speak `/v1/embeddings`).
+ * one configured endpoint and model (`Embeddings` in the configuration):
+ * `openai-compatible.ts` (Ollama, llama.cpp's server, vLLM and hosted APIs
+ * all speak `/v1/embeddings`), or `local-use-lite.ts`, a model run in
+ * process that needs no service.
  *
  * Failures are `AppError`s with one of the `E_EMBED_*` codes of
  * `runtime/errors.ts` (the code is the discriminant, and the error crosses a
@@ -45,6 +46,13 @@ export type EmbeddingProvider = {
   /** Names the provider kind and model, for logs and health (no address, no key). */
   readonly id: string;
   /** The longest text worth sending, in characters; the caller cuts each text to it (the spend counts what is sent). Absent: the caller's default. */
+  readonly maxInputCharacters?: number;
+  /**
+   * Longest text the provider reads, in characters (UTF-16 code units), when
+   * it has a limit: the caller cuts each text to it before `embed`, so that
+   * the characters it counts as sent are the ones embedded. Absent: no limit
+   * (the caller's passages are sent whole).
+   */
   readonly maxInputCharacters?: number;
   /**
    * One vector per text, in the order given, each of the declared length.

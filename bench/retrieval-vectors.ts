@@ -1,0 +1,229 @@
+/**
+ * Embedding for the `retrieval` scenario (bench/scenarios/retrieval.ts): the
+ * stored passages as the product will send them, embedded by the local
+ * USE-lite provider on worker threads or by an OpenAI-compatible provider,
+ * with an on-disk cache so that a re-run does not embed the mailbox again;
+ * and the throughput figures.
+ *
+ * The cache is `os.tmpdir()/mailcairn-retrieval-vectors/`, one file per
+ * model and dimensions holding a vector per distinct text (by SHA-256): a
+ * run with another character limit embeds only the texts that changed.
+ * Progress goes to stderr. Bench code only.
+ */
+import { createHash } from 'node:crypto';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, truncateSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { EmbeddingProvider } from '../actors/embedding/provider.ts';
+import type { Database } from '../runtime/store/open.ts';
+
+const CHUNK = 128;
+const CACHE_DIR = join(tmpdir(), 'mailcairn-retrieval-vectors');
+
+/** One passage to embed: the text exactly as the product sends it (subject line first for a message's first passage). */
+export type PassageText = { passageId: number; messageId: number; text: string };
+
+/**
+ * Every passage of the binding's stored mail in id order; the first of a
+ * message is prefixed with its subject and a newline; each cut to `maxChars`
+ * when the provider has a limit (the embedding actor cuts before it counts).
+ */
+export function passageTexts(db: Database, bindingId: number, maxChars: number | undefined): PassageText[] {
+  const rows = db
+    .prepare(
+      `SELECT p.id AS passageId, p.message_id AS messageId, p.ordinal AS ordinal, p.text AS text, m.subject AS subject
+       FROM passages p JOIN messages m ON m.id = p.message_id
+       WHERE m.binding_id = ? AND m.state = 'stored' ORDER BY p.id`,
+    )
+    .all([bindingId]) as Array<{ passageId: number; messageId: number; ordinal: number; text: string; subject: string | null }>;
+  return rows.map((r) => {
+    const subject = (r.subject ?? '').replace(/\s+/g, ' ').trim();
+    const full = Number(r.ordinal) === 0 && subject !== '' ? `${subject}\n${r.text}` : r.text;
+    return { passageId: Number(r.passageId), messageId: Number(r.messageId), text: maxChars === undefined ? full : full.slice(0, maxChars) };
+  });
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/**
+ * The cache of one model: a file of records, each the SHA-256 of a text
+ * (32 bytes) and its vector. A record cut short by an interrupted run is
+ * dropped on reading.
+ */
+class VectorLog {
+  readonly file: string;
+  private readonly record: number;
+  readonly vectors = new Map<string, Float32Array>();
+
+  constructor(tag: string, dims: number) {
+    this.file = join(CACHE_DIR, `${sha256(`${tag}\0${dims}`).toString('hex').slice(0, 32)}.vectors`);
+    this.record = 32 + dims * 4;
+    if (!existsSync(this.file)) return;
+    const buf = readFileSync(this.file);
+    const whole = buf.length - (buf.length % this.record);
+    if (whole !== buf.length) truncateSync(this.file, whole);
+    for (let at = 0; at < whole; at += this.record) {
+      const bytes = buf.subarray(at + 32, at + this.record);
+      this.vectors.set(buf.subarray(at, at + 32).toString('hex'), new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)));
+    }
+  }
+
+  append(keys: readonly string[], vectors: readonly Float32Array[]): void {
+    mkdirSync(CACHE_DIR, { recursive: true });
+    const parts: Buffer[] = [];
+    keys.forEach((key, i) => {
+      const v = vectors[i]!;
+      parts.push(Buffer.from(key, 'hex'), Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+      this.vectors.set(key, v);
+    });
+    appendFileSync(this.file, Buffer.concat(parts));
+  }
+}
+
+/** Embeds chunks; answers vectors in order. */
+export type Embedder = { embed(texts: readonly string[]): Promise<Float32Array[]>; close(): Promise<void> };
+
+/**
+ * The vectors of `texts`, from the cache of the model `tag` where present,
+ * else computed by `embedder` (chunks of distinct texts run concurrently up
+ * to `parallel`) and cached.
+ */
+export async function cachedVectors(
+  tag: string,
+  dims: number,
+  texts: readonly string[],
+  embedder: () => Embedder,
+  parallel: number,
+  label: string,
+): Promise<{ vectors: Float32Array[]; computed: number; ms: number }> {
+  const log = new VectorLog(tag, dims);
+  const keys = texts.map((t) => sha256(t).toString('hex'));
+  const wanted = new Map<string, string>();
+  keys.forEach((key, i) => {
+    if (!log.vectors.has(key)) wanted.set(key, texts[i]!);
+  });
+  const missing = [...wanted];
+  const chunks: Array<Array<[string, string]>> = [];
+  for (let i = 0; i < missing.length; i += CHUNK) chunks.push(missing.slice(i, i + CHUNK));
+  const todo = missing.length;
+  process.stderr.write(`${label}: ${texts.length} texts, ${todo} distinct texts to embed, the rest cached\n`);
+  const started = performance.now();
+  let done = 0;
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    const e = embedder();
+    try {
+      for (let c = chunks[next++]; c !== undefined; c = chunks[next++]) {
+        const got = await e.embed(c.map(([, text]) => text));
+        if (got.length !== c.length || got.some((v) => v.length !== dims)) throw new Error(`${label}: wrong vectors from the provider`);
+        log.append(
+          c.map(([key]) => key),
+          got,
+        );
+        done += c.length;
+        const s = (performance.now() - started) / 1000;
+        process.stderr.write(`${label}: ${done}/${todo} in ${s.toFixed(0)} s (${(done / s).toFixed(1)} texts/s)\n`);
+      }
+    } finally {
+      await e.close();
+    }
+  };
+  if (todo > 0) await Promise.all(Array.from({ length: Math.min(parallel, chunks.length) }, lane));
+  return { vectors: keys.map((key) => log.vectors.get(key)!), computed: todo, ms: todo === 0 ? 0 : performance.now() - started };
+}
+
+/** The local provider's module, as source (tsx) or compiled (dist/). */
+const LOCAL_MODULE = new URL(`../actors/embedding/local-use-lite.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url).href;
+
+/** A LocalUseLite on its own worker thread (its own model and tfjs), as the embedding actor would run it. */
+export function localWorker(maxInputCharacters?: number): Embedder {
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+     import(workerData.module).then(({ LocalUseLite }) => {
+       const provider = new LocalUseLite(workerData.max === undefined ? {} : { maxInputCharacters: workerData.max });
+       parentPort.on('message', async (m) => {
+         try { parentPort.postMessage({ id: m.id, vectors: await provider.embed(m.texts) }); }
+         catch (e) { parentPort.postMessage({ id: m.id, error: String((e && e.code) || e) }); }
+       });
+       parentPort.postMessage({ ready: true });
+     });`,
+    { eval: true, workerData: { module: LOCAL_MODULE, max: maxInputCharacters } },
+  );
+  const ready = new Promise<void>((resolve, reject) => {
+    worker.once('message', () => resolve());
+    worker.once('error', reject);
+  });
+  let ids = 0;
+  const pending = new Map<number, (m: { vectors?: Float32Array[]; error?: string }) => void>();
+  worker.on('message', (m: { id?: number; vectors?: Float32Array[]; error?: string }) => {
+    if (m.id !== undefined) pending.get(m.id)?.(m);
+  });
+  const ask = async (msg: Record<string, unknown>): Promise<{ vectors?: Float32Array[]; error?: string }> => {
+    await ready;
+    const id = ids++;
+    return new Promise((resolve) => {
+      pending.set(id, (m) => {
+        pending.delete(id);
+        resolve(m);
+      });
+      worker.postMessage({ ...msg, id });
+    });
+  };
+  return {
+    async embed(texts) {
+      const m = await ask({ texts });
+      if (m.error !== undefined || !m.vectors) throw new Error(`local worker: ${m.error ?? 'no vectors'}`);
+      return m.vectors;
+    },
+    async close() {
+      await worker.terminate();
+    },
+  };
+}
+
+/** A provider in this thread, as an embedder of chunks (split into `batch`-sized calls). */
+export function inThread(provider: EmbeddingProvider, batch: number): Embedder {
+  return {
+    async embed(texts) {
+      const out: Float32Array[] = [];
+      for (let i = 0; i < texts.length; i += batch) out.push(...(await provider.embed(texts.slice(i, i + batch))));
+      return out;
+    },
+    close: async () => undefined,
+  };
+}
+
+export type Throughput = { threads: number; texts: number; meanChars: number; wallS: number; textsPerS: number; textsPerCpuS: number };
+
+/**
+ * Texts per second of the local provider on `threads` worker threads at once,
+ * each embedding the same `texts` after a warm-up; per CPU-second from the
+ * workers' own CPU time (process.cpuUsage in a worker is the process's, so
+ * the delta is taken across the run while nothing else in it works).
+ */
+export async function localThroughput(texts: readonly string[], threads: number): Promise<Throughput> {
+  const workers = Array.from({ length: threads }, () => localWorker());
+  try {
+    await Promise.all(workers.map((w) => w.embed(texts.slice(0, 4))));
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    await Promise.all(workers.map((w) => w.embed(texts)));
+    const wallS = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const cpuS = (cpu.user + cpu.system) / 1e6;
+    const n = texts.length * threads;
+    return {
+      threads,
+      texts: n,
+      meanChars: Math.round(texts.reduce((s, t) => s + t.length, 0) / texts.length),
+      wallS: Math.round(wallS * 10) / 10,
+      textsPerS: Math.round((n / wallS) * 10) / 10,
+      textsPerCpuS: Math.round((n / cpuS) * 10) / 10,
+    };
+  } finally {
+    await Promise.all(workers.map((w) => w.close()));
+  }
+}

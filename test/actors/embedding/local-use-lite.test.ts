@@ -1,0 +1,119 @@
+/**
+ * The local USE-lite embedding provider, with the real model from
+ * node_modules: 512-long unit vectors; the same text gives the same vector
+ * bit for bit; a paraphrase lands nearer than an unrelated sentence; an
+ * empty list loads nothing; text past the limit does not change the vector;
+ * concurrent first calls share one load; an abort between batches ends the
+ * call; a call after close fails; no socket, DNS lookup or fetch is
+ * attempted (the model must never be downloaded); and no text is logged.
+ */
+import dns from 'node:dns';
+import net from 'node:net';
+import t from 'tap';
+import { BATCH_TEXTS, LOCAL_DIMENSIONS, LOCAL_MAX_INPUT_CHARACTERS, LOCAL_MODEL, LocalUseLite } from '../../../actors/embedding/local-use-lite.ts';
+import { AppError } from '../../../runtime/errors.ts';
+import { captureLog } from '../../helpers/log-capture.ts';
+
+t.setTimeout(60_000);
+
+// Record every way out to the network before any model code loads.
+const attempts: string[] = [];
+const connect = net.Socket.prototype.connect;
+net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
+  attempts.push('socket');
+  return (connect as (...a: unknown[]) => net.Socket).apply(this, args);
+} as typeof connect;
+const lookup = dns.lookup;
+dns.lookup = ((...args: unknown[]) => {
+  attempts.push('dns');
+  return (lookup as (...a: unknown[]) => void)(...args);
+}) as typeof dns.lookup;
+const fetch0 = globalThis.fetch;
+globalThis.fetch = ((...args: Parameters<typeof fetch>) => {
+  attempts.push('fetch');
+  return fetch0(...args);
+}) as typeof fetch;
+t.teardown(() => {
+  net.Socket.prototype.connect = connect;
+  dns.lookup = lookup;
+  globalThis.fetch = fetch0;
+});
+
+const capture = captureLog();
+const provider = new LocalUseLite({ log: capture.log });
+t.teardown(() => provider.close());
+
+const cosine = (a: Float32Array, b: Float32Array): number => a.reduce((s, x, i) => s + x * b[i]!, 0);
+const norm = (a: Float32Array): number => Math.sqrt(cosine(a, a));
+
+t.test('an empty list answers at once and loads no model', async (t) => {
+  t.same(await provider.embed([]), []);
+  t.equal(provider.loaded, false);
+  t.equal(provider.id, `local/${LOCAL_MODEL}`);
+  t.equal(provider.maxInputCharacters, LOCAL_MAX_INPUT_CHARACTERS);
+});
+
+t.test('concurrent first calls share one load; 512-long unit vectors; deterministic', async (t) => {
+  const texts = ['the invoice was never paid', 'bill still outstanding', 'team picnic on Saturday', ''];
+  const [a, b] = await Promise.all([provider.embed(texts), provider.embed(texts)]);
+  t.equal(capture.events('embedding.model-loaded').length, 1, 'one load');
+  t.equal(capture.events('embedding.model-loaded')[0]?.simd, true, 'the SIMD build of the wasm backend');
+  t.equal(a.length, 4);
+  for (const v of a) {
+    t.ok(v instanceof Float32Array);
+    t.equal(v.length, LOCAL_DIMENSIONS);
+    t.ok(Math.abs(norm(v) - 1) < 1e-5, 'unit length');
+  }
+  for (let i = 0; i < texts.length; i++) t.ok(Buffer.from(a[i]!.buffer).equals(Buffer.from(b[i]!.buffer)), `same vector for text ${i}`);
+  // The same text inside another batch (other neighbours, other position) gives the same vector.
+  const [alone] = await provider.embed(['bill still outstanding']);
+  t.ok(Math.max(...alone!.map((x, i) => Math.abs(x - a[1]![i]!))) < 1e-6, 'batch neighbours do not change a vector');
+  t.same(provider.health(), { state: 'healthy', since: provider.health().since, lastFailure: null, consecutiveFailures: 0 });
+  t.type(provider.health().since, 'number');
+});
+
+t.test('a paraphrase is nearer than an unrelated sentence', async (t) => {
+  const [query, paraphrase, unrelated] = await provider.embed(['the invoice was never paid', 'bill still outstanding', 'team picnic on Saturday']);
+  const near = cosine(query!, paraphrase!);
+  const far = cosine(query!, unrelated!);
+  t.ok(near > far + 0.1, `paraphrase ${near.toFixed(3)} vs unrelated ${far.toFixed(3)}`);
+});
+
+t.test('text past the limit is not read', async (t) => {
+  const head = 'Please find attached the quarterly report on the pipeline expansion. '.repeat(20).slice(0, LOCAL_MAX_INPUT_CHARACTERS);
+  const [cut, long] = await provider.embed([head, `${head} and a tail about a team picnic on Saturday with games and food`]);
+  t.ok(Buffer.from(cut!.buffer).equals(Buffer.from(long!.buffer)));
+});
+
+t.test('an abort ends the call between batches; the provider still works after', async (t) => {
+  const texts = Array.from({ length: BATCH_TEXTS * 8 }, (_, i) => `message number ${i} about the shipment schedule for next week`);
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 0);
+  const started = performance.now();
+  const err = await provider.embed(texts, controller.signal).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.ok(err instanceof AppError, 'rejected with an AppError');
+  t.equal((err as AppError).code, 'E_EMBED_UNAVAILABLE');
+  t.equal((err as AppError).details?.failure, 'aborted');
+  const aborted = performance.now() - started;
+  const full = performance.now();
+  t.equal((await provider.embed(texts)).length, texts.length, 'the next call embeds everything');
+  t.ok(aborted < performance.now() - full, 'the aborted call stopped before the work was done');
+  t.equal(provider.health().state, 'healthy', 'an abort is not a failure of the provider');
+});
+
+t.test('a call after close fails as closed', async (t) => {
+  const closing = new LocalUseLite();
+  await closing.embed(['warm']);
+  await closing.close();
+  const err = await closing.embed(['x']).catch((e: unknown) => e);
+  t.equal((err as AppError).code, 'E_EMBED_UNAVAILABLE');
+  t.equal((err as AppError).details?.failure, 'closed');
+});
+
+t.test('no network was attempted, and no text reached the log', async (t) => {
+  t.same(attempts, []);
+  t.notMatch(capture.raw(), /invoice|outstanding|picnic|shipment/);
+});
