@@ -28,10 +28,10 @@ import { createRequire } from 'node:module';
 import { type Clock, systemClock } from '../../runtime/clock.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { Distance } from '../../runtime/store/mailbox/vectors.ts';
+import { LOCAL_DIMENSIONS, LOCAL_MODEL } from './protocol.ts';
 import { type EmbeddingProvider, embeddingFailure, type FailureClass, type ProviderHealth } from './provider.ts';
 
-export const LOCAL_MODEL = 'universal-sentence-encoder-lite-en';
-export const LOCAL_DIMENSIONS = 512;
+export { LOCAL_DIMENSIONS, LOCAL_MODEL };
 export const LOCAL_DISTANCE: Distance = 'cosine';
 /**
  * Characters of a text embedded by default. The cost hardly grows with

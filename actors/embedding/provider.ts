@@ -45,13 +45,11 @@ export type ProviderHealth = {
 export type EmbeddingProvider = {
   /** Names the provider kind and model, for logs and health (no address, no key). */
   readonly id: string;
-  /** The longest text worth sending, in characters; the caller cuts each text to it (the spend counts what is sent). Absent: the caller's default. */
-  readonly maxInputCharacters?: number;
   /**
-   * Longest text the provider reads, in characters (UTF-16 code units), when
-   * it has a limit: the caller cuts each text to it before `embed`, so that
-   * the characters it counts as sent are the ones embedded. Absent: no limit
-   * (the caller's passages are sent whole).
+   * Longest text worth sending, in characters, when the provider has a
+   * bound: the caller cuts each text to it before `embed`, so that the
+   * characters it counts as sent are the ones embedded. Absent: the caller's
+   * default (actors/embedding/actor.ts).
    */
   readonly maxInputCharacters?: number;
   /**

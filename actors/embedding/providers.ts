@@ -12,9 +12,9 @@ export type Declared = NonNullable<EmbeddingConfig['declared']>;
 
 export async function createProvider(declared: Declared, log: Logger): Promise<EmbeddingProvider> {
   if (declared.profile.provider === 'local') {
-    const local = './local-use-lite.ts';
-    const { LocalUseLite } = (await import(local)) as { LocalUseLite: new () => EmbeddingProvider };
-    return new LocalUseLite();
+    // Loaded only when declared: the model runtime is large, and only this thread needs it.
+    const { LocalUseLite } = await import('./local-use-lite.ts');
+    return new LocalUseLite({ log });
   }
   if (declared.baseAddress === null) throw new Error('an OpenAI-compatible profile without a base address passed the configuration checks');
   return new OpenAiCompatible({

@@ -9,6 +9,9 @@
  * service in this process with the MCP endpoint on 127.0.0.1, waits for the
  * first synchronization run to end, and prints the MCP URL with the snippets
  * that connect Claude Code, Cursor, VS Code and the MCP Inspector to it.
+ * Then it activates the local embedding model (Embeddings: Provider Local),
+ * waits while the mailbox is embedded, and shows one search whose answer
+ * shares no word with the question: missed lexically, found by hybrid search.
  * A message an agent sends arrives at the sink: it delivers nothing onwards,
  * prints one line (Message-ID and recipients) and keeps the message as
  * sent-mail/NNNN.eml in the temporary directory; the sent copy is filed in Sent.
@@ -30,6 +33,7 @@ import { accessSync, closeSync, constants, existsSync, mkdirSync, mkdtempSync, o
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { type ActivationResult, EMBEDDING_ID, type EmbeddingStatus } from '../../actors/embedding/protocol.ts';
 import { SCHEDULER_ID } from '../../actors/sync-scheduler/protocol.ts';
 import { describePosture } from '../../config/posture.ts';
 import { startService, type Service } from '../../service/app.ts';
@@ -54,6 +58,23 @@ const DOVECOT_USER = 'demo';
 /** The MCP Inspector's web UI, allowed as a browser origin (its "direct" connection mode). */
 const INSPECTOR_ORIGINS = ['http://localhost:6274', 'http://127.0.0.1:6274'];
 const SYNC_TIMEOUT_MS = 180_000;
+/** The local model embeds about ten passages a second per core: the demo mailbox takes a minute or two. */
+const EMBED_TIMEOUT_MS = 15 * 60_000;
+/**
+ * The semantic search shown once the mailbox is embedded: a question in other words than the mail
+ * that answers it (the generated mail is word salad; this one message is written to be found).
+ */
+const SEMANTIC_QUERY = 'overdue payment';
+const SEMANTIC_SUBJECT = 'Reminder: your March bill is still outstanding';
+const SEMANTIC_BODY = [
+  'Hi Alex,',
+  '',
+  'Our records show that the March bill of EUR 1,240 for the office cleaning has not been settled yet.',
+  'Could you arrange the transfer by Friday? Reply to this email if the amount looks wrong.',
+  '',
+  'Kind regards,',
+  'Dana from Brightside Cleaning',
+].join('\r\n');
 const STOP_DEADLINE_MS = 15_000;
 
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);
@@ -278,12 +299,30 @@ async function placeMailbox(dovecot: Dovecot): Promise<DemoMailbox> {
     if (m.attachments > 0) mailbox.attachments++;
     if (m.inReplyTo) mailbox.replies++;
   }
-  await writeMaildir(dovecot, DOVECOT_USER, 'INBOX', mailbox.inbox);
+  await writeMaildir(dovecot, DOVECOT_USER, 'INBOX', [...mailbox.inbox, { raw: semanticTarget(), internalDate: new Date('2025-06-20T09:00:00Z') }]);
   await writeMaildir(dovecot, DOVECOT_USER, 'Archive', mailbox.archive);
   // Empty, for the outbox to file sent copies and drafts in (created unless Dovecot already made them).
   await writeMaildir(dovecot, DOVECOT_USER, 'Sent', []);
   await writeMaildir(dovecot, DOVECOT_USER, 'Drafts', []);
   return mailbox;
+}
+
+/** The message the semantic search of the demo finds (its words are not the query's). */
+function semanticTarget(): Buffer {
+  return Buffer.from(
+    [
+      'From: Dana Whitfield <dana@brightside-cleaning.example>',
+      `To: ${OWNER.name} <${OWNER.address}>`,
+      `Subject: ${SEMANTIC_SUBJECT}`,
+      'Date: Fri, 20 Jun 2025 09:00:00 +0000',
+      'Message-ID: <bill-reminder-2025-06@brightside-cleaning.example>',
+      'MIME-Version: 1.0',
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      SEMANTIC_BODY,
+      '',
+    ].join('\r\n'),
+  );
 }
 
 /** One header's value (unfolded) from a message's header section; null when absent. */
@@ -376,6 +415,8 @@ function demoConfig(o: {
         ],
       },
     ],
+    // The model shipped with Mailcairn, computed in this process: activated by the demo once the mailbox is mirrored.
+    Embeddings: { Provider: 'Local' },
     Storage: { Database: join(o.dir, 'mailcairn.db') },
     DataEncryption: { KeyRing: `file:${o.keyRingFile}` },
     Logging: { Level: 'info', Format: 'Json' },
@@ -519,8 +560,62 @@ function printSummary(o: {
   out(`Operator API  ${o.adminUrl}/api/admin (docs/admin-api.md), for the mailcairn client (docs/cli.md):`);
   out(`    node --import tsx bin/mailcairn.ts login --endpoint ${o.adminUrl} --name demo < ${o.adminKeyFile}`);
   out('    node --import tsx bin/mailcairn.ts mailbox status');
+  out('    node --import tsx bin/mailcairn.ts embedding status   # the semantic half: coverage, spend');
   out('    node --import tsx bin/mailcairn.ts logout demo        # when done: forgets the profile');
   out('Press Ctrl-C to stop (the service, the SMTP sink, then Dovecot; the temporary directory is removed).');
+}
+
+type Found = { rank: number | null; count: number; mode: string; state: string };
+
+/** `search_emails` of the demo's query through the MCP endpoint, as an agent calls it: where the written message ranks. */
+async function searchAsAgent(url: string, apiKey: string): Promise<Found> {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const client = new Client({ name: 'mailcairn-demo', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${apiKey}` } } }));
+  try {
+    const result = await client.callTool({ name: 'search_emails', arguments: { queryText: SEMANTIC_QUERY, resultLimit: 10 } });
+    const answer = result.structuredContent as { matches: Array<{ subject?: string }>; retrievalMode: string; semanticSearch: string };
+    const at = answer.matches.findIndex((m) => m.subject === SEMANTIC_SUBJECT);
+    return { rank: at < 0 ? null : at + 1, count: answer.matches.length, mode: answer.retrievalMode, state: answer.semanticSearch };
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * Activates the local model (an operator's act: the demo is the operator here), waits while it
+ * embeds the mailbox, and shows the same search before and after: lexical alone misses the
+ * reminder, hybrid ranks it first.
+ */
+async function showSemanticSearch(service: Service, url: string, apiKey: string): Promise<void> {
+  const embedding = service.supervisor.ref(EMBEDDING_ID);
+  const before = await searchAsAgent(url, apiKey);
+  const activated = await embedding.ask<ActivationResult>({ type: 'embedding.activate' }, { deadlineMs: 30_000 });
+  note(`Semantic search: activated the local model; embedding ${activated.forecast.passages} passages on its own thread (about a minute or two)…`);
+  const end = Date.now() + EMBED_TIMEOUT_MS;
+  let told = Date.now();
+  for (;;) {
+    const status = await embedding.ask<EmbeddingStatus>({ type: 'embedding.status' }, { deadlineMs: 30_000 });
+    const serving = status.serving;
+    if (serving !== null && serving.emailCount > 0 && serving.embeddedEmailCount === serving.emailCount) break;
+    if (Date.now() > end) {
+      note('Semantic search: the mailbox is still being embedded; `mailcairn embedding status` shows how far.');
+      return;
+    }
+    if (Date.now() - told > 15_000 && serving !== null) {
+      note(`Semantic search: ${serving.embeddedEmailCount} of ${serving.emailCount} emails embedded…`);
+      told = Date.now();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  const after = await searchAsAgent(url, apiKey);
+  const where = (f: Found): string => (f.rank === null ? `not among its ${f.count} result(s)` : `ranked #${f.rank} of ${f.count}`);
+  out();
+  out(`Semantic search ready (docs/semantic-search.md). search_emails "${SEMANTIC_QUERY}":`);
+  out(`    before the activation (${before.mode}): the reminder "${SEMANTIC_SUBJECT}" was ${where(before)}`);
+  out(`    now (${after.mode}, semanticSearch ${after.state}): it is ${where(after)}`);
+  out('    Ask your agent the same question in its own words.');
 }
 
 async function main(): Promise<void> {
@@ -604,6 +699,7 @@ async function main(): Promise<void> {
     adminUrl: `http://127.0.0.1:${adminPort}`,
     adminKeyFile,
   });
+  if (probe.ok) await showSemanticSearch(held.service, url, apiKey);
 }
 
 main().catch(async (err: unknown) => {
