@@ -10,7 +10,7 @@ import { NO_EFFECT } from '../../config/not-served.ts';
 import { spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
 
 /** Every setting this release does not serve, written; with the warning each must give. */
-const NOT_SERVED_SETTINGS = ['Embeddings', 'EmbeddingBackfill', 'Accounts:[]:Owner', 'Answering', 'MailRules', 'Spam', 'Telemetry'];
+const NOT_SERVED_SETTINGS = ['Accounts:[]:Owner', 'Answering', 'MailRules', 'Spam', 'Telemetry'];
 
 t.test('the list below covers the whole table', (t) => {
   t.same(
@@ -40,8 +40,6 @@ function notServedConfig(dir: string): Record<string, unknown> {
         Folders: [{ Alias: 'inbox', Path: 'INBOX' }, { Alias: 'junk' }],
       },
     ],
-    Embeddings: { BaseAddress: 'http://127.0.0.1:9/v1', Model: 'embed', Dimensions: 8 },
-    EmbeddingBackfill: { Enabled: true, Interval: '00:00:10' },
     Answering: { Endpoints: [{ Alias: 'local', BaseAddress: 'http://127.0.0.1:9/v1', Model: 'chat' }] },
     MailRules: { Enabled: true, Rules: [{ Name: 'file', When: { SenderDomain: 'example.org' }, Then: { MoveTo: 'junk' } }] },
     Spam: { Enabled: true, Action: 'Move', Folder: 'junk' },
@@ -63,11 +61,11 @@ t.test('written settings this release does not serve: one "no effect" warning ea
   }
   t.notMatch(
     check.stdout(),
-    /\b(MailRules|Spam|Telemetry|EmbeddingBackfill|Answering|Embeddings): (on|exported|every)\b/,
+    /\b(MailRules|Spam|Telemetry|Answering): (on|exported|every)\b/,
     'nothing not served is said to be on',
   );
   t.notMatch(check.stdout(), /SMTP 127\.0\.0\.1/, 'no SMTP server is described as in use');
-  t.match(check.stdout(), /Not served by this release \(accepted, no effect\): Embeddings, /);
+  t.match(check.stdout(), /Not served by this release \(accepted, no effect\): Accounts:\[\]:Owner, /);
 
   const daemon = spawnDaemon(['--config', file], { env: {} });
   t.teardown(() => void daemon.child.kill('SIGKILL'));
