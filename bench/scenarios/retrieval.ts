@@ -29,7 +29,7 @@
  * For `none` queries (nothing relevant) the rows count the queries that
  * answered anything at all. Throughput rows follow: the local provider's
  * texts per second on one and on two worker threads (per wall second and
- * per CPU-second, i.e. per core), over the first 96 passages of ~1,000
+ * per CPU-second, i.e. per core), over the first 96 passages of ~800
  * characters; the OpenAI-compatible one's over the whole mailbox when it
  * was embedded in this run.
  *
@@ -302,7 +302,7 @@ export const retrieval: Scenario = {
         return row;
       });
 
-      // Throughput of the local provider: the first 96 passages of the mailbox cut as sent (~1,000 characters).
+      // Throughput of the local provider: the first 96 passages of the mailbox cut as sent (~800 characters).
       const sample = passageTexts(db, stored.bindingId, LOCAL_MAX_INPUT_CHARACTERS)
         .map((p) => p.text)
         .filter((t) => t.length >= LOCAL_MAX_INPUT_CHARACTERS * 0.8)

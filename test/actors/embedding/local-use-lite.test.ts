@@ -80,9 +80,15 @@ t.test('a paraphrase is nearer than an unrelated sentence', async (t) => {
 });
 
 t.test('text past the limit is not read', async (t) => {
-  const head = 'Please find attached the quarterly report on the pipeline expansion. '.repeat(20).slice(0, LOCAL_MAX_INPUT_CHARACTERS);
-  const [cut, long] = await provider.embed([head, `${head} and a tail about a team picnic on Saturday with games and food`]);
-  t.ok(Buffer.from(cut!.buffer).equals(Buffer.from(long!.buffer)));
+  // Few tokens per character, so that the model's own 128-token window would still reach the tail.
+  const head = 'communication '.repeat(100).slice(0, LOCAL_MAX_INPUT_CHARACTERS);
+  const tail = ' and a team picnic on Saturday with games and food';
+  const [cut, long] = await provider.embed([head, head + tail]);
+  t.ok(Buffer.from(cut!.buffer).equals(Buffer.from(long!.buffer)), 'the tail past the limit changes nothing');
+  const wider = new LocalUseLite({ maxInputCharacters: LOCAL_MAX_INPUT_CHARACTERS * 2 });
+  t.teardown(() => wider.close());
+  const [a, b] = await wider.embed([head, head + tail]);
+  t.notOk(Buffer.from(a!.buffer).equals(Buffer.from(b!.buffer)), 'with a wider limit the same tail is read');
 });
 
 t.test('an abort ends the call between batches; the provider still works after', async (t) => {
