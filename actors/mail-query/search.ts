@@ -30,7 +30,7 @@
  * Reads only. Importable by `task.ts`.
  */
 import { AppError } from '../../runtime/errors.ts';
-import { coverage, generation, generations, nearestMessages, receivedRange, vectorBytes } from '../../runtime/store/mailbox/vectors.ts';
+import { coverage, generation, generations, receivedRange, vectorBytes } from '../../runtime/store/mailbox/vectors.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { one, type SqlValue } from '../../runtime/store/rows.ts';
 import { excerpt, phraseOf, type Phrase } from './excerpt.ts';
@@ -40,6 +40,7 @@ import { compileTerms, expressionOf } from './query-syntax.ts';
 import { placeholders, prepared } from './statements.ts';
 import { summaryColumns, summaryOf, type SummaryRow } from './summary.ts';
 import { freshnessOf, resolveTargets, visibleBindings } from './targets.ts';
+import { nearestMessagesFast } from './vector-index.ts';
 
 // Tokens of an excerpt: of the body, of the attachment names.
 const BODY_TOKENS = 12;
@@ -196,8 +197,9 @@ export function fuse(lexical: readonly SummaryRow[], vector: readonly SummaryRow
 /**
  * The vector list: messages by their nearest passage, `depth` of them, under
  * the same scope and filters as the lexical walk and without the query's
- * exclusions. `nearestMessages` scopes the visible bindings and the received
- * range; the nearest are then checked against every other filter in one
+ * exclusions. `nearestMessagesFast` (vector-index.ts: an in-memory
+ * candidate index, rescored exactly; the exact scan for a small scope)
+ * scopes the visible bindings and the received range; the nearest are then checked against every other filter in one
  * query. Usually that is enough; when the filters keep fewer than `depth`
  * of them and the scope holds more, one ranking applies the filters per row
  * in SQL (exact), so a selective filter costs one more scan, not a deepening
@@ -219,7 +221,7 @@ function vectorRanking(
   };
   // With filters, read twice the depth so that a filter keeping most of the scope rarely needs the second query.
   const limit = filtered ? depth * 2 : depth;
-  const nearest = nearestMessages(db, { generation: semantic.generation, queryVector: semantic.vector, bindingIds, ...range, limit });
+  const nearest = nearestMessagesFast(db, { generation: semantic.generation, queryVector: semantic.vector, bindingIds, ...range, limit });
   const first = inRankOrder(
     nearest.map((n) => n.messageId),
     checked(db, nearest, bindingIds, clauses, excluded),

@@ -1,0 +1,336 @@
+/**
+ * The vector half of hybrid search, fast at mailbox scale (issue 15): a
+ * binary-quantised candidate index of the serving generation, held in memory
+ * by each query-pool thread, with exact rescoring in SQL.
+ *
+ * - `SignatureIndex` (pure, no I/O): per passage vector row, the sign bits of
+ *   its components packed into 32-bit words (384 dimensions → 48 bytes),
+ *   with its passage, binding and received time in typed arrays.
+ *   A query scans every row: rows outside the bindings or the received range
+ *   are skipped, the others get the Hamming distance of their signature to
+ *   the query's (XOR + popcount); the `count` nearest are the candidates
+ *   (a histogram of the distances finds the cut, no heap).
+ * - `nearestMessagesFast`: the candidates' vectors are read back by
+ *   (passage, generation) and ranked exactly in SQL (`passageDistances`), so
+ *   distances, ties and scope are those of `nearestMessages`; a candidate
+ *   whose vector is gone (tombstone, erasure, re-derivation since loading)
+ *   does not come back and is dropped from the index. Small scopes, an
+ *   index not loaded yet, or too few messages among the candidates go to
+ *   the exact `nearestMessages`, which stays the reference.
+ * - Keeping current: rows are read in write order, (seq, primary key)
+ *   (migration 0009), from a cursor: the first read of a generation pages
+ *   through all of it, later reads get only what was written since (one
+ *   index probe when nothing was). A rewritten passage replaces its row.
+ *   A thread loads a generation in the background, in slices between the
+ *   messages it answers, and answers exactly meanwhile; a new serving
+ *   generation, or too many rows found gone, starts a new index.
+ *
+ * Recall is measured, not assumed: bench/hybrid-search.ts reports recall@10
+ * and @50 against the exact path (docs/semantic-search.md, Hybrid search).
+ *
+ * State: one index per (connection, generation), in the pool thread's
+ * memory. Imported by `search.ts` (and the bench and tests).
+ */
+import type { Database } from '../../runtime/store/open.ts';
+import {
+  generation as generationOf,
+  type NearestMessage,
+  type NearestQuery,
+  nearestMessages,
+  passageDistances,
+  VECTOR_CURSOR_START,
+  type VectorCursor,
+  vectorBytes,
+  vectorsWrittenAfter,
+} from '../../runtime/store/mailbox/vectors.ts';
+
+/** Candidates per message asked (passages, rescored exactly): recall@50 ≥ 0.99 on the measured sets (docs/semantic-search.md). */
+export const CANDIDATES_PER_RESULT = 40;
+/** Below this many rows in scope, the exact scan costs no more than the index (measured: bench/hybrid-search.ts). */
+export const EXACT_SCOPE_ROWS = 8_000;
+/** Rows read per slice of a load: a few tens of ms, so a message waits little behind one. */
+const LOAD_SLICE_ROWS = 5_000;
+/** At most this many rows written since are read inside a search; more are left to the background load. */
+const DELTA_ROWS = 2_000;
+/** Rows found gone past this share of the index: load it again (their memory is kept until then). */
+const STALE_SHARE = 0.25;
+
+const POPCOUNT16 = new Uint8Array(1 << 16);
+for (let i = 1; i < POPCOUNT16.length; i++) POPCOUNT16[i] = (i & 1) + POPCOUNT16[i >>> 1]!;
+
+/**
+ * The sign bits of float32 components, as stored (little-endian bytes): bit
+ * i of the signature is the sign bit of component i, the top bit of its
+ * fourth byte. No Float32Array view, so the bytes need no alignment.
+ */
+export function signatureOf(bytes: Uint8Array, dimensions: number, into: Uint32Array, at = 0): void {
+  const words = wordsFor(dimensions);
+  for (let w = 0; w < words; w++) into[at + w] = 0;
+  for (let i = 0; i < dimensions; i++) if (bytes[4 * i + 3]! & 0x80) into[at + (i >>> 5)]! |= 1 << (i & 31);
+}
+
+export const wordsFor = (dimensions: number): number => (dimensions + 31) >>> 5;
+
+/** A signature index of one generation's passage vectors (pure: rows in, candidates out). */
+export class SignatureIndex {
+  readonly dimensions: number;
+  readonly words: number;
+  rows = 0;
+  /** Rows dropped (found gone, or replaced by a rewrite): their slots stay until a reload. */
+  dead = 0;
+  private signatures: Uint32Array;
+  private passages: Int32Array;
+  /** 0 for a dropped row: no binding id is 0 (ids start at 1). */
+  private bindings: Int32Array;
+  private received: Float64Array;
+  /** Row of each passage id (+1; 0: none). */
+  private rowOfPassage = new Int32Array(1024);
+  private distances = new Uint16Array(0);
+  /** Live rows per binding. */
+  private perBinding = new Map<number, number>();
+
+  constructor(dimensions: number, capacity = 1024) {
+    this.dimensions = dimensions;
+    this.words = wordsFor(dimensions);
+    this.signatures = new Uint32Array(capacity * this.words);
+    this.passages = new Int32Array(capacity);
+    this.bindings = new Int32Array(capacity);
+    this.received = new Float64Array(capacity);
+  }
+
+  /** Live rows. */
+  get live(): number {
+    return this.rows - this.dead;
+  }
+
+  /** Bytes held (typed arrays), for the figures. */
+  get bytes(): number {
+    return (
+      this.signatures.byteLength +
+      this.passages.byteLength +
+      this.bindings.byteLength +
+      this.received.byteLength +
+      this.rowOfPassage.byteLength +
+      this.distances.byteLength
+    );
+  }
+
+  /** Adds a passage's row; a passage already held is replaced (its vector was rewritten). */
+  add(row: { passageId: number; bindingId: number; received: number; vector: Uint8Array }): void {
+    if (row.vector.byteLength !== this.dimensions * 4) throw new RangeError('a vector of another length than its generation');
+    this.drop(row.passageId);
+    if (this.rows === this.passages.length) this.grow(this.rows * 2);
+    const r = this.rows++;
+    signatureOf(row.vector, this.dimensions, this.signatures, r * this.words);
+    this.passages[r] = row.passageId;
+    this.bindings[r] = row.bindingId;
+    this.perBinding.set(row.bindingId, (this.perBinding.get(row.bindingId) ?? 0) + 1);
+    this.received[r] = row.received;
+    if (row.passageId >= this.rowOfPassage.length) {
+      const grown = new Int32Array(Math.max(row.passageId + 1, this.rowOfPassage.length * 2));
+      grown.set(this.rowOfPassage);
+      this.rowOfPassage = grown;
+    }
+    this.rowOfPassage[row.passageId] = r + 1;
+  }
+
+  /** Forgets a passage's row (its vector is gone). */
+  drop(passageId: number): void {
+    const r = (this.rowOfPassage[passageId] ?? 0) - 1;
+    if (r < 0) return;
+    this.rowOfPassage[passageId] = 0;
+    this.perBinding.set(this.bindings[r]!, this.perBinding.get(this.bindings[r]!)! - 1);
+    this.bindings[r] = 0;
+    this.dead++;
+  }
+
+  /** Rows of these bindings (a bound on a scope: the received range is not counted). */
+  rowsIn(bindingIds: readonly number[]): number {
+    let n = 0;
+    for (const id of new Set(bindingIds)) n += this.perBinding.get(id) ?? 0;
+    return n;
+  }
+
+  /**
+   * The passages of the `count` rows in scope whose signatures are nearest
+   * the query's (ties at the cut: the earlier rows), and how many rows the
+   * scope holds.
+   */
+  candidates(
+    query: Float32Array,
+    scope: { bindingIds: readonly number[]; from: number; below: number },
+    count: number,
+  ): { passageIds: number[]; inScope: number } {
+    const { words, rows, signatures, bindings, received } = this;
+    const q = new Uint32Array(words);
+    signatureOf(vectorBytes(query), this.dimensions, q);
+    let top = 0;
+    for (const id of scope.bindingIds) top = Math.max(top, id);
+    const wanted = new Uint8Array(top + 1);
+    for (const id of scope.bindingIds) if (id > 0) wanted[id] = 1;
+    if (this.distances.length < rows) this.distances = new Uint16Array(this.passages.length);
+    const distances = this.distances;
+    const histogram = new Uint32Array(this.dimensions + 2);
+    const OUT = 0xffff;
+    let inScope = 0;
+    for (let r = 0; r < rows; r++) {
+      const b = bindings[r]!;
+      const at = received[r]!;
+      if (b > top || wanted[b] === 0 || at < scope.from || at >= scope.below) {
+        distances[r] = OUT;
+        continue;
+      }
+      let d = 0;
+      for (let w = 0, o = r * words; w < words; w++, o++) {
+        const x = signatures[o]! ^ q[w]!;
+        d += POPCOUNT16[x & 0xffff]! + POPCOUNT16[x >>> 16]!;
+      }
+      distances[r] = d;
+      histogram[d]!++;
+      inScope++;
+    }
+    // The cut: the smallest distance below which, with its ties, `count` rows lie.
+    let cut = 0;
+    for (let seen = 0; cut < histogram.length; cut++) {
+      seen += histogram[cut]!;
+      if (seen >= count) break;
+    }
+    let atCut = count;
+    for (let d = 0; d < cut; d++) atCut -= histogram[d]!;
+    const passageIds: number[] = [];
+    for (let r = 0; r < rows && passageIds.length < count; r++) {
+      const d = distances[r]!;
+      if (d < cut) passageIds.push(this.passages[r]!);
+      else if (d === cut && atCut > 0) {
+        passageIds.push(this.passages[r]!);
+        atCut--;
+      }
+    }
+    return { passageIds, inScope };
+  }
+
+  private grow(capacity: number): void {
+    const grow = <T extends Uint32Array | Int32Array | Float64Array>(old: T, size: number): T => {
+      const next = new (old.constructor as new (n: number) => T)(size);
+      next.set(old);
+      return next;
+    };
+    this.signatures = grow(this.signatures, capacity * this.words);
+    this.passages = grow(this.passages, capacity);
+    this.bindings = grow(this.bindings, capacity);
+    this.received = grow(this.received, capacity);
+  }
+}
+
+/** A pool thread's index of one generation, and how far it has read. */
+type Held = { generation: number; index: SignatureIndex; cursor: VectorCursor; complete: boolean; loading: boolean };
+
+const held = new WeakMap<Database, Held>();
+
+/** How a background slice is run: after the current message (tests and the bench load synchronously with `loadIndex`). */
+let schedule: (slice: () => void) => void = (slice) => setImmediate(slice);
+
+/** For tests: run background slices another way (or not at all). */
+export function scheduleSlicesWith(run: (slice: () => void) => void): void {
+  schedule = run;
+}
+
+function heldFor(db: Database, generationId: number, dimensions: number): Held {
+  let h = held.get(db);
+  if (h === undefined || h.generation !== generationId || h.index.dead > STALE_SHARE * Math.max(1, h.index.rows)) {
+    h = { generation: generationId, index: new SignatureIndex(dimensions), cursor: VECTOR_CURSOR_START, complete: false, loading: false };
+    held.set(db, h);
+  }
+  return h;
+}
+
+/** Reads up to `limit` rows after the cursor into the index; true when none remain. */
+function readOn(db: Database, h: Held, limit: number): boolean {
+  const rows = vectorsWrittenAfter(db, h.generation, h.cursor, limit);
+  for (const row of rows) h.index.add(row);
+  const last = rows.at(-1);
+  if (last !== undefined)
+    h.cursor = { seq: last.seq, bindingId: last.bindingId, received: last.received, messageId: last.messageId, passageId: last.passageId };
+  return rows.length < limit;
+}
+
+/** Loads (or brings up to date) the generation's index now, in one read transaction; answers it (the bench, tests). */
+export function loadIndex(db: Database, generationId: number): SignatureIndex | undefined {
+  const target = generationOf(db, generationId);
+  if (target === undefined) return undefined;
+  const h = heldFor(db, generationId, target.dimensions);
+  db.transaction(() => {
+    while (!readOn(db, h, LOAD_SLICE_ROWS * 4));
+  }).deferred();
+  h.complete = true;
+  return h.index;
+}
+
+/** The thread's index of the generation, if loaded (tests, the bench). */
+export function heldIndex(db: Database, generationId: number): SignatureIndex | undefined {
+  const h = held.get(db);
+  return h?.generation === generationId ? h.index : undefined;
+}
+
+/** Forgets the thread's index (the bench's cold load). */
+export function dropIndex(db: Database): void {
+  held.delete(db);
+}
+
+function loadInBackground(db: Database, h: Held): void {
+  if (h.loading) return;
+  h.loading = true;
+  const slice = () => {
+    if (held.get(db) !== h || !db.open) return;
+    try {
+      const done = db.transaction(() => readOn(db, h, LOAD_SLICE_ROWS)).deferred();
+      if (done) {
+        h.complete = true;
+        h.loading = false;
+      } else schedule(slice);
+    } catch {
+      // The connection closed or the store refused a read: the next search starts again.
+      held.delete(db);
+    }
+  };
+  schedule(slice);
+}
+
+/**
+ * `nearestMessages`, through the index when it is loaded and the scope is
+ * large; exact otherwise. Runs inside the caller's read transaction.
+ */
+export function nearestMessagesFast(db: Database, query: NearestQuery): NearestMessage[] {
+  const target = generationOf(db, query.generation);
+  if (target === undefined || query.bindingIds.length === 0 || query.limit < 1) return [];
+  const h = heldFor(db, target.id, target.dimensions);
+  if (!h.complete) {
+    loadInBackground(db, h);
+    return nearestMessages(db, query);
+  }
+  // What was written since the last search, in this snapshot; a burst larger than that is left to the background.
+  if (!readOn(db, h, DELTA_ROWS)) {
+    h.complete = false;
+    loadInBackground(db, h);
+    return nearestMessages(db, query);
+  }
+  const from = query.receivedFrom === undefined ? -1 : Math.max(0, query.receivedFrom);
+  const below = query.receivedBelow === undefined ? Number.MAX_SAFE_INTEGER : Math.max(0, query.receivedBelow);
+  if (h.index.rowsIn(query.bindingIds) <= EXACT_SCOPE_ROWS) return nearestMessages(db, query);
+  const count = query.limit * CANDIDATES_PER_RESULT;
+  const { passageIds, inScope } = h.index.candidates(query.queryVector, { bindingIds: query.bindingIds, from, below }, count);
+  if (inScope <= EXACT_SCOPE_ROWS) return nearestMessages(db, query);
+  const scored = passageDistances(db, query, passageIds);
+  if (scored.length < passageIds.length) {
+    const back = new Set(scored.map((s) => s.passageId));
+    for (const id of passageIds) if (!back.has(id)) h.index.drop(id);
+  }
+  const messages = new Map<number, NearestMessage>();
+  for (const { messageId, bindingId, distance } of scored) {
+    if (!messages.has(messageId)) messages.set(messageId, { messageId, bindingId, distance });
+    if (messages.size === query.limit) break;
+  }
+  // Fewer messages among the candidates than asked while the scope holds more: the exact answer.
+  if (messages.size < query.limit && inScope > passageIds.length) return nearestMessages(db, query);
+  return [...messages.values()];
+}
