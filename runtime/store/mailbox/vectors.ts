@@ -88,14 +88,16 @@ const nearest = (fn: string) =>
 
 /**
  * Exact distances of some passages (candidates of the in-memory index),
- * within the scope. The unary `+` keeps the planner on the (passage,
- * generation) key, one probe per candidate, rather than the scope's range.
+ * within the scope. The candidate list is the outer loop (CROSS JOIN): one
+ * probe of the (passage, generation) key each (the unary `+` keeps the
+ * scope out of the probe: an IN list would multiply it); `passage_id IN (…)` let the
+ * planner read the generation's whole range instead.
  */
 const rescore = (fn: string) =>
-  `SELECT passage_id AS passageId, message_id AS messageId, binding_id AS bindingId, ${fn}(vector, ?) AS distance
-   FROM passage_vectors WHERE passage_id IN (SELECT value FROM json_each(?)) AND generation_id = ?
-     AND +binding_id ${inJson} AND +received >= ? AND +received < ?
-   ORDER BY distance, received DESC, message_id DESC`;
+  `SELECT v.passage_id AS passageId, v.message_id AS messageId, v.binding_id AS bindingId, ${fn}(v.vector, ?) AS distance
+   FROM json_each(?) c CROSS JOIN passage_vectors v ON v.passage_id = c.value AND v.generation_id = ?
+   WHERE +v.binding_id ${inJson} AND +v.received >= ? AND +v.received < ?
+   ORDER BY distance, v.received DESC, v.message_id DESC`;
 
 const statements = perConnection((db: Database) => ({
   generation: db.prepare('SELECT * FROM embedding_generations WHERE id = ?'),
@@ -319,7 +321,12 @@ export type WrittenVector = VectorCursor & { vector: Uint8Array };
  * nothing was). A row rewritten comes again, with its new seq.
  */
 export function vectorsWrittenAfter(db: Database, generationId: number, cursor: VectorCursor, limit: number): WrittenVector[] {
-  return many<WrittenVector>(statements(db).written, [generationId, cursor.seq, cursor.bindingId, cursor.received, cursor.messageId, cursor.passageId, limit]);
+  const params = [generationId, cursor.seq, cursor.bindingId, cursor.received, cursor.messageId, cursor.passageId, limit];
+  // libsql reads a BLOB as an ArrayBuffer.
+  return many<Omit<WrittenVector, 'vector'> & { vector: ArrayBuffer | Uint8Array }>(statements(db).written, params).map((row) => ({
+    ...row,
+    vector: row.vector instanceof Uint8Array ? row.vector : new Uint8Array(row.vector),
+  }));
 }
 
 export type PassageDistance = { passageId: number; messageId: number; bindingId: number; distance: number };
