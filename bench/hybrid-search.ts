@@ -49,7 +49,7 @@ const db = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });
 
 let seed = 42;
 function random(): number {
-  seed = (seed * 1_103_515_245 + 12_345) >>> 0;
+  seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
   return seed / 2 ** 32;
 }
 function unitVector(): Float32Array<ArrayBuffer> {

@@ -17,10 +17,11 @@
  *   does not come back and is dropped from the index. Small scopes, an
  *   index not loaded yet, or too few messages among the candidates go to
  *   the exact `nearestMessages`, which stays the reference.
- * - Keeping current: rows are read in write order, (seq, primary key)
- *   (migration 0009), from a cursor: the first read of a generation pages
- *   through all of it, later reads get only what was written since (one
- *   index probe when nothing was). A rewritten passage replaces its row.
+ * - Keeping current: the first load reads the generation in the table's
+ *   order (front to back, in pages) up to the write sequence number it saw
+ *   first (migration 0009); from there rows are read in write order (seq,
+ *   primary key) after a cursor: only what was written since, one index
+ *   probe when nothing was. A rewritten passage replaces its row.
  *   A thread loads a generation in the background, in slices between the
  *   messages it answers, and answers exactly meanwhile; a new serving
  *   generation, or too many rows found gone, starts a new index.
@@ -34,13 +35,17 @@
 import type { Database } from '../../runtime/store/open.ts';
 import {
   generation as generationOf,
+  lastVectorSeq,
   type NearestMessage,
   type NearestQuery,
   nearestMessages,
   passageDistances,
   VECTOR_CURSOR_START,
+  VECTOR_KEY_START,
   type VectorCursor,
+  type VectorKey,
   vectorBytes,
+  vectorsInKeyOrder,
   vectorsWrittenAfter,
 } from '../../runtime/store/mailbox/vectors.ts';
 
@@ -247,7 +252,16 @@ export class SignatureIndex {
 }
 
 /** A pool thread's index of one generation, and how far it has read. */
-type Held = { generation: number; index: SignatureIndex; cursor: VectorCursor; complete: boolean; loading: boolean };
+type Held = {
+  generation: number;
+  index: SignatureIndex;
+  /** The first load, in key order: where it stands, and the seq it reads up to (read with its first page). */
+  scan: { after: VectorKey; upTo: number | null } | null;
+  /** After the first load: the last row read in write order. */
+  cursor: VectorCursor;
+  complete: boolean;
+  loading: boolean;
+};
 
 const held = new WeakMap<Database, Held>();
 
@@ -262,7 +276,14 @@ export function scheduleSlicesWith(run: (slice: () => void) => void): void {
 function heldFor(db: Database, generationId: number, dimensions: number): Held {
   let h = held.get(db);
   if (h === undefined || h.generation !== generationId || h.index.dead > STALE_SHARE * Math.max(1, h.index.rows)) {
-    h = { generation: generationId, index: new SignatureIndex(dimensions), cursor: VECTOR_CURSOR_START, complete: false, loading: false };
+    h = {
+      generation: generationId,
+      index: new SignatureIndex(dimensions),
+      scan: { after: VECTOR_KEY_START, upTo: null },
+      cursor: VECTOR_CURSOR_START,
+      complete: false,
+      loading: false,
+    };
     held.set(db, h);
   }
   return h;
@@ -270,6 +291,18 @@ function heldFor(db: Database, generationId: number, dimensions: number): Held {
 
 /** Reads up to `limit` rows after the cursor into the index; true when none remain. */
 function readOn(db: Database, h: Held, limit: number): boolean {
+  if (h.scan !== null) {
+    // Every row of seq ≤ upTo was committed before this page's snapshot: the key pass sees it (or it was deleted since).
+    h.scan.upTo ??= lastVectorSeq(db, h.generation);
+    const rows = vectorsInKeyOrder(db, h.generation, h.scan.after, limit);
+    for (const row of rows) h.index.add(row);
+    const last = rows.at(-1);
+    if (last !== undefined) h.scan.after = { bindingId: last.bindingId, received: last.received, messageId: last.messageId, passageId: last.passageId };
+    if (rows.length === limit) return false;
+    // Then in write order, from after the last seq the key pass covered.
+    h.cursor = { seq: h.scan.upTo, bindingId: Number.MAX_SAFE_INTEGER, received: Number.MAX_SAFE_INTEGER, messageId: Number.MAX_SAFE_INTEGER, passageId: 0 };
+    h.scan = null;
+  }
   const rows = vectorsWrittenAfter(db, h.generation, h.cursor, limit);
   for (const row of rows) h.index.add(row);
   const last = rows.at(-1);

@@ -130,6 +130,13 @@ const statements = perConnection((db: Database) => ({
      WHERE generation_id = ? AND (seq, binding_id, received, message_id, passage_id) > (?, ?, ?, ?, ?)
      ORDER BY seq, binding_id, received, message_id, passage_id LIMIT ?`,
   ),
+  // The primary key's order: the table read front to back (a whole generation's first load).
+  inKeyOrder: db.prepare(
+    `SELECT seq, binding_id AS bindingId, received, message_id AS messageId, passage_id AS passageId, vector
+     FROM passage_vectors WHERE generation_id = ? AND (binding_id, received, message_id, passage_id) > (?, ?, ?, ?)
+     ORDER BY binding_id, received, message_id, passage_id LIMIT ?`,
+  ),
+  lastSeq: db.prepare('SELECT vector_seq AS seq FROM embedding_generations WHERE id = ?'),
   rescoreCosine: db.prepare(rescore('vector_distance_cos')),
   rescoreL2: db.prepare(rescore('vector_distance_l2')),
   deleteMessages: db.prepare(`DELETE FROM passage_vectors WHERE message_id ${inJson}`),
@@ -327,6 +334,31 @@ export function vectorsWrittenAfter(db: Database, generationId: number, cursor: 
     ...row,
     vector: row.vector instanceof Uint8Array ? row.vector : new Uint8Array(row.vector),
   }));
+}
+
+/** A row's place in the table (its primary key within a generation). */
+export type VectorKey = Omit<VectorCursor, 'seq'>;
+/** Before every row of a generation. */
+export const VECTOR_KEY_START: VectorKey = { bindingId: 0, received: -2, messageId: 0, passageId: 0 };
+
+/**
+ * At most `limit` rows of the generation after `after`, in the table's own
+ * order: a first load reads the generation front to back, several times
+ * faster than in write order (one lookup per row). Rows written meanwhile
+ * carry a seq above `lastVectorSeq` read before the first page, and are
+ * read afterwards by `vectorsWrittenAfter`.
+ */
+export function vectorsInKeyOrder(db: Database, generationId: number, after: VectorKey, limit: number): WrittenVector[] {
+  const params = [generationId, after.bindingId, after.received, after.messageId, after.passageId, limit];
+  return many<Omit<WrittenVector, 'vector'> & { vector: ArrayBuffer | Uint8Array }>(statements(db).inKeyOrder, params).map((row) => ({
+    ...row,
+    vector: row.vector instanceof Uint8Array ? row.vector : new Uint8Array(row.vector),
+  }));
+}
+
+/** The last write sequence number given in the generation (0: none yet). */
+export function lastVectorSeq(db: Database, generationId: number): number {
+  return one<{ seq: number }>(statements(db).lastSeq, [generationId])?.seq ?? 0;
 }
 
 export type PassageDistance = { passageId: number; messageId: number; bindingId: number; distance: number };
