@@ -11,7 +11,13 @@
  * - `writeVectors`: a batch of one generation in one transaction. The
  *   message, account, binding and received time are copied from the store
  *   as it is then: a passage that no longer exists (its message tombstoned,
- *   erased or re-derived meanwhile) gets no vector.
+ *   erased or re-derived meanwhile) gets no vector. The batch's rows carry
+ *   the generation's next write sequence number (migration 0009).
+ * - `vectorsInKeyOrder`, `lastVectorSeq`, `vectorsWrittenAfter`: a reader
+ *   holding a generation in memory (the query pool's candidate index,
+ *   actors/mail-query/vector-index.ts) loads it front to back once, then
+ *   reads only the rows written since; `passageDistances` rescores its
+ *   candidates exactly.
  * - `deleteMessageVectors`: every generation's vectors of some messages. The
  *   sync actor's tombstone, erasure and re-derivation statements delete them
  *   too, with the other child rows (server-changes.ts, erasure.ts, derived.ts).
