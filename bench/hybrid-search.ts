@@ -42,7 +42,8 @@ const DIMENSIONS = 384;
 
 const source = [7, 6].map((v) => join(tmpdir(), `mailcairn-search-engine-${total}-v${v}.db`)).find(existsSync);
 if (source === undefined) throw new Error(`no store of ${total} messages: run bench/search-engine.ts with BENCH_MESSAGES=${total} first`);
-const database = join(tmpdir(), `mailcairn-hybrid-search-${total}.db`);
+// Per process: two runs at once must not share (and delete) one copy.
+const database = join(tmpdir(), `mailcairn-hybrid-search-${total}-${process.pid}.db`);
 for (const suffix of ['', '-wal', '-shm']) rmSync(database + suffix, { force: true });
 copyFileSync(source, database);
 const db = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });

@@ -278,9 +278,12 @@ const held = new WeakMap<Database, Held>();
 /** How a background slice is run: after the current message (tests and the bench load synchronously with `loadIndex`). */
 let schedule: (slice: () => void) => void = (slice) => setImmediate(slice);
 
-/** For tests: run background slices another way (or not at all). */
-export function scheduleSlicesWith(run: (slice: () => void) => void): void {
+let sliceRows = LOAD_SLICE_ROWS;
+
+/** For tests: run background slices another way (or not at all), of so many rows. */
+export function scheduleSlicesWith(run: (slice: () => void) => void, rows = LOAD_SLICE_ROWS): void {
   schedule = run;
+  sliceRows = rows;
 }
 
 function heldFor(db: Database, generationId: number, dimensions: number): Held {
@@ -350,7 +353,7 @@ function loadInBackground(db: Database, h: Held): void {
   const slice = () => {
     if (held.get(db) !== h || !db.open) return;
     try {
-      const done = db.transaction(() => readOn(db, h, LOAD_SLICE_ROWS)).deferred();
+      const done = db.transaction(() => readOn(db, h, sliceRows)).deferred();
       if (done) {
         h.complete = true;
         h.loading = false;
