@@ -21,10 +21,12 @@
  *   order (front to back, in pages) up to the write sequence number it saw
  *   first (migration 0009); from there rows are read in write order (seq,
  *   primary key) after a cursor: only what was written since, one index
- *   probe when nothing was. A rewritten passage replaces its row.
- *   A thread loads a generation in the background, in slices between the
- *   messages it answers, and answers exactly meanwhile; a new serving
- *   generation, or too many rows found gone, starts a new index.
+ *   probe when nothing was. A rewritten passage replaces its row; a
+ *   deleted one is found by the rescoring, or by a count of the rows in the
+ *   background at most every 10 minutes. A thread loads a generation in the
+ *   background, in slices between the messages it answers, and answers
+ *   exactly meanwhile; a new serving generation, or an index more than a
+ *   quarter stale, starts a new index.
  *
  * Recall is measured, not assumed: bench/hybrid-search.ts reports recall@10
  * and @50 against the exact path (docs/semantic-search.md, Hybrid search).
@@ -34,6 +36,7 @@
  */
 import type { Database } from '../../runtime/store/open.ts';
 import {
+  countVectors,
   generation as generationOf,
   lastVectorSeq,
   type NearestMessage,
@@ -69,6 +72,12 @@ const LOAD_SLICE_ROWS = 2_000;
 const DELTA_ROWS = 2_000;
 /** Rows found gone past this share of the index: load it again (their memory is kept until then). */
 const STALE_SHARE = 0.25;
+/**
+ * Rows deleted that are never a candidate are never found gone: this often
+ * (at most), after a search, the generation's rows are counted in the
+ * background, and an index holding more than a quarter more is loaded again.
+ */
+const COUNT_EVERY_MS = 10 * 60_000;
 
 /** The four bytes of a word, added (each up to 255). */
 function sumOfBytes(x: number): number {
@@ -271,6 +280,8 @@ type Held = {
   cursor: VectorCursor;
   complete: boolean;
   loading: boolean;
+  /** When the generation's rows were last counted (epoch ms). */
+  countedAt: number;
 };
 
 const held = new WeakMap<Database, Held>();
@@ -296,6 +307,7 @@ function heldFor(db: Database, generationId: number, dimensions: number): Held {
       cursor: VECTOR_CURSOR_START,
       complete: false,
       loading: false,
+      countedAt: Date.now(),
     };
     held.set(db, h);
   }
@@ -347,6 +359,25 @@ export function dropIndex(db: Database): void {
   held.delete(db);
 }
 
+/** Counts the generation's rows after this message; an index more than a quarter stale is dropped (the next search starts a new one). */
+function countInBackground(db: Database, h: Held): void {
+  h.countedAt = Date.now();
+  schedule(() => {
+    if (held.get(db) !== h || !db.open) return;
+    try {
+      const rows = db
+        .transaction(() => {
+          readOn(db, h, DELTA_ROWS);
+          return countVectors(db, h.generation);
+        })
+        .deferred();
+      if (h.index.live - rows > STALE_SHARE * h.index.live) held.delete(db);
+    } catch {
+      held.delete(db);
+    }
+  });
+}
+
 function loadInBackground(db: Database, h: Held): void {
   if (h.loading) return;
   h.loading = true;
@@ -373,7 +404,7 @@ function loadInBackground(db: Database, h: Held): void {
 export function nearestMessagesFast(
   db: Database,
   query: NearestQuery,
-  tuning: { candidatesPerResult?: number; exactScopeRows?: number } = {},
+  tuning: { candidatesPerResult?: number; exactScopeRows?: number; countEveryMs?: number } = {},
 ): NearestMessage[] {
   const exactBelow = tuning.exactScopeRows ?? EXACT_SCOPE_ROWS;
   const target = generationOf(db, query.generation);
@@ -405,6 +436,7 @@ export function nearestMessagesFast(
     if (!messages.has(messageId)) messages.set(messageId, { messageId, bindingId, distance });
     if (messages.size === query.limit) break;
   }
+  if (Date.now() - h.countedAt > (tuning.countEveryMs ?? COUNT_EVERY_MS)) countInBackground(db, h);
   // Fewer messages among the candidates than asked while the scope holds more: the exact answer.
   if (messages.size < query.limit && inScope > passageIds.length) return nearestMessages(db, query);
   return [...messages.values()];

@@ -143,6 +143,8 @@ const statements = perConnection((db: Database) => ({
      ORDER BY binding_id, received, message_id, passage_id LIMIT ?`,
   ),
   lastSeq: db.prepare('SELECT vector_seq AS seq FROM embedding_generations WHERE id = ?'),
+  // The narrowest index holding every row of a generation: a count reads no vector.
+  count: db.prepare('SELECT count(*) AS n FROM passage_vectors INDEXED BY passage_vectors_seq WHERE generation_id = ?'),
   rescoreCosine: db.prepare(rescore('vector_distance_cos')),
   rescoreL2: db.prepare(rescore('vector_distance_l2')),
   deleteMessages: db.prepare(`DELETE FROM passage_vectors WHERE message_id ${inJson}`),
@@ -365,6 +367,11 @@ export function vectorsInKeyOrder(db: Database, generationId: number, after: Vec
 /** The last write sequence number given in the generation (0: none yet). */
 export function lastVectorSeq(db: Database, generationId: number): number {
   return one<{ seq: number }>(statements(db).lastSeq, [generationId])?.seq ?? 0;
+}
+
+/** How many vectors the generation holds (one pass over index passage_vectors_seq, no vector read). */
+export function countVectors(db: Database, generationId: number): number {
+  return one<{ n: number }>(statements(db).count, [generationId])?.n ?? 0;
 }
 
 export type PassageDistance = { passageId: number; messageId: number; bindingId: number; distance: number };

@@ -223,6 +223,34 @@ t.test('a load in slices misses nothing written between them', async (t) => {
   t.equal(inRead(s.world, () => nearestMessagesFast(db, query(0), tuning))[0]?.messageId, idOf(db, bindings.aliceInbox, 1), 'the rewritten vector');
 });
 
+t.test('an index holding many rows deleted since is loaded again', async (t) => {
+  const s = stored(t);
+  const { db, bindings } = s.world;
+  const slices: Array<() => void> = [];
+  scheduleSlicesWith((slice) => slices.push(slice));
+  t.teardown(() => scheduleSlicesWith((slice) => setImmediate(slice)));
+  loadIndex(db, s.generation);
+  const query: NearestQuery = { generation: s.generation, queryVector: vectorOf(2), bindingIds: [bindings.aliceInbox, bindings.aliceArchive], limit: 2 };
+  const counted = { ...FORCED, countEveryMs: 0 };
+  inRead(s.world, () => nearestMessagesFast(db, query, counted));
+  while (slices.length > 0) slices.shift()!();
+  t.ok(heldIndex(db, s.generation), 'nothing deleted: the index stays');
+  // The archive erased: 8 of 32 messages, rows never candidates of a topic-2 query in the inbox.
+  deleteMessageVectors(db, s.ids.slice(24));
+  inRead(s.world, () => nearestMessagesFast(db, { ...query, bindingIds: [bindings.aliceInbox] }, counted));
+  while (slices.length > 0) slices.shift()!();
+  t.ok(heldIndex(db, s.generation), 'a quarter deleted: it stays');
+  deleteMessageVectors(db, s.ids.slice(0, 4));
+  inRead(s.world, () => nearestMessagesFast(db, { ...query, bindingIds: [bindings.aliceInbox] }, counted));
+  while (slices.length > 0) slices.shift()!();
+  t.equal(heldIndex(db, s.generation), undefined, 'more than a quarter: dropped, to be loaded again');
+  t.same(
+    inRead(s.world, () => nearestMessagesFast(db, query, counted)),
+    inRead(s.world, () => nearestMessages(db, query)),
+    'meanwhile, the exact answer',
+  );
+});
+
 t.test('signatures: Hamming order, scope, replacement and dropping (no store)', async (t) => {
   const index = new SignatureIndex(DIMENSIONS, 2);
   const bytes = (v: Float32Array) => new Uint8Array(v.buffer);
