@@ -79,6 +79,45 @@ const STALE_SHARE = 0.25;
  */
 const COUNT_EVERY_MS = 10 * 60_000;
 
+/**
+ * The Hamming distance of the signature at `at` to the query's. Popcount
+ * three words at a time: their 4-bit counts add without carry (≤ 12), then
+ * into bytes (≤ 24 a group; up to 30 words no byte can overflow, beyond
+ * they are folded every 10 groups). Measured 5.9 ms for 255,000 rows of 12
+ * words, against 8.1 ms word by word and 8.6 ms with a 16-bit lookup table
+ * (V8, Node 20).
+ */
+function hammingAt(signatures: Uint32Array, at: number, q: Uint32Array, words: number): number {
+  if (words <= 30) {
+    let bytes = 0;
+    for (let w = 0, o = at; w < words; w += 3, o += 3)
+      bytes += nibbleCounts(signatures[o]! ^ q[w]!, signatures[o + 1]! ^ q[w + 1]!, signatures[o + 2]! ^ q[w + 2]!);
+    return sumOfBytes(bytes);
+  }
+  let d = 0;
+  let bytes = 0;
+  for (let w = 0, o = at, groups = 1; w < words; w += 3, o += 3, groups++) {
+    bytes += nibbleCounts(signatures[o]! ^ q[w]!, signatures[o + 1]! ^ q[w + 1]!, signatures[o + 2]! ^ q[w + 2]!);
+    if (groups % 10 === 0) {
+      d += sumOfBytes(bytes);
+      bytes = 0;
+    }
+  }
+  return d + sumOfBytes(bytes);
+}
+
+/** The bit counts of three words, per byte (each ≤ 24). */
+function nibbleCounts(a: number, b: number, c: number): number {
+  a -= (a >>> 1) & 0x55555555;
+  a = (a & 0x33333333) + ((a >>> 2) & 0x33333333);
+  b -= (b >>> 1) & 0x55555555;
+  b = (b & 0x33333333) + ((b >>> 2) & 0x33333333);
+  c -= (c >>> 1) & 0x55555555;
+  c = (c & 0x33333333) + ((c >>> 2) & 0x33333333);
+  const nibbles = a + b + c;
+  return (nibbles & 0x0f0f0f0f) + ((nibbles >>> 4) & 0x0f0f0f0f);
+}
+
 /** The four bytes of a word, added (each up to 255). */
 function sumOfBytes(x: number): number {
   const halves = (x & 0x00ff00ff) + ((x >>> 8) & 0x00ff00ff);
@@ -200,39 +239,16 @@ export class SignatureIndex {
     const distances = this.distances;
     const histogram = new Uint32Array(this.dimensions + 2);
     const OUT = 0xffff;
+    const { from, below } = scope;
     let inScope = 0;
     for (let r = 0; r < rows; r++) {
-      const b = bindings[r]!;
+      const binding = bindings[r]!;
       const at = received[r]!;
-      if (b > top || wanted[b] === 0 || at < scope.from || at >= scope.below) {
+      if (binding > top || wanted[binding] === 0 || at < from || at >= below) {
         distances[r] = OUT;
         continue;
       }
-      // Popcount three words at a time: their 4-bit counts add without carry (≤ 12), then into bytes
-      // (≤ 24 a group, folded every 10 groups). Measured 5.9 ms for 255,000 rows of 12 words, against
-      // 8.1 ms word by word and 8.6 ms with a 16-bit lookup table (V8, Node 20).
-      let d = 0;
-      let bytes = 0;
-      let groups = 0;
-      for (let w = 0, o = r * words; w < words; w += 3, o += 3) {
-        let a = signatures[o]! ^ q[w]!;
-        let b = signatures[o + 1]! ^ q[w + 1]!;
-        let c = signatures[o + 2]! ^ q[w + 2]!;
-        a -= (a >>> 1) & 0x55555555;
-        a = (a & 0x33333333) + ((a >>> 2) & 0x33333333);
-        b -= (b >>> 1) & 0x55555555;
-        b = (b & 0x33333333) + ((b >>> 2) & 0x33333333);
-        c -= (c >>> 1) & 0x55555555;
-        c = (c & 0x33333333) + ((c >>> 2) & 0x33333333);
-        const nibbles = a + b + c;
-        bytes += (nibbles & 0x0f0f0f0f) + ((nibbles >>> 4) & 0x0f0f0f0f);
-        if (++groups === 10) {
-          d += sumOfBytes(bytes);
-          bytes = 0;
-          groups = 0;
-        }
-      }
-      d += sumOfBytes(bytes);
+      const d = hammingAt(signatures, r * words, q, words);
       distances[r] = d;
       histogram[d]!++;
       inScope++;

@@ -267,3 +267,25 @@ t.test('signatures: Hamming order, scope, replacement and dropping (no store)', 
   t.same(index.candidates(vectorOf(6), all, 1).passageIds, [4], 'a dropped row is no candidate');
   t.equal(index.rowsIn([1]), 3, 'rows per binding follow the drop');
 });
+
+t.test('signatures: the Hamming distance is exact at any width (no store)', async (t) => {
+  let seed = 7;
+  const random = () => {
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+    return seed / 2 ** 32 - 0.5;
+  };
+  for (const dimensions of [6, 384, 512, 1200, 3000]) {
+    const vectors = Array.from({ length: 300 }, () => Float32Array.from({ length: dimensions }, random));
+    const index = new SignatureIndex(dimensions);
+    for (const [i, v] of vectors.entries()) index.add({ passageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
+    const query = Float32Array.from({ length: dimensions }, random);
+    const hamming = (v: Float32Array) => v.reduce((n, x, i) => n + (x < 0 !== query[i]! < 0 ? 1 : 0), 0);
+    const naive = vectors.map(hamming).sort((a, b) => a - b);
+    const { passageIds } = index.candidates(query, { bindingIds: [1], from: -1, below: Number.MAX_SAFE_INTEGER }, 20);
+    t.same(
+      passageIds.map((id) => hamming(vectors[id - 1]!)).sort((a, b) => a - b),
+      naive.slice(0, 20),
+      `${dimensions} dimensions: the 20 nearest by sign bits`,
+    );
+  }
+});
