@@ -60,6 +60,12 @@ export const RRF_K = 60;
  */
 export const LEXICAL_WEIGHT = 2;
 export const VECTOR_WEIGHT = 1;
+/**
+ * The filtered vector ranking reads the passing messages' vectors by message
+ * when at most this many pass: about 5 passages each at ~10 µs a probe,
+ * against ~1.8 µs for every vector of the scope the other way.
+ */
+const FILTERED_BY_MESSAGE = 10_000;
 /** Scores closer than this are a tie (a sum of fractions is not exact in floating point). */
 const SCORE_EPSILON = 1e-12;
 
@@ -230,13 +236,31 @@ function vectorRanking(
 
   const target = generation(db, semantic.generation)!;
   const fn = target.distance === 'cosine' ? 'vector_distance_cos' : 'vector_distance_l2';
-  const sql = `SELECT v.message_id AS messageId, ${fn}(v.vector, ?) AS distance
+  const filters = clauses.sql.map((c) => `AND ${c}`).join(' ');
+  const bounds = receivedRange(range);
+  const scope = JSON.stringify(bindingIds);
+  // Few messages pass the filters (a sender, say): their vectors, by message, cost less than every
+  // vector of the scope (measured at 50,000 messages: a sender filter 442 ms the other way).
+  const passing =
+    one<{ n: number }>(
+      prepared(db, `SELECT count(*) AS n FROM messages m WHERE m.binding_id IN (SELECT value FROM json_each(?)) AND m.state = 'stored' ${filters}`),
+      [scope, ...clauses.params],
+    )?.n ?? 0;
+  const byMessage = passing <= FILTERED_BY_MESSAGE;
+  const sql = byMessage
+    ? `SELECT v.message_id AS messageId, ${fn}(v.vector, ?) AS distance
+    FROM messages m CROSS JOIN passage_vectors v ON v.message_id = m.id
+    WHERE m.binding_id IN (SELECT value FROM json_each(?)) AND m.state = 'stored' ${filters}
+      AND +v.generation_id = ? AND +v.binding_id IN (SELECT value FROM json_each(?)) AND +v.received >= ? AND +v.received < ?
+    ORDER BY distance, v.received DESC, v.message_id DESC LIMIT ?`
+    : `SELECT v.message_id AS messageId, ${fn}(v.vector, ?) AS distance
     FROM passage_vectors v CROSS JOIN messages m ON m.id = v.message_id
     WHERE v.generation_id = ? AND v.binding_id IN (SELECT value FROM json_each(?)) AND v.received >= ? AND v.received < ?
-      AND m.state = 'stored' ${clauses.sql.map((c) => `AND ${c}`).join(' ')}
+      AND m.state = 'stored' ${filters}
     ORDER BY distance, v.received DESC, v.message_id DESC LIMIT ?`;
-  const bounds = receivedRange(range);
-  const params: SqlValue[] = [vectorBytes(semantic.vector), target.id, JSON.stringify(bindingIds), bounds.from, bounds.below, ...clauses.params];
+  const params: SqlValue[] = byMessage
+    ? [vectorBytes(semantic.vector), scope, ...clauses.params, target.id, scope, bounds.from, bounds.below]
+    : [vectorBytes(semantic.vector), target.id, scope, bounds.from, bounds.below, ...clauses.params];
   // A message has several passages, and exclusions are checked afterwards:
   // read on until `depth` pass or the filtered scope holds no more.
   for (let rows = depth * 4; ; rows *= 4) {
