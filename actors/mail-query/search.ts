@@ -205,10 +205,13 @@ export function fuse(lexical: readonly SummaryRow[], vector: readonly SummaryRow
  * the same scope and filters as the lexical walk and without the query's
  * exclusions. `nearestMessagesFast` (vector-index.ts: an in-memory
  * candidate index, rescored exactly; the exact scan for a small scope)
- * scopes the visible bindings and the received range; the nearest are then checked against every other filter in one
- * query. Usually that is enough; when the filters keep fewer than `depth`
- * of them and the scope holds more, one ranking applies the filters per row
- * in SQL (exact), so a selective filter costs one more scan, not a deepening
+ * scopes the visible bindings and the received range; the nearest are then
+ * checked against every other filter in one query. Usually that is enough;
+ * when the filters keep fewer than `depth` of them and the scope holds
+ * more, one exact ranking of the filtered scope follows: the vectors of the
+ * messages passing the filters, by message, when at most
+ * `FILTERED_BY_MESSAGE` pass, else every vector of the scope with the
+ * filters per row. A selective filter costs one more pass, not a deepening
  * series of them.
  */
 function vectorRanking(
