@@ -8,17 +8,30 @@
  * generation serves, no query vector) and hybrid, whole mailbox and one
  * folder, in one read transaction each as a pool thread runs it.
  *
+ * The vector half (actors/mail-query/vector-index.ts): the in-memory sign-bit
+ * index's cold load (time, bytes per row), and per scope p50/p99 of the
+ * exact `nearestMessages` and of the index path (top 50 messages) with
+ * recall@10 and recall@50 of the index against exact, for several
+ * candidate counts: on the random vectors (a hard case for sign bits), on a
+ * second generation of clustered synthetic vectors (topics: a centroid plus
+ * noise, cosine ≈ 0.7 to it), and, in memory, on the retrieval scenario's
+ * cached real embeddings when `os.tmpdir()/mailcairn-retrieval-vectors/`
+ * holds them (bench/retrieval-vectors.ts, branch emb-local2).
+ *
+ * Env: BENCH_RECALL_QUERIES (default 30) queries per scope and case.
+ *
  *   BENCH_MESSAGES=50000 node --import tsx bench/search-engine.ts   # once, builds the store
  *   BENCH_MESSAGES=50000 node --import tsx bench/hybrid-search.ts [iterations=30]
  */
-import { copyFileSync, existsSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type QueryScope, SearchEmailsInput } from '../actors/mail-query/protocol.ts';
 import { searchEmails } from '../actors/mail-query/search.ts';
+import { dropIndex, loadIndex, nearestMessagesFast, SignatureIndex } from '../actors/mail-query/vector-index.ts';
 import { syncBindings } from '../runtime/store/mailbox/bindings.ts';
-import { beginGeneration, coverage, type PassageVector, promoteGeneration, writeVectors } from '../runtime/store/mailbox/vectors.ts';
+import { beginGeneration, coverage, nearestMessages, type PassageVector, promoteGeneration, writeVectors } from '../runtime/store/mailbox/vectors.ts';
 import { migrate } from '../runtime/store/migrate.ts';
 import { openStore } from '../runtime/store/open.ts';
 import { many, one } from '../runtime/store/rows.ts';
@@ -29,14 +42,15 @@ const DIMENSIONS = 384;
 
 const source = [7, 6].map((v) => join(tmpdir(), `mailcairn-search-engine-${total}-v${v}.db`)).find(existsSync);
 if (source === undefined) throw new Error(`no store of ${total} messages: run bench/search-engine.ts with BENCH_MESSAGES=${total} first`);
-const database = join(tmpdir(), `mailcairn-hybrid-search-${total}.db`);
+// Per process: two runs at once must not share (and delete) one copy.
+const database = join(tmpdir(), `mailcairn-hybrid-search-${total}-${process.pid}.db`);
 for (const suffix of ['', '-wal', '-shm']) rmSync(database + suffix, { force: true });
 copyFileSync(source, database);
 const db = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });
 
 let seed = 42;
 function random(): number {
-  seed = (seed * 1_103_515_245 + 12_345) >>> 0;
+  seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
   return seed / 2 ** 32;
 }
 function unitVector(): Float32Array<ArrayBuffer> {
@@ -50,6 +64,145 @@ function unitVector(): Float32Array<ArrayBuffer> {
   for (let i = 0; i < DIMENSIONS; i++) v[i] = v[i]! / n;
   return v;
 }
+function gaussian(): number {
+  return Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+}
+function normalised(v: Float32Array<ArrayBuffer>): Float32Array<ArrayBuffer> {
+  let norm = 0;
+  for (const x of v) norm += x * x;
+  const n = Math.sqrt(norm);
+  for (let i = 0; i < v.length; i++) v[i] = v[i]! / n;
+  return v;
+}
+const TOPICS = 200;
+const centroids = Array.from({ length: TOPICS }, () => unitVector());
+/** A point of a random topic: its centroid plus noise of norm ≈ 1 (cosine ≈ 0.7 to the centroid). */
+function clusteredVector(): Float32Array<ArrayBuffer> {
+  const c = centroids[Math.floor(random() * TOPICS)]!;
+  const v = new Float32Array(DIMENSIONS);
+  for (let i = 0; i < DIMENSIONS; i++) v[i] = c[i]! + gaussian() / Math.sqrt(DIMENSIONS);
+  return normalised(v);
+}
+const recallQueries = Number(process.env.BENCH_RECALL_QUERIES ?? 30);
+const CANDIDATE_CASES = [10, 20, 40];
+const recall = (found: readonly number[], exact: readonly number[], k: number) => {
+  const top = new Set(exact.slice(0, k));
+  return found.slice(0, k).filter((id) => top.has(id)).length / Math.max(1, Math.min(k, exact.length));
+};
+const stats = (samples: number[]) => {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return `${percentile(sorted, 50).toFixed(1)} / ${percentile(sorted, 99).toFixed(1)}`;
+};
+
+/** Cold load, then exact vs index per scope: p50 / p99 ms and recall, top 50 messages. */
+function vectorFigures(label: string, generationId: number, makeQuery: () => Float32Array, scopes: ReadonlyArray<readonly [string, readonly number[]]>): void {
+  dropIndex(db);
+  const t0 = performance.now();
+  const index = loadIndex(db, generationId)!;
+  const loadMs = performance.now() - t0;
+  console.log(
+    `${label}: cold load ${(loadMs / 1000).toFixed(2)} s, ${index.rows} rows, ${(index.bytes / index.rows).toFixed(0)} bytes per row, ${(index.bytes / 2 ** 20).toFixed(1)} MiB`,
+  );
+  const rows: Array<Record<string, unknown>> = [];
+  for (const [name, bindingIds] of scopes) {
+    const queries = Array.from({ length: recallQueries }, makeQuery);
+    const exactTimes: number[] = [];
+    const exact = queries.map((queryVector) => {
+      const t = performance.now();
+      const found = db.transaction(() => nearestMessages(db, { generation: generationId, queryVector, bindingIds, limit: 50 })).deferred();
+      exactTimes.push(performance.now() - t);
+      return found.map((m) => m.messageId);
+    });
+    rows.push({ scope: name, path: 'exact (SQL)', 'p50 / p99 ms': stats(exactTimes), 'recall@10': 1, 'recall@50': 1 });
+    for (const perResult of CANDIDATE_CASES) {
+      const times: number[] = [];
+      let r10 = 0;
+      let r50 = 0;
+      queries.forEach((queryVector, i) => {
+        const t = performance.now();
+        const found = db
+          .transaction(() =>
+            nearestMessagesFast(db, { generation: generationId, queryVector, bindingIds, limit: 50 }, { candidatesPerResult: perResult, exactScopeRows: 0 }),
+          )
+          .deferred();
+        times.push(performance.now() - t);
+        const ids = found.map((m) => m.messageId);
+        r10 += recall(ids, exact[i]!, 10);
+        r50 += recall(ids, exact[i]!, 50);
+      });
+      rows.push({
+        scope: name,
+        path: `index, ${perResult * 50} candidates`,
+        'p50 / p99 ms': stats(times),
+        'recall@10': Number((r10 / queries.length).toFixed(3)),
+        'recall@50': Number((r50 / queries.length).toFixed(3)),
+      });
+    }
+    // The in-memory half alone (the rest of the index path is the exact rescoring in SQL).
+    const from = -1;
+    const below = Number.MAX_SAFE_INTEGER;
+    const scans = queries.map((queryVector) => {
+      const t = performance.now();
+      index.candidates(queryVector, { bindingIds, from, below }, 2000);
+      return performance.now() - t;
+    });
+    rows.push({ scope: name, path: 'signature scan alone, 2000 candidates', 'p50 / p99 ms': stats(scans) });
+  }
+  console.table(rows);
+}
+
+/** The retrieval scenario's cached embeddings (512 dimensions), in memory: sign-bit candidates rescored exactly, against exact. */
+function realVectorRecall(): void {
+  const dir = join(tmpdir(), 'mailcairn-retrieval-vectors');
+  if (!existsSync(dir)) return console.log('real embeddings: no cache in', dir);
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.vectors'))) {
+    const buf = readFileSync(join(dir, file));
+    const dims = [512, 384, 256, 768, 1024, 1536].find((d) => buf.length % (32 + 4 * d) === 0);
+    if (dims === undefined) continue;
+    const record = 32 + 4 * dims;
+    const all: Float32Array[] = [];
+    for (let at = 0; at + record <= buf.length; at += record)
+      all.push(new Float32Array(buf.buffer.slice(buf.byteOffset + at + 32, buf.byteOffset + at + record)));
+    const queries = all.splice(all.length - 200, 200);
+    const index = new SignatureIndex(dims, all.length);
+    for (const [i, v] of all.entries()) index.add({ passageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
+    const cosine = (a: Float32Array, b: Float32Array) => {
+      let dot = 0;
+      let na = 0;
+      let nb = 0;
+      for (let i = 0; i < a.length; i++) {
+        dot += a[i]! * b[i]!;
+        na += a[i]! * a[i]!;
+        nb += b[i]! * b[i]!;
+      }
+      return 1 - dot / Math.sqrt(na * nb);
+    };
+    const rows: Array<Record<string, unknown>> = [];
+    for (const count of [250, 500, 1000, 2000]) {
+      let r10 = 0;
+      let r50 = 0;
+      for (const q of queries) {
+        const exact = all
+          .map((v, i) => ({ id: i + 1, d: cosine(q, v) }))
+          .sort((a, b) => a.d - b.d)
+          .slice(0, 50)
+          .map((x) => x.id);
+        const { passageIds } = index.candidates(q, { bindingIds: [1], from: -1, below: Number.MAX_SAFE_INTEGER }, count);
+        const found = passageIds
+          .map((id) => ({ id, d: cosine(q, all[id - 1]!) }))
+          .sort((a, b) => a.d - b.d)
+          .slice(0, 50)
+          .map((x) => x.id);
+        r10 += recall(found, exact, 10);
+        r50 += recall(found, exact, 50);
+      }
+      rows.push({ candidates: count, 'recall@10': Number((r10 / queries.length).toFixed(3)), 'recall@50': Number((r50 / queries.length).toFixed(3)) });
+    }
+    console.log(`real embeddings (${file}): ${all.length} vectors of ${dims} dimensions, 200 held-out vectors as queries, top 50 passages`);
+    console.table(rows);
+  }
+}
+
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
 function timed(fn: () => unknown): { p50: number; p99: number } {
   for (let i = 0; i < 3; i++) fn();
@@ -70,6 +223,15 @@ function timed(fn: () => unknown): { p50: number; p99: number } {
 
 try {
   const setup = performance.now();
+  // A store built before 16 KiB pages (bench/search-engine.ts's may be) keeps its 4 KiB pages, on
+  // which a 1,536-byte vector spills to an overflow page: convert the copy, as a new store is made.
+  if (one<{ page_size: number }>(db.prepare('PRAGMA page_size'))!.page_size !== 16_384) {
+    db.exec('PRAGMA journal_mode = DELETE');
+    db.exec('PRAGMA page_size = 16384');
+    db.exec('VACUUM');
+    db.exec('PRAGMA journal_mode = WAL');
+  }
+  if (process.env.BENCH_MMAP !== undefined) db.exec(`PRAGMA mmap_size = ${Number(process.env.BENCH_MMAP)}`);
   migrate(db);
   // Folders as mail arrives: 1 % to `small`, 20 % to `large`, the rest stays in the inbox.
   const bindings = syncBindings(
@@ -97,13 +259,33 @@ try {
   db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   const messages = one<{ n: number }>(db.prepare("SELECT count(*) AS n FROM messages WHERE state = 'stored'"))!.n;
   console.log(
-    `${messages} stored messages, ${passages.length} passage vectors of ${DIMENSIONS} dims; setup ${((performance.now() - setup) / 1000).toFixed(0)} s; ` +
+    `${messages} stored messages, ${passages.length} passage vectors of ${DIMENSIONS} dims; page size ${one<{ page_size: number }>(db.prepare('PRAGMA page_size'))!.page_size}, mmap ${process.env.BENCH_MMAP ?? 0}; setup ${((performance.now() - setup) / 1000).toFixed(0)} s; ` +
       `${iterations} iterations; load average ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
   );
 
   const all = [id('inbox'), id('small'), id('large')];
+  const vectorScopes = [
+    ['whole mailbox', all],
+    ['folder 20 %', [id('large')]],
+    ['folder 1 %', [id('small')]],
+  ] as const;
+  realVectorRecall();
+  if (process.env.BENCH_SKIP_CLUSTERED === undefined) {
+    const clustered = beginGeneration(db, { provider: 'openai-compatible', model: 'clustered', dimensions: DIMENSIONS, distance: 'cosine' }, 2).id;
+    for (let i = 0; i < passages.length; i += 2000)
+      writeVectors(
+        db,
+        clustered,
+        passages.slice(i, i + 2000).map((passageId) => ({ passageId, vector: clusteredVector() })),
+      );
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    vectorFigures('clustered synthetic vectors', clustered, clusteredVector, vectorScopes);
+  }
+  vectorFigures('random unit vectors', generation, unitVector, vectorScopes);
+  // The hybrid rows below answer through the index, loaded (a pool thread loads it in the background).
+  loadIndex(db, generation);
   const rows: Array<Record<string, unknown>> = [];
   for (const [name, bindingIds] of [
     ['whole mailbox', all],

@@ -28,7 +28,7 @@ const K = 10;
 
 let seed = 42;
 function random(): number {
-  seed = (seed * 1_103_515_245 + 12_345) >>> 0;
+  seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
   return seed / 2 ** 32;
 }
 function unitVector(dimensions: number): Float32Array {

@@ -30,7 +30,7 @@
  * Reads only. Importable by `task.ts`.
  */
 import { AppError } from '../../runtime/errors.ts';
-import { coverage, generation, generations, nearestMessages, receivedRange, vectorBytes } from '../../runtime/store/mailbox/vectors.ts';
+import { coverage, generation, generations, receivedRange, vectorBytes } from '../../runtime/store/mailbox/vectors.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { one, type SqlValue } from '../../runtime/store/rows.ts';
 import { excerpt, phraseOf, type Phrase } from './excerpt.ts';
@@ -40,6 +40,7 @@ import { compileTerms, expressionOf } from './query-syntax.ts';
 import { placeholders, prepared } from './statements.ts';
 import { summaryColumns, summaryOf, type SummaryRow } from './summary.ts';
 import { freshnessOf, resolveTargets, visibleBindings } from './targets.ts';
+import { nearestMessagesFast } from './vector-index.ts';
 
 // Tokens of an excerpt: of the body, of the attachment names.
 const BODY_TOKENS = 12;
@@ -59,6 +60,12 @@ export const RRF_K = 60;
  */
 export const LEXICAL_WEIGHT = 2;
 export const VECTOR_WEIGHT = 1;
+/**
+ * The filtered vector ranking reads the passing messages' vectors by message
+ * when at most this many pass: about 5 passages each at ~10 µs a probe,
+ * against ~1.8 µs for every vector of the scope the other way.
+ */
+const FILTERED_BY_MESSAGE = 10_000;
 /** Scores closer than this are a tie (a sum of fractions is not exact in floating point). */
 const SCORE_EPSILON = 1e-12;
 
@@ -196,11 +203,15 @@ export function fuse(lexical: readonly SummaryRow[], vector: readonly SummaryRow
 /**
  * The vector list: messages by their nearest passage, `depth` of them, under
  * the same scope and filters as the lexical walk and without the query's
- * exclusions. `nearestMessages` scopes the visible bindings and the received
- * range; the nearest are then checked against every other filter in one
- * query. Usually that is enough; when the filters keep fewer than `depth`
- * of them and the scope holds more, one ranking applies the filters per row
- * in SQL (exact), so a selective filter costs one more scan, not a deepening
+ * exclusions. `nearestMessagesFast` (vector-index.ts: an in-memory
+ * candidate index, rescored exactly; the exact scan for a small scope)
+ * scopes the visible bindings and the received range; the nearest are then
+ * checked against every other filter in one query. Usually that is enough;
+ * when the filters keep fewer than `depth` of them and the scope holds
+ * more, one exact ranking of the filtered scope follows: the vectors of the
+ * messages passing the filters, by message, when at most
+ * `FILTERED_BY_MESSAGE` pass, else every vector of the scope with the
+ * filters per row. A selective filter costs one more pass, not a deepening
  * series of them.
  */
 function vectorRanking(
@@ -219,7 +230,7 @@ function vectorRanking(
   };
   // With filters, read twice the depth so that a filter keeping most of the scope rarely needs the second query.
   const limit = filtered ? depth * 2 : depth;
-  const nearest = nearestMessages(db, { generation: semantic.generation, queryVector: semantic.vector, bindingIds, ...range, limit });
+  const nearest = nearestMessagesFast(db, { generation: semantic.generation, queryVector: semantic.vector, bindingIds, ...range, limit });
   const first = inRankOrder(
     nearest.map((n) => n.messageId),
     checked(db, nearest, bindingIds, clauses, excluded),
@@ -228,13 +239,32 @@ function vectorRanking(
 
   const target = generation(db, semantic.generation)!;
   const fn = target.distance === 'cosine' ? 'vector_distance_cos' : 'vector_distance_l2';
-  const sql = `SELECT v.message_id AS messageId, ${fn}(v.vector, ?) AS distance
+  const filters = clauses.sql.map((c) => `AND ${c}`).join(' ');
+  const bounds = receivedRange(range);
+  const scope = JSON.stringify(bindingIds);
+  // Few messages pass the filters (a sender, say): their vectors, by message, cost less than every
+  // vector of the scope (measured at 50,000 messages: a sender of 831 messages, 442–905 ms the other way).
+  const passing = (
+    prepared(db, `SELECT m.id FROM messages m WHERE m.binding_id IN (SELECT value FROM json_each(?)) AND m.state = 'stored' ${filters} LIMIT ?`).all([
+      scope,
+      ...clauses.params,
+      FILTERED_BY_MESSAGE + 1,
+    ]) as Array<{ id: number }>
+  ).map((r) => r.id);
+  const byMessage = passing.length <= FILTERED_BY_MESSAGE;
+  const sql = byMessage
+    ? `SELECT v.message_id AS messageId, ${fn}(v.vector, ?) AS distance
+    FROM json_each(?) c CROSS JOIN passage_vectors v ON v.message_id = c.value
+    WHERE +v.generation_id = ? AND +v.binding_id IN (SELECT value FROM json_each(?)) AND +v.received >= ? AND +v.received < ?
+    ORDER BY distance, v.received DESC, v.message_id DESC LIMIT ?`
+    : `SELECT v.message_id AS messageId, ${fn}(v.vector, ?) AS distance
     FROM passage_vectors v CROSS JOIN messages m ON m.id = v.message_id
     WHERE v.generation_id = ? AND v.binding_id IN (SELECT value FROM json_each(?)) AND v.received >= ? AND v.received < ?
-      AND m.state = 'stored' ${clauses.sql.map((c) => `AND ${c}`).join(' ')}
+      AND m.state = 'stored' ${filters}
     ORDER BY distance, v.received DESC, v.message_id DESC LIMIT ?`;
-  const bounds = receivedRange(range);
-  const params: SqlValue[] = [vectorBytes(semantic.vector), target.id, JSON.stringify(bindingIds), bounds.from, bounds.below, ...clauses.params];
+  const params: SqlValue[] = byMessage
+    ? [vectorBytes(semantic.vector), JSON.stringify(passing), target.id, scope, bounds.from, bounds.below]
+    : [vectorBytes(semantic.vector), target.id, scope, bounds.from, bounds.below, ...clauses.params];
   // A message has several passages, and exclusions are checked afterwards:
   // read on until `depth` pass or the filtered scope holds no more.
   for (let rows = depth * 4; ; rows *= 4) {

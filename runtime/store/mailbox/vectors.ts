@@ -11,7 +11,13 @@
  * - `writeVectors`: a batch of one generation in one transaction. The
  *   message, account, binding and received time are copied from the store
  *   as it is then: a passage that no longer exists (its message tombstoned,
- *   erased or re-derived meanwhile) gets no vector.
+ *   erased or re-derived meanwhile) gets no vector. The batch's rows carry
+ *   the generation's next write sequence number (migration 0009).
+ * - `vectorsInKeyOrder`, `lastVectorSeq`, `vectorsWrittenAfter`: a reader
+ *   holding a generation in memory (the query pool's candidate index,
+ *   actors/mail-query/vector-index.ts) loads it front to back once, then
+ *   reads only the rows written since; `passageDistances` rescores its
+ *   candidates exactly.
  * - `deleteMessageVectors`: every generation's vectors of some messages. The
  *   sync actor's tombstone, erasure and re-derivation statements delete them
  *   too, with the other child rows (server-changes.ts, erasure.ts, derived.ts).
@@ -86,6 +92,19 @@ const nearest = (fn: string) =>
    FROM passage_vectors WHERE ${scope}
    ORDER BY distance, received DESC, message_id DESC LIMIT ?`;
 
+/**
+ * Exact distances of some passages (candidates of the in-memory index),
+ * within the scope. The candidate list is the outer loop (CROSS JOIN): one
+ * probe of the (passage, generation) key each (the unary `+` keeps the
+ * scope out of the probe: an IN list would multiply it); `passage_id IN (…)` let the
+ * planner read the generation's whole range instead.
+ */
+const rescore = (fn: string) =>
+  `SELECT v.passage_id AS passageId, v.message_id AS messageId, v.binding_id AS bindingId, ${fn}(v.vector, ?) AS distance
+   FROM json_each(?) c CROSS JOIN passage_vectors v ON v.passage_id = c.value AND v.generation_id = ?
+   WHERE +v.binding_id ${inJson} AND +v.received >= ? AND +v.received < ?
+   ORDER BY distance, v.received DESC, v.message_id DESC`;
+
 const statements = perConnection((db: Database) => ({
   generation: db.prepare('SELECT * FROM embedding_generations WHERE id = ?'),
   generations: db.prepare('SELECT * FROM embedding_generations ORDER BY id'),
@@ -103,12 +122,31 @@ const statements = perConnection((db: Database) => ({
   retiredRemain: db.prepare(
     "SELECT 1 AS found FROM passage_vectors WHERE generation_id IN (SELECT id FROM embedding_generations WHERE state = 'retired') LIMIT 1",
   ),
+  nextSeq: db.prepare('UPDATE embedding_generations SET vector_seq = vector_seq + 1 WHERE id = ? RETURNING vector_seq AS seq'),
   write: db.prepare(
-    `INSERT INTO passage_vectors (generation_id, passage_id, message_id, account_id, binding_id, received, vector)
-     SELECT ?, p.id, p.message_id, m.account_id, m.binding_id, CASE WHEN m.internal_date IS NULL THEN -1 ELSE max(m.internal_date, 0) END, ?
+    `INSERT INTO passage_vectors (generation_id, passage_id, message_id, account_id, binding_id, received, vector, seq)
+     SELECT ?, p.id, p.message_id, m.account_id, m.binding_id, CASE WHEN m.internal_date IS NULL THEN -1 ELSE max(m.internal_date, 0) END, ?, ?
      FROM passages p JOIN messages m ON m.id = p.message_id WHERE p.id = ? AND m.state = 'stored'
-     ON CONFLICT (passage_id, generation_id) DO UPDATE SET vector = excluded.vector`,
+     ON CONFLICT (passage_id, generation_id) DO UPDATE SET vector = excluded.vector, seq = excluded.seq`,
   ),
+  // Index passage_vectors_seq holds (generation_id, seq) then the primary key: pages in that order, no sorter.
+  written: db.prepare(
+    `SELECT seq, binding_id AS bindingId, received, message_id AS messageId, passage_id AS passageId, vector
+     FROM passage_vectors INDEXED BY passage_vectors_seq
+     WHERE generation_id = ? AND (seq, binding_id, received, message_id, passage_id) > (?, ?, ?, ?, ?)
+     ORDER BY seq, binding_id, received, message_id, passage_id LIMIT ?`,
+  ),
+  // The primary key's order: the table read front to back (a whole generation's first load).
+  inKeyOrder: db.prepare(
+    `SELECT seq, binding_id AS bindingId, received, message_id AS messageId, passage_id AS passageId, vector
+     FROM passage_vectors WHERE generation_id = ? AND (binding_id, received, message_id, passage_id) > (?, ?, ?, ?)
+     ORDER BY binding_id, received, message_id, passage_id LIMIT ?`,
+  ),
+  lastSeq: db.prepare('SELECT vector_seq AS seq FROM embedding_generations WHERE id = ?'),
+  // The narrowest index holding every row of a generation: a count reads no vector.
+  count: db.prepare('SELECT count(*) AS n FROM passage_vectors INDEXED BY passage_vectors_seq WHERE generation_id = ?'),
+  rescoreCosine: db.prepare(rescore('vector_distance_cos')),
+  rescoreL2: db.prepare(rescore('vector_distance_l2')),
   deleteMessages: db.prepare(`DELETE FROM passage_vectors WHERE message_id ${inJson}`),
   // One pass over the bindings' stored mail (index messages_binding_state), two index probes per email.
   // Counting distinct messages in passage_vectors instead read every vector of the scope: 590 ms for
@@ -220,7 +258,8 @@ function checkVector(vector: Float32Array, target: Generation): void {
 
 /**
  * Writes (or rewrites) a batch of vectors of one building or serving
- * generation in one transaction. Answers how many were written; a passage
+ * generation in one transaction, stamped with the generation's next write
+ * sequence number (migration 0009). Answers how many were written; a passage
  * gone, or of mail no longer stored, is skipped.
  */
 export function writeVectors(db: Database, generationId: number, vectors: readonly PassageVector[]): { written: number; skipped: number } {
@@ -228,11 +267,10 @@ export function writeVectors(db: Database, generationId: number, vectors: readon
   const apply = db.transaction(() => {
     const target = generation(db, generationId);
     if (target === undefined || target.state === 'retired') throw new Error(`generation ${generationId} takes no vectors (${target?.state ?? 'unknown'})`);
+    for (const { vector } of vectors) checkVector(vector, target);
+    const seq = one<{ seq: number }>(s.nextSeq, [generationId])!.seq;
     let written = 0;
-    for (const { passageId, vector } of vectors) {
-      checkVector(vector, target);
-      written += run(s.write, [generationId, vectorBytes(vector), passageId]).changes;
-    }
+    for (const { passageId, vector } of vectors) written += run(s.write, [generationId, vectorBytes(vector), seq, passageId]).changes;
     return { written, skipped: vectors.length - written };
   });
   return apply.immediate();
@@ -282,4 +320,79 @@ export function nearestMessages(db: Database, query: NearestQuery): NearestMessa
     }
     if (messages.size === query.limit || found.length < rows) return [...messages.values()];
   }
+}
+
+/** Where a reader of `vectorsWrittenAfter` stands: the last row read, in (seq, primary key) order. */
+export type VectorCursor = { seq: number; bindingId: number; received: number; messageId: number; passageId: number };
+/** Before every row. */
+export const VECTOR_CURSOR_START: VectorCursor = { seq: -1, bindingId: 0, received: -2, messageId: 0, passageId: 0 };
+/** A vector row as written, its vector as stored (little-endian float32 bytes). */
+export type WrittenVector = VectorCursor & { vector: Uint8Array };
+
+/**
+ * At most `limit` rows of the generation after `cursor`, in write order
+ * (seq, then primary key): from the start, the whole generation in pages;
+ * from the last row read, what was written since (one index probe when
+ * nothing was). A row rewritten comes again, with its new seq.
+ */
+export function vectorsWrittenAfter(db: Database, generationId: number, cursor: VectorCursor, limit: number): WrittenVector[] {
+  const params = [generationId, cursor.seq, cursor.bindingId, cursor.received, cursor.messageId, cursor.passageId, limit];
+  // libsql reads a BLOB as an ArrayBuffer.
+  return many<Omit<WrittenVector, 'vector'> & { vector: ArrayBuffer | Uint8Array }>(statements(db).written, params).map((row) => ({
+    ...row,
+    vector: row.vector instanceof Uint8Array ? row.vector : new Uint8Array(row.vector),
+  }));
+}
+
+/** A row's place in the table (its primary key within a generation). */
+export type VectorKey = Omit<VectorCursor, 'seq'>;
+/** Before every row of a generation. */
+export const VECTOR_KEY_START: VectorKey = { bindingId: 0, received: -2, messageId: 0, passageId: 0 };
+
+/**
+ * At most `limit` rows of the generation after `after`, in the table's own
+ * order: a first load reads the generation front to back, several times
+ * faster than in write order (one lookup per row). Rows written meanwhile
+ * carry a seq above `lastVectorSeq` read before the first page, and are
+ * read afterwards by `vectorsWrittenAfter`.
+ */
+export function vectorsInKeyOrder(db: Database, generationId: number, after: VectorKey, limit: number): WrittenVector[] {
+  const params = [generationId, after.bindingId, after.received, after.messageId, after.passageId, limit];
+  return many<Omit<WrittenVector, 'vector'> & { vector: ArrayBuffer | Uint8Array }>(statements(db).inKeyOrder, params).map((row) => ({
+    ...row,
+    vector: row.vector instanceof Uint8Array ? row.vector : new Uint8Array(row.vector),
+  }));
+}
+
+/** The last write sequence number given in the generation (0: none yet). */
+export function lastVectorSeq(db: Database, generationId: number): number {
+  return one<{ seq: number }>(statements(db).lastSeq, [generationId])?.seq ?? 0;
+}
+
+/** How many vectors the generation holds (one pass over index passage_vectors_seq, no vector read). */
+export function countVectors(db: Database, generationId: number): number {
+  return one<{ n: number }>(statements(db).count, [generationId])?.n ?? 0;
+}
+
+export type PassageDistance = { passageId: number; messageId: number; bindingId: number; distance: number };
+
+/**
+ * The exact distances of these passages' vectors in the generation, those
+ * still in the scope of the query, nearest first (ties as `nearestMessages`).
+ * A passage whose vector is gone is simply absent.
+ */
+export function passageDistances(db: Database, query: Omit<NearestQuery, 'limit'>, passageIds: readonly number[]): PassageDistance[] {
+  const target = generation(db, query.generation);
+  if (target === undefined || query.bindingIds.length === 0 || passageIds.length === 0) return [];
+  checkVector(query.queryVector, target);
+  const range = receivedRange(query);
+  const s = statements(db);
+  return many<PassageDistance>(target.distance === 'cosine' ? s.rescoreCosine : s.rescoreL2, [
+    vectorBytes(query.queryVector),
+    JSON.stringify(passageIds),
+    target.id,
+    JSON.stringify(query.bindingIds),
+    range.from,
+    range.below,
+  ]);
 }

@@ -13,6 +13,7 @@ import { sql as outbox } from './0005-outbox.ts';
 import { sql as searchRecency } from './0006-search-recency.ts';
 import { sql as passageVectors } from './0007-passage-vectors.ts';
 import { sql as embeddingSpend } from './0008-embedding-spend.ts';
+import { sql as vectorSequence } from './0009-vector-sequence.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -25,4 +26,5 @@ export const migrations: readonly Migration[] = [
   { version: 6, name: 'search-recency', sql: searchRecency },
   { version: 7, name: 'passage-vectors', sql: passageVectors },
   { version: 8, name: 'embedding-spend', sql: embeddingSpend },
+  { version: 9, name: 'vector-sequence', sql: vectorSequence },
 ];

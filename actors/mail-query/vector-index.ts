@@ -1,0 +1,459 @@
+/**
+ * The vector half of hybrid search, fast at mailbox scale (issue 15): a
+ * binary-quantised candidate index of the serving generation, held in memory
+ * by each query-pool thread, with exact rescoring in SQL.
+ *
+ * - `SignatureIndex` (pure, no I/O): per passage vector row, the sign bits of
+ *   its components packed into 32-bit words (384 dimensions → 48 bytes),
+ *   with its passage, binding and received time in typed arrays.
+ *   A query scans every row: rows outside the bindings or the received range
+ *   are skipped, the others get the Hamming distance of their signature to
+ *   the query's (XOR + popcount); the `count` nearest are the candidates
+ *   (a histogram of the distances finds the cut, no heap).
+ * - `nearestMessagesFast`: the candidates' vectors are read back by
+ *   (passage, generation) and ranked exactly in SQL (`passageDistances`), so
+ *   distances, ties and scope are those of `nearestMessages`; a candidate
+ *   whose vector is gone (tombstone, erasure, re-derivation since loading)
+ *   does not come back and is dropped from the index. Small scopes, an
+ *   index not loaded yet, or too few messages among the candidates go to
+ *   the exact `nearestMessages`, which stays the reference.
+ * - Keeping current: the first load reads the generation in the table's
+ *   order (front to back, in pages) up to the write sequence number it saw
+ *   first (migration 0009); from there rows are read in write order (seq,
+ *   primary key) after a cursor: only what was written since, one index
+ *   probe when nothing was. A rewritten passage replaces its row; a
+ *   deleted one is found by the rescoring, or by a count of the rows in the
+ *   background at most every 10 minutes. A thread loads a generation in the
+ *   background, in slices between the messages it answers, and answers
+ *   exactly meanwhile; a new serving generation, or an index more than a
+ *   quarter stale, starts a new index.
+ *
+ * Recall is measured, not assumed: bench/hybrid-search.ts reports recall@10
+ * and @50 against the exact path (docs/semantic-search.md, Hybrid search).
+ *
+ * State: one index per (connection, generation), in the pool thread's
+ * memory. Imported by `search.ts` (and the bench and tests).
+ */
+import type { Database } from '../../runtime/store/open.ts';
+import {
+  countVectors,
+  generation as generationOf,
+  lastVectorSeq,
+  type NearestMessage,
+  type NearestQuery,
+  nearestMessages,
+  passageDistances,
+  VECTOR_CURSOR_START,
+  VECTOR_KEY_START,
+  type VectorCursor,
+  type VectorKey,
+  vectorBytes,
+  vectorsInKeyOrder,
+  vectorsWrittenAfter,
+} from '../../runtime/store/mailbox/vectors.ts';
+
+/**
+ * Candidates per message asked (passages, rescored exactly): 2,000 for the
+ * 50 of a hybrid search. Measured at 255,000 passages (bench/hybrid-search.ts,
+ * docs/semantic-search.md): recall@50 1.000 on clustered vectors (0.989 at
+ * 1,000), 1.000 on real embeddings (16,000 of them, in memory); random
+ * vectors, which sign bits separate poorly, 0.72.
+ */
+export const CANDIDATES_PER_RESULT = 40;
+/**
+ * At or below this many rows in scope, the exact scan: at 2,500 rows (a 1 %
+ * folder) it took 3–6 ms against 16–19 ms through the index; at 51,000, 90
+ * against 30 (bench/hybrid-search.ts, loaded two-core machine).
+ */
+export const EXACT_SCOPE_ROWS = 10_000;
+/** Rows read per slice of a background load: 2,000 took 25–40 ms (the whole 255,000: 3–5 s, loaded machine), so a message waits at most that behind one. */
+const LOAD_SLICE_ROWS = 2_000;
+/** At most this many rows written since are read inside a search; more are left to the background load. */
+const DELTA_ROWS = 2_000;
+/** Rows found gone past this share of the index: load it again (their memory is kept until then). */
+const STALE_SHARE = 0.25;
+/**
+ * Rows deleted that are never a candidate are never found gone: this often
+ * (at most), after a search, the generation's rows are counted in the
+ * background, and an index holding more than a quarter more is loaded again.
+ */
+const COUNT_EVERY_MS = 10 * 60_000;
+
+/**
+ * The Hamming distance of the signature at `at` to the query's. Popcount
+ * three words at a time: their 4-bit counts add without carry (≤ 12), then
+ * into bytes (≤ 24 a group; up to 30 words no byte can overflow, beyond
+ * they are folded every 10 groups). Measured 5.9 ms for 255,000 rows of 12
+ * words, against 8.1 ms word by word and 8.6 ms with a 16-bit lookup table
+ * (V8, Node 20).
+ */
+function hammingAt(signatures: Uint32Array, at: number, q: Uint32Array, words: number): number {
+  if (words <= 30) {
+    let bytes = 0;
+    for (let w = 0, o = at; w < words; w += 3, o += 3)
+      bytes += nibbleCounts(signatures[o]! ^ q[w]!, signatures[o + 1]! ^ q[w + 1]!, signatures[o + 2]! ^ q[w + 2]!);
+    return sumOfBytes(bytes);
+  }
+  let d = 0;
+  let bytes = 0;
+  for (let w = 0, o = at, groups = 1; w < words; w += 3, o += 3, groups++) {
+    bytes += nibbleCounts(signatures[o]! ^ q[w]!, signatures[o + 1]! ^ q[w + 1]!, signatures[o + 2]! ^ q[w + 2]!);
+    if (groups % 10 === 0) {
+      d += sumOfBytes(bytes);
+      bytes = 0;
+    }
+  }
+  return d + sumOfBytes(bytes);
+}
+
+/** The bit counts of three words, per byte (each ≤ 24). */
+function nibbleCounts(a: number, b: number, c: number): number {
+  a -= (a >>> 1) & 0x55555555;
+  a = (a & 0x33333333) + ((a >>> 2) & 0x33333333);
+  b -= (b >>> 1) & 0x55555555;
+  b = (b & 0x33333333) + ((b >>> 2) & 0x33333333);
+  c -= (c >>> 1) & 0x55555555;
+  c = (c & 0x33333333) + ((c >>> 2) & 0x33333333);
+  const nibbles = a + b + c;
+  return (nibbles & 0x0f0f0f0f) + ((nibbles >>> 4) & 0x0f0f0f0f);
+}
+
+/** The four bytes of a word, added (each up to 255). */
+function sumOfBytes(x: number): number {
+  const halves = (x & 0x00ff00ff) + ((x >>> 8) & 0x00ff00ff);
+  return (halves & 0xffff) + (halves >>> 16);
+}
+
+/**
+ * The sign bits of float32 components, as stored (little-endian bytes): bit
+ * i of the signature is the sign bit of component i, the top bit of its
+ * fourth byte. No Float32Array view, so the bytes need no alignment.
+ */
+export function signatureOf(bytes: Uint8Array, dimensions: number, into: Uint32Array, at = 0): void {
+  const words = wordsFor(dimensions);
+  for (let w = 0; w < words; w++) into[at + w] = 0;
+  for (let i = 0; i < dimensions; i++) if (bytes[4 * i + 3]! & 0x80) into[at + (i >>> 5)]! |= 1 << (i & 31);
+}
+
+/** 32-bit words of a signature, rounded up to a multiple of three (the scan takes three at a time; padding is 0 on both sides). */
+export const wordsFor = (dimensions: number): number => Math.ceil(dimensions / 96) * 3;
+
+/** A signature index of one generation's passage vectors (pure: rows in, candidates out). */
+export class SignatureIndex {
+  readonly dimensions: number;
+  readonly words: number;
+  rows = 0;
+  /** Rows dropped (found gone, or replaced by a rewrite): their slots stay until a reload. */
+  dead = 0;
+  private signatures: Uint32Array;
+  private passages: Int32Array;
+  /** 0 for a dropped row: no binding id is 0 (ids start at 1). */
+  private bindings: Int32Array;
+  private received: Float64Array;
+  /** Row of each passage id (+1; 0: none). */
+  private rowOfPassage = new Int32Array(1024);
+  private distances = new Uint16Array(0);
+  /** Live rows per binding. */
+  private perBinding = new Map<number, number>();
+
+  constructor(dimensions: number, capacity = 1024) {
+    this.dimensions = dimensions;
+    this.words = wordsFor(dimensions);
+    this.signatures = new Uint32Array(capacity * this.words);
+    this.passages = new Int32Array(capacity);
+    this.bindings = new Int32Array(capacity);
+    this.received = new Float64Array(capacity);
+  }
+
+  /** Live rows. */
+  get live(): number {
+    return this.rows - this.dead;
+  }
+
+  /** Bytes held (typed arrays), for the figures. */
+  get bytes(): number {
+    return (
+      this.signatures.byteLength +
+      this.passages.byteLength +
+      this.bindings.byteLength +
+      this.received.byteLength +
+      this.rowOfPassage.byteLength +
+      this.distances.byteLength
+    );
+  }
+
+  /** Adds a passage's row; a passage already held is replaced (its vector was rewritten). */
+  add(row: { passageId: number; bindingId: number; received: number; vector: Uint8Array }): void {
+    if (row.vector.byteLength !== this.dimensions * 4) throw new RangeError('a vector of another length than its generation');
+    this.drop(row.passageId);
+    if (this.rows === this.passages.length) this.grow(this.rows * 2);
+    const r = this.rows++;
+    signatureOf(row.vector, this.dimensions, this.signatures, r * this.words);
+    this.passages[r] = row.passageId;
+    this.bindings[r] = row.bindingId;
+    this.perBinding.set(row.bindingId, (this.perBinding.get(row.bindingId) ?? 0) + 1);
+    this.received[r] = row.received;
+    if (row.passageId >= this.rowOfPassage.length) {
+      const grown = new Int32Array(Math.max(row.passageId + 1, this.rowOfPassage.length * 2));
+      grown.set(this.rowOfPassage);
+      this.rowOfPassage = grown;
+    }
+    this.rowOfPassage[row.passageId] = r + 1;
+  }
+
+  /** Forgets a passage's row (its vector is gone). */
+  drop(passageId: number): void {
+    const r = (this.rowOfPassage[passageId] ?? 0) - 1;
+    if (r < 0) return;
+    this.rowOfPassage[passageId] = 0;
+    this.perBinding.set(this.bindings[r]!, this.perBinding.get(this.bindings[r]!)! - 1);
+    this.bindings[r] = 0;
+    this.dead++;
+  }
+
+  /** Rows of these bindings (a bound on a scope: the received range is not counted). */
+  rowsIn(bindingIds: readonly number[]): number {
+    let n = 0;
+    for (const id of new Set(bindingIds)) n += this.perBinding.get(id) ?? 0;
+    return n;
+  }
+
+  /**
+   * The passages of the `count` rows in scope whose signatures are nearest
+   * the query's (ties at the cut: the earlier rows), and how many rows the
+   * scope holds.
+   */
+  candidates(
+    query: Float32Array,
+    scope: { bindingIds: readonly number[]; from: number; below: number },
+    count: number,
+  ): { passageIds: number[]; inScope: number } {
+    const { words, rows, signatures, bindings, received } = this;
+    const q = new Uint32Array(words);
+    signatureOf(vectorBytes(query), this.dimensions, q);
+    let top = 0;
+    for (const id of scope.bindingIds) top = Math.max(top, id);
+    const wanted = new Uint8Array(top + 1);
+    for (const id of scope.bindingIds) if (id > 0) wanted[id] = 1;
+    if (this.distances.length < rows) this.distances = new Uint16Array(this.passages.length);
+    const distances = this.distances;
+    const histogram = new Uint32Array(this.dimensions + 2);
+    const OUT = 0xffff;
+    const { from, below } = scope;
+    let inScope = 0;
+    for (let r = 0; r < rows; r++) {
+      const binding = bindings[r]!;
+      const at = received[r]!;
+      if (binding > top || wanted[binding] === 0 || at < from || at >= below) {
+        distances[r] = OUT;
+        continue;
+      }
+      const d = hammingAt(signatures, r * words, q, words);
+      distances[r] = d;
+      histogram[d]!++;
+      inScope++;
+    }
+    // The cut: the smallest distance below which, with its ties, `count` rows lie.
+    let cut = 0;
+    for (let seen = 0; cut < histogram.length; cut++) {
+      seen += histogram[cut]!;
+      if (seen >= count) break;
+    }
+    let atCut = count;
+    for (let d = 0; d < cut; d++) atCut -= histogram[d]!;
+    const passageIds: number[] = [];
+    for (let r = 0; r < rows && passageIds.length < count; r++) {
+      const d = distances[r]!;
+      if (d < cut) passageIds.push(this.passages[r]!);
+      else if (d === cut && atCut > 0) {
+        passageIds.push(this.passages[r]!);
+        atCut--;
+      }
+    }
+    return { passageIds, inScope };
+  }
+
+  private grow(capacity: number): void {
+    const grow = <T extends Uint32Array | Int32Array | Float64Array>(old: T, size: number): T => {
+      const next = new (old.constructor as new (n: number) => T)(size);
+      next.set(old);
+      return next;
+    };
+    this.signatures = grow(this.signatures, capacity * this.words);
+    this.passages = grow(this.passages, capacity);
+    this.bindings = grow(this.bindings, capacity);
+    this.received = grow(this.received, capacity);
+  }
+}
+
+/** A pool thread's index of one generation, and how far it has read. */
+type Held = {
+  generation: number;
+  index: SignatureIndex;
+  /** The first load, in key order: where it stands, and the seq it reads up to (read with its first page). */
+  scan: { after: VectorKey; upTo: number | null } | null;
+  /** After the first load: the last row read in write order. */
+  cursor: VectorCursor;
+  complete: boolean;
+  loading: boolean;
+  /** When the generation's rows were last counted (epoch ms). */
+  countedAt: number;
+};
+
+const held = new WeakMap<Database, Held>();
+
+/** How a background slice is run: after the current message (tests and the bench load synchronously with `loadIndex`). */
+let schedule: (slice: () => void) => void = (slice) => setImmediate(slice);
+
+let sliceRows = LOAD_SLICE_ROWS;
+
+/** For tests: run background slices another way (or not at all), of so many rows. */
+export function scheduleSlicesWith(run: (slice: () => void) => void, rows = LOAD_SLICE_ROWS): void {
+  schedule = run;
+  sliceRows = rows;
+}
+
+function heldFor(db: Database, generationId: number, dimensions: number): Held {
+  let h = held.get(db);
+  if (h === undefined || h.generation !== generationId || h.index.dead > STALE_SHARE * Math.max(1, h.index.rows)) {
+    h = {
+      generation: generationId,
+      index: new SignatureIndex(dimensions),
+      scan: { after: VECTOR_KEY_START, upTo: null },
+      cursor: VECTOR_CURSOR_START,
+      complete: false,
+      loading: false,
+      countedAt: Date.now(),
+    };
+    held.set(db, h);
+  }
+  return h;
+}
+
+/** Reads up to `limit` rows after the cursor into the index; true when none remain. */
+function readOn(db: Database, h: Held, limit: number): boolean {
+  if (h.scan !== null) {
+    // Every row of seq ≤ upTo was committed before this page's snapshot: the key pass sees it (or it was deleted since).
+    h.scan.upTo ??= lastVectorSeq(db, h.generation);
+    const rows = vectorsInKeyOrder(db, h.generation, h.scan.after, limit);
+    for (const row of rows) h.index.add(row);
+    const last = rows.at(-1);
+    if (last !== undefined) h.scan.after = { bindingId: last.bindingId, received: last.received, messageId: last.messageId, passageId: last.passageId };
+    if (rows.length === limit) return false;
+    // Then in write order, from after the last seq the key pass covered.
+    h.cursor = { seq: h.scan.upTo, bindingId: Number.MAX_SAFE_INTEGER, received: Number.MAX_SAFE_INTEGER, messageId: Number.MAX_SAFE_INTEGER, passageId: 0 };
+    h.scan = null;
+  }
+  const rows = vectorsWrittenAfter(db, h.generation, h.cursor, limit);
+  for (const row of rows) h.index.add(row);
+  const last = rows.at(-1);
+  if (last !== undefined)
+    h.cursor = { seq: last.seq, bindingId: last.bindingId, received: last.received, messageId: last.messageId, passageId: last.passageId };
+  return rows.length < limit;
+}
+
+/** Loads (or brings up to date) the generation's index now, in one read transaction; answers it (the bench, tests). */
+export function loadIndex(db: Database, generationId: number): SignatureIndex | undefined {
+  const target = generationOf(db, generationId);
+  if (target === undefined) return undefined;
+  const h = heldFor(db, generationId, target.dimensions);
+  db.transaction(() => {
+    while (!readOn(db, h, LOAD_SLICE_ROWS * 4));
+  }).deferred();
+  h.complete = true;
+  return h.index;
+}
+
+/** The thread's index of the generation, if loaded (tests, the bench). */
+export function heldIndex(db: Database, generationId: number): SignatureIndex | undefined {
+  const h = held.get(db);
+  return h?.generation === generationId ? h.index : undefined;
+}
+
+/** Forgets the thread's index (the bench's cold load). */
+export function dropIndex(db: Database): void {
+  held.delete(db);
+}
+
+/** Counts the generation's rows after this message; an index more than a quarter stale is dropped (the next search starts a new one). */
+function countInBackground(db: Database, h: Held): void {
+  h.countedAt = Date.now();
+  schedule(() => {
+    if (held.get(db) !== h || !db.open) return;
+    try {
+      const rows = db
+        .transaction(() => {
+          readOn(db, h, DELTA_ROWS);
+          return countVectors(db, h.generation);
+        })
+        .deferred();
+      if (h.index.live - rows > STALE_SHARE * h.index.live) held.delete(db);
+    } catch {
+      held.delete(db);
+    }
+  });
+}
+
+function loadInBackground(db: Database, h: Held): void {
+  if (h.loading) return;
+  h.loading = true;
+  const slice = () => {
+    if (held.get(db) !== h || !db.open) return;
+    try {
+      const done = db.transaction(() => readOn(db, h, sliceRows)).deferred();
+      if (done) {
+        h.complete = true;
+        h.loading = false;
+      } else schedule(slice);
+    } catch {
+      // The connection closed or the store refused a read: the next search starts again.
+      held.delete(db);
+    }
+  };
+  schedule(slice);
+}
+
+/**
+ * `nearestMessages`, through the index when it is loaded and the scope is
+ * large; exact otherwise. Runs inside the caller's read transaction.
+ */
+export function nearestMessagesFast(
+  db: Database,
+  query: NearestQuery,
+  tuning: { candidatesPerResult?: number; exactScopeRows?: number; countEveryMs?: number } = {},
+): NearestMessage[] {
+  const exactBelow = tuning.exactScopeRows ?? EXACT_SCOPE_ROWS;
+  const target = generationOf(db, query.generation);
+  if (target === undefined || query.bindingIds.length === 0 || query.limit < 1) return [];
+  const h = heldFor(db, target.id, target.dimensions);
+  if (!h.complete) {
+    loadInBackground(db, h);
+    return nearestMessages(db, query);
+  }
+  // What was written since the last search, in this snapshot; a burst larger than that is left to the background.
+  if (!readOn(db, h, DELTA_ROWS)) {
+    h.complete = false;
+    loadInBackground(db, h);
+    return nearestMessages(db, query);
+  }
+  const from = query.receivedFrom === undefined ? -1 : Math.max(0, query.receivedFrom);
+  const below = query.receivedBelow === undefined ? Number.MAX_SAFE_INTEGER : Math.max(0, query.receivedBelow);
+  if (h.index.rowsIn(query.bindingIds) <= exactBelow) return nearestMessages(db, query);
+  const count = query.limit * (tuning.candidatesPerResult ?? CANDIDATES_PER_RESULT);
+  const { passageIds, inScope } = h.index.candidates(query.queryVector, { bindingIds: query.bindingIds, from, below }, count);
+  if (inScope <= exactBelow) return nearestMessages(db, query);
+  const scored = passageDistances(db, query, passageIds);
+  if (scored.length < passageIds.length) {
+    const back = new Set(scored.map((s) => s.passageId));
+    for (const id of passageIds) if (!back.has(id)) h.index.drop(id);
+  }
+  const messages = new Map<number, NearestMessage>();
+  for (const { messageId, bindingId, distance } of scored) {
+    if (!messages.has(messageId)) messages.set(messageId, { messageId, bindingId, distance });
+    if (messages.size === query.limit) break;
+  }
+  if (Date.now() - h.countedAt > (tuning.countEveryMs ?? COUNT_EVERY_MS)) countInBackground(db, h);
+  // Fewer messages among the candidates than asked while the scope holds more: the exact answer.
+  if (messages.size < query.limit && inScope > passageIds.length) return nearestMessages(db, query);
+  return [...messages.values()];
+}
