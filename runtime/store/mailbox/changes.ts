@@ -26,6 +26,7 @@ import { applyEffect, type ChangeEffect, type ChangeKind, FLAG_KINDS, type FlagS
 import type { PlacementPayload } from './placements.ts';
 import { flagSet, perConnection } from './prepared.ts';
 import { tombstoneMessage, type TombstoneReason } from './server-changes.ts';
+import { moveMessageVectors } from './vectors.ts';
 
 export const CHANGE_JOB_TYPE = 'mailbox-change';
 
@@ -358,7 +359,8 @@ function followLocally(db: Database, change: Change, end: ChangeEnd): number | n
       binding !== undefined &&
       target !== null &&
       run(s.relocate, [binding.id, target.uidValidity, target.uid, end.now, p.messageId, binding.id, target.uidValidity, target.uid]).changes === 1;
-    if (!moved) tombstoneMessage(db, p.messageId, 'relocated' satisfies TombstoneReason, end.now);
+    if (moved) moveMessageVectors(db, p.messageId, binding.id);
+    else tombstoneMessage(db, p.messageId, 'relocated' satisfies TombstoneReason, end.now);
     return moved ? p.messageId : null;
   }
   if (binding === undefined || target === null) return null;

@@ -30,7 +30,7 @@
  *   The rows are ranked in SQL and deduplicated by message here.
  *
  * Writers: the embedding actor (generations and vectors); the account's sync
- * actor (deletions). Importable by the embedding actor's and the query
+ * actor (deletions, and `moveMessageVectors` when it relocates a message). Importable by the embedding actor's and the query
  * actor's store access, and by modules under `runtime/store/mailbox/`.
  */
 import type { Database } from '../open.ts';
@@ -142,6 +142,8 @@ const statements = perConnection((db: Database) => ({
      FROM passage_vectors WHERE generation_id = ? AND (binding_id, received, message_id, passage_id) > (?, ?, ?, ?)
      ORDER BY binding_id, received, message_id, passage_id LIMIT ?`,
   ),
+  generationsOfMessage: db.prepare('SELECT DISTINCT generation_id AS id FROM passage_vectors INDEXED BY passage_vectors_message WHERE message_id = ?'),
+  move: db.prepare('UPDATE passage_vectors SET binding_id = ?, seq = ? WHERE generation_id = ? AND message_id = ?'),
   lastSeq: db.prepare('SELECT vector_seq AS seq FROM embedding_generations WHERE id = ?'),
   // The narrowest index holding every row of a generation: a count reads no vector.
   count: db.prepare('SELECT count(*) AS n FROM passage_vectors INDEXED BY passage_vectors_seq WHERE generation_id = ?'),
@@ -274,6 +276,22 @@ export function writeVectors(db: Database, generationId: number, vectors: readon
     return { written, skipped: vectors.length - written };
   });
   return apply.immediate();
+}
+
+/**
+ * A message moved to another folder keeps its vectors: they follow it to its
+ * new binding, stamped with a new write sequence so that an in-memory index
+ * (actors/mail-query/vector-index.ts) reads them again. Runs in the caller's
+ * transaction (the sync actor's relocation). Answers the rows moved.
+ */
+export function moveMessageVectors(db: Database, messageId: number, bindingId: number): number {
+  const s = statements(db);
+  let moved = 0;
+  for (const { id } of many<{ id: number }>(s.generationsOfMessage, [messageId])) {
+    const seq = one<{ seq: number }>(s.nextSeq, [id])!.seq;
+    moved += run(s.move, [bindingId, seq, id, messageId]).changes;
+  }
+  return moved;
 }
 
 /** Deletes the vectors of these messages, every generation. Answers how many rows went. */

@@ -10,6 +10,8 @@ import {
   type Distance,
   generation,
   generations,
+  lastVectorSeq,
+  moveMessageVectors,
   nearestMessages,
   type NearestQuery,
   promoteGeneration,
@@ -209,6 +211,30 @@ t.test('ties are deterministic: the later received, then the larger id', async (
     expected.slice(0, 2),
     'a smaller limit answers the same head',
   );
+});
+
+t.test('a moved message takes its vectors to its new folder, with a new write sequence', async (t) => {
+  const m = mailbox(t, 3, 2, 0);
+  const g = beginGeneration(m.db, { provider: 'test', model: 'm', dimensions: 4, distance: 'cosine' }, 3);
+  writeVectors(
+    m.db,
+    g.id,
+    passages(m.db).map((p) => ({ passageId: p.id, vector: new Float32Array([1, 0, 0, p.id]) })),
+  );
+  const moving = idOf(m.db, m.inbox, 2);
+  const before = lastVectorSeq(m.db, g.id);
+  const rows = count(m.db, 'passage_vectors', 'message_id = ?', [moving]);
+  t.equal(moveMessageVectors(m.db, moving, m.archive), rows, 'every vector of the message moved');
+  const query = { generation: g.id, queryVector: new Float32Array([1, 0, 0, 0]), limit: 50 };
+  t.notOk(
+    nearestMessages(m.db, { ...query, bindingIds: [m.inbox] }).some((r) => r.messageId === moving),
+    'no longer found in the folder it left',
+  );
+  t.ok(
+    nearestMessages(m.db, { ...query, bindingIds: [m.archive] }).some((r) => r.messageId === moving),
+    'found in the folder it went to',
+  );
+  t.ok(lastVectorSeq(m.db, g.id) > before, 'stamped anew, so an in-memory index reads it again');
 });
 
 t.test('erasure, tombstones and re-derivation delete the vectors themselves (no cascade needed)', async (t) => {
