@@ -56,7 +56,8 @@ t.test('a store fault crashes and restarts the actor and is not recorded as an I
   const restarted = () => sync.logs.events('actor.start', ACTOR).find((l) => l.reason === 'E_ACTOR_CRASHED');
   await until(() => crashed() !== undefined && restarted() !== undefined, 60_000, 'the actor to crash and restart');
   // The fault goes before the supervisor's intensity limit could give the actor up.
-  const fix = new Libsql(database);
+  // With a busy timeout: the service's writers (store maintenance, the restarted actor) may hold the lock a moment.
+  const fix = openStore({ database, busyTimeoutMs: 10_000, synchronous: 'Normal' });
   fix.exec('DROP TRIGGER test_fault_on_store');
   fix.close();
 
