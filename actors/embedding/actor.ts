@@ -249,7 +249,8 @@ async function pass(state: State, ctx: ActorContext): Promise<void> {
   let waiting: EmbeddingStatus['waitingFor'] = null;
   let more = false;
   try {
-    purgeRetiredVectors(state.db, PURGE_ROWS);
+    // A retired generation's vectors go in bounded steps, one per pass, passes following one another while any remain.
+    if (purgeRetiredVectors(state.db, PURGE_ROWS).remain) more = true;
     eachGeneration: for (const { generation, endpoint } of targets(state)) {
       const p = await provider(state, ctx, endpoint).catch((err: unknown) => providerFailed(ctx, err));
       if (p === null) {
