@@ -12,11 +12,16 @@
  * index's cold load (time, bytes per row), and per scope p50/p99 of the
  * exact `nearestMessages` and of the index path (top 50 messages) with
  * recall@10 and recall@50 of the index against exact, for several
- * candidate counts: on the random vectors (a hard case for sign bits), on a
+ * candidate counts, each on this connection and on a second one whose file
+ * is memory-mapped as the query pool's are (actors/mail-query/task.ts),
+ * query by query in turn (changing `mmap_size` on one connection remaps
+ * it): on the random vectors (a hard case for sign bits), on a
  * second generation of clustered synthetic vectors (topics: a centroid plus
  * noise, cosine ≈ 0.7 to it), and, in memory, on the retrieval scenario's
  * cached real embeddings when `os.tmpdir()/mailcairn-retrieval-vectors/`
  * holds them (bench/retrieval-vectors.ts, branch emb-local2).
+ *
+ * The `searchEmails` rows run on the mapped connection, as the pool does.
  *
  * Env: BENCH_RECALL_QUERIES (default 30) queries per scope and case.
  *
@@ -47,6 +52,9 @@ const database = join(tmpdir(), `mailcairn-hybrid-search-${total}-${process.pid}
 for (const suffix of ['', '-wal', '-shm']) rmSync(database + suffix, { force: true });
 copyFileSync(source, database);
 const db = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });
+/** The query pool's `MMAP_BYTES` (task.ts, not imported: importing it defines the pool task). */
+const POOL_MMAP_BYTES = 2_147_418_112;
+let mapped: ReturnType<typeof openStore> | undefined;
 
 let seed = 42;
 function random(): number {
@@ -99,6 +107,8 @@ function vectorFigures(label: string, generationId: number, makeQuery: () => Flo
   dropIndex(db);
   const t0 = performance.now();
   const index = loadIndex(db, generationId)!;
+  dropIndex(mapped!);
+  loadIndex(mapped!, generationId);
   const loadMs = performance.now() - t0;
   console.log(
     `${label}: cold load ${(loadMs / 1000).toFixed(2)} s, ${index.rows} rows, ${(index.bytes / index.rows).toFixed(0)} bytes per row, ${(index.bytes / 2 ** 20).toFixed(1)} MiB`,
@@ -115,28 +125,39 @@ function vectorFigures(label: string, generationId: number, makeQuery: () => Flo
     });
     rows.push({ scope: name, path: 'exact (SQL)', 'p50 / p99 ms': stats(exactTimes), 'recall@10': 1, 'recall@50': 1 });
     for (const perResult of CANDIDATE_CASES) {
-      const times: number[] = [];
-      let r10 = 0;
-      let r50 = 0;
+      const paths = [
+        [db, `index, ${perResult * 50} candidates`],
+        [mapped!, `index, ${perResult * 50} candidates, mmap`],
+      ] as const;
+      const times = paths.map(() => [] as number[]);
+      const r10 = paths.map(() => 0);
+      const r50 = paths.map(() => 0);
       queries.forEach((queryVector, i) => {
-        const t = performance.now();
-        const found = db
-          .transaction(() =>
-            nearestMessagesFast(db, { generation: generationId, queryVector, bindingIds, limit: 50 }, { candidatesPerResult: perResult, exactScopeRows: 0 }),
-          )
-          .deferred();
-        times.push(performance.now() - t);
-        const ids = found.map((m) => m.messageId);
-        r10 += recall(ids, exact[i]!, 10);
-        r50 += recall(ids, exact[i]!, 50);
+        paths.forEach(([conn], p) => {
+          const t = performance.now();
+          const found = conn
+            .transaction(() =>
+              nearestMessagesFast(
+                conn,
+                { generation: generationId, queryVector, bindingIds, limit: 50 },
+                { candidatesPerResult: perResult, exactScopeRows: 0 },
+              ),
+            )
+            .deferred();
+          times[p]!.push(performance.now() - t);
+          const ids = found.map((m) => m.messageId);
+          r10[p]! += recall(ids, exact[i]!, 10);
+          r50[p]! += recall(ids, exact[i]!, 50);
+        });
       });
-      rows.push({
-        scope: name,
-        path: `index, ${perResult * 50} candidates`,
-        'p50 / p99 ms': stats(times),
-        'recall@10': Number((r10 / queries.length).toFixed(3)),
-        'recall@50': Number((r50 / queries.length).toFixed(3)),
-      });
+      for (const [p, [, path]] of paths.entries())
+        rows.push({
+          scope: name,
+          path,
+          'p50 / p99 ms': stats(times[p]!),
+          'recall@10': Number((r10[p]! / queries.length).toFixed(3)),
+          'recall@50': Number((r50[p]! / queries.length).toFixed(3)),
+        });
     }
     // The in-memory half alone (the rest of the index path is the exact rescoring in SQL).
     const from = -1;
@@ -204,16 +225,18 @@ function realVectorRecall(): void {
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
+/** p50 / p99 of `fn`, in one read transaction each on the mapped connection (as a pool thread runs it). */
 function timed(fn: () => unknown): { p50: number; p99: number } {
+  const conn = mapped!;
   for (let i = 0; i < 3; i++) fn();
   const samples: number[] = [];
   for (let i = 0; i < iterations; i++) {
     const t0 = performance.now();
-    db.exec('BEGIN');
+    conn.exec('BEGIN');
     try {
       fn();
     } finally {
-      db.exec('COMMIT');
+      conn.exec('COMMIT');
     }
     samples.push(performance.now() - t0);
   }
@@ -257,6 +280,8 @@ try {
     writeVectors(db, generation, batch);
   }
   db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+  mapped = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });
+  mapped.pragma(`mmap_size = ${POOL_MMAP_BYTES}`);
   const messages = one<{ n: number }>(db.prepare("SELECT count(*) AS n FROM messages WHERE state = 'stored'"))!.n;
   console.log(
     `${messages} stored messages, ${passages.length} passage vectors of ${DIMENSIONS} dims; page size ${one<{ page_size: number }>(db.prepare('PRAGMA page_size'))!.page_size}, mmap ${process.env.BENCH_MMAP ?? 0}; setup ${((performance.now() - setup) / 1000).toFixed(0)} s; ` +
@@ -285,14 +310,15 @@ try {
   }
   vectorFigures('random unit vectors', generation, unitVector, vectorScopes);
   // The hybrid rows below answer through the index, loaded (a pool thread loads it in the background).
-  loadIndex(db, generation);
+  const pool = mapped!;
+  loadIndex(pool, generation);
   const rows: Array<Record<string, unknown>> = [];
   for (const [name, bindingIds] of [
     ['whole mailbox', all],
     ['folder 20 %', [id('large')]],
     ['folder 1 %', [id('small')]],
   ] as const) {
-    rows.push({ case: `coverage (store query), ${name}`, ...timed(() => coverage(db, generation, bindingIds)) });
+    rows.push({ case: `coverage (store query), ${name}`, ...timed(() => coverage(pool, generation, bindingIds)) });
   }
   db.exec("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, 'search_index', 'row')");
   // A word in half or more of the mail (the costliest lexical walk is not this one: it stops after 50).
@@ -314,12 +340,13 @@ try {
       ['word + sender', { queryText: common, senderAddress: sender }],
     ] as const) {
       const input = SearchEmailsInput.parse({ ...extra, resultLimit: 20 });
-      rows.push({ case: `lexical (degraded), ${shape}, ${name}`, ...timed(() => searchEmails(db, scope, input)) });
-      rows.push({ case: `hybrid, ${shape}, ${name}`, ...timed(() => searchEmails(db, scope, input, { generation, vector: unitVector() })) });
+      rows.push({ case: `lexical (degraded), ${shape}, ${name}`, ...timed(() => searchEmails(pool, scope, input)) });
+      rows.push({ case: `hybrid, ${shape}, ${name}`, ...timed(() => searchEmails(pool, scope, input, { generation, vector: unitVector() })) });
     }
   }
   console.table(rows);
 } finally {
+  mapped?.close();
   db.close();
   for (const suffix of ['', '-wal', '-shm']) rmSync(database + suffix, { force: true });
 }

@@ -10,7 +10,7 @@
  * Each pool thread opens ONE connection, on its first message, from the
  * store slice the message carries (the same slice every time, in practice),
  * and marks it `query_only`: this pool never writes, and SQLite now enforces
- * that. Every answer is read inside one read transaction, so a page and its
+ * that. A store file is also memory-mapped (`MMAP_BYTES`). Every answer is read inside one read transaction, so a page and its
  * freshness, or a content check and its body, see one snapshot.
  *
  * Privacy: nothing here logs content; refusals are AppErrors with constant
@@ -20,6 +20,7 @@
 import { definePoolTask } from '../../runtime/pool/task.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
+import { storeLocation } from '../../runtime/store/location.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
 import { answerAttachmentSource } from './attachment.ts';
 import { deadLetterPage, lookUpJob } from './dead-letters.ts';
@@ -44,10 +45,22 @@ function connectionFor(slice: StoreSlice): Database {
   return db;
 }
 
-/** A connection SQLite keeps from writing (`query_only`). */
+/**
+ * Bytes of a store file a pool connection reads through a memory map
+ * (`mmap_size`, SQLite's ceiling: 2 GiB less 64 KiB), not through copies
+ * into its own page cache: the vector rescoring reads thousands of scattered
+ * 1.5 KB vectors a search. Measured at 50,000 messages (255,000 vectors,
+ * docs/semantic-search.md): 2,000 candidates rescored in 32 against 42 ms
+ * p50 (CPU 24 against 31). Only the file is mapped, not its WAL; the pages
+ * are the operating system's cache, shared by the pool's threads.
+ */
+export const MMAP_BYTES = 2_147_418_112;
+
+/** A connection SQLite keeps from writing (`query_only`), its store file mapped. */
 export function openReadConnection(slice: StoreSlice): Database {
   const db = openSlice(slice);
   db.pragma('query_only = ON');
+  if (storeLocation(slice.database).kind === 'file') db.pragma(`mmap_size = ${MMAP_BYTES}`);
   return db;
 }
 

@@ -187,6 +187,48 @@ t.test('a selective filter still fills the vector list (the nearest are checked,
   t.equal(search(s, { queryText: 'invoice', resultLimit: 50 }, billing).matches.length, 50, 'the fused list holds resultLimit');
 });
 
+t.test("a sender filter ranks that sender's mail by vector: the nearest first, no other sender's mail, past nearer mail of others", async (t) => {
+  const s = stored(t);
+  const others: Filed[] = [
+    // 120 billing emails of another sender, nearer than any of the shop's.
+    ...Array.from({ length: 120 }, (_, i) => ({
+      uid: 100 + i,
+      subject: `Statement ${i}`,
+      from: 'Bank <bank@bank.example>',
+      to: i === 0 ? ['carol@example.org'] : undefined,
+      body: 'Your monthly statement.',
+      topic: BILLING,
+      offset: 0.01,
+    })),
+    // The nearest of all, from an address holding the shop's address tokens (the index narrows, the address decides).
+    { uid: 300, subject: 'Lookalike', from: 'Shop <shop@store.example.net>', body: 'Almost the same sender.', topic: BILLING, offset: 0 },
+    // The shop's own, besides "Your bill" (offset 0.1).
+    { uid: 301, subject: 'Shop receipt', from: 'shop@store.example', to: ['carol@example.org'], body: 'Paid, thank you.', topic: BILLING, offset: 0.02 },
+    { uid: 302, subject: 'Shop balance', from: 'shop@store.example', body: 'A balance remains.', topic: BILLING, offset: 0.4 },
+    { uid: 303, subject: 'Shop outing', from: 'shop@store.example', body: 'Our staff trip.', topic: TRAVEL },
+  ];
+  deliver(s.world.db, 'alice', s.world.bindings.aliceInbox, others, 7);
+  for (const mail of others) embed(s.world, s.generation, idOf(s.world.db, s.world.bindings.aliceInbox, mail.uid), vectorOf(mail.topic, mail.offset));
+  // A query matching no word: the answer is the vector list itself.
+  t.same(
+    subjects(search(s, { queryText: 'zebra', senderAddress: 'shop@store.example' }, billing)),
+    ['Shop receipt', 'Your bill', 'Shop balance', 'Shop outing'],
+    "the shop's mail only, nearest first",
+  );
+  t.same(
+    subjects(search(s, { queryText: 'zebra', senderAddress: 'SHOP@store.example', recipientAddress: 'carol@example.org' }, billing)),
+    ['Shop receipt'],
+    'sender and recipient both hold',
+  );
+  t.same(subjects(search(s, { queryText: 'zebra', recipientAddress: 'carol@example.org' }, billing)), ['Statement 0', 'Shop receipt'], 'a recipient alone');
+  t.same(
+    subjects(search(s, { queryText: 'zebra -balance', senderAddress: 'shop@store.example' }, billing)),
+    ['Shop receipt', 'Your bill', 'Shop outing'],
+    'exclusions still hold',
+  );
+  t.same(subjects(search(s, { queryText: 'zebra', senderAddress: 'nobody@store.example' }, billing)), [], 'a sender of no mail: nothing');
+});
+
 t.test('ties are broken the same way every time', async (t) => {
   const s = stored(t);
   // Two emails at exactly the same distance: the later received ranks first.

@@ -13,7 +13,7 @@ import {
   ListEmailsResult,
   SearchEmailsResult,
 } from '../../../actors/mail-query/protocol.ts';
-import { openReadConnection } from '../../../actors/mail-query/task.ts';
+import { MMAP_BYTES, openReadConnection } from '../../../actors/mail-query/task.ts';
 import { extractAttachment } from '../../../actors/mime-parse/attachment-content.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import { createPool } from '../../../runtime/pool/pool.ts';
@@ -124,4 +124,5 @@ t.test("the pool's connection cannot write", async (t) => {
   const db = openReadConnection(w.slice);
   t.teardown(() => db.close());
   t.throws(() => run(db.prepare("UPDATE accounts SET updated_at = 2 WHERE id = 'alice'")), { code: 'SQLITE_READONLY' });
+  t.same(db.pragma('mmap_size'), [{ mmap_size: MMAP_BYTES }], 'the store file is read through a memory map');
 });
