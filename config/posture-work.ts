@@ -52,9 +52,12 @@ function outboxLine(config: Config): string {
 /** What the embedding declaration will do: nothing until an operator activates it (the store knows whether one was). */
 function embeddingLine(config: Config): string {
   const e = config.Embeddings;
-  const backfill = config.EmbeddingBackfill.Enabled ? `backfill every ${formatTimeSpan(config.EmbeddingBackfill.Interval)} when idle` : 'backfill off (arrivals only)';
+  const backfill = config.EmbeddingBackfill.Enabled
+    ? `backfill every ${formatTimeSpan(config.EmbeddingBackfill.Interval)} when idle`
+    : 'backfill off (arrivals only)';
   const spend = `at most ${e.MaxInputCharactersPerPeriod} characters per ${formatTimeSpan(e.Period)}`;
-  if (e.Provider === 'Local') return `Embeddings: Local model declared, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
+  if (e.Provider === 'Local')
+    return `Embeddings: Local model declared, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
   if (e.BaseAddress === undefined || e.Model === undefined || e.Dimensions === undefined) return 'Embeddings: none declared (semantic search inactive)';
   return `Embeddings: OpenAiCompatible at ${new URL(e.BaseAddress).host}, ${e.Dimensions} dimensions, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
 }

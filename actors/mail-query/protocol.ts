@@ -151,7 +151,10 @@ export const ListEmailsRequest = z.strictObject({ type: z.literal('mail-query.li
  * agent's input. With it the search ranks both ways (hybrid); without it the
  * search is lexical.
  */
-export const SemanticQuery = z.strictObject({ generation: z.number().int().positive(), vector: z.custom<Float32Array>((v) => v instanceof Float32Array, { error: 'a Float32Array' }) });
+export const SemanticQuery = z.strictObject({
+  generation: z.number().int().positive(),
+  vector: z.custom<Float32Array>((v) => v instanceof Float32Array, { error: 'a Float32Array' }),
+});
 export type SemanticQuery = z.infer<typeof SemanticQuery>;
 export const SearchRequest = z.strictObject({ type: z.literal('mail-query.search'), ...common, input: SearchEmailsInput, semantic: SemanticQuery.optional() });
 export const GetContentRequest = z.strictObject({

@@ -112,7 +112,8 @@ export const readTools: readonly Tool[] = [
   {
     name: 'search_emails',
     title: 'Search emails',
-    description: 'Ranked search of the local mirror: full text, plus meaning when semanticSearch is available; same filters as list_emails; at most 50 results.',
+    description:
+      'Ranked search of the local mirror: full text, plus meaning when semanticSearch is available; same filters as list_emails; at most 50 results.',
     category: 'mailbox',
     permission: 'service.mail.read',
     annotations: { title: 'Search emails', ...readOnly },

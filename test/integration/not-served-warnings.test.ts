@@ -59,11 +59,7 @@ t.test('written settings this release does not serve: one "no effect" warning ea
     t.equal(lines.length, 1, `one line names ${setting}`);
     t.ok(lines[0]?.startsWith(`  warning [not-served] ${setting}: has no effect in this release: `), `and it is the warning: ${lines[0] ?? ''}`);
   }
-  t.notMatch(
-    check.stdout(),
-    /\b(MailRules|Spam|Telemetry|Answering): (on|exported|every)\b/,
-    'nothing not served is said to be on',
-  );
+  t.notMatch(check.stdout(), /\b(MailRules|Spam|Telemetry|Answering): (on|exported|every)\b/, 'nothing not served is said to be on');
   t.notMatch(check.stdout(), /SMTP 127\.0\.0\.1/, 'no SMTP server is described as in use');
   t.match(check.stdout(), /Not served by this release \(accepted, no effect\): Accounts:\[\]:Owner, /);
 

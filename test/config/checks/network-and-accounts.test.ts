@@ -113,12 +113,15 @@ t.test('background work: backoff bounds in order, an embedding declaration whole
   ]);
   t.same(problemLines({ Embeddings: { Provider: 'Local' } }), [], 'the local model is declared by its provider alone');
   t.same(problemLines({ Embeddings: { Provider: 'Local', Model: 'universal-sentence-encoder-lite-en', Dimensions: 512 } }), []);
-  t.same(problemLines({ Embeddings: { Provider: 'Local', BaseAddress: 'http://127.0.0.1:11434', ApiKey: 'env:K', Model: 'nomic-embed-text', Dimensions: 768 } }), [
-    'Embeddings:BaseAddress: is not used by Provider Local (remove it, or use Provider OpenAiCompatible)',
-    'Embeddings:ApiKey: is not used by Provider Local (remove it)',
-    'Embeddings:Model: must be absent or universal-sentence-encoder-lite-en with Provider Local (the model shipped with Mailcairn)',
-    'Embeddings:Dimensions: must be absent or 512 with Provider Local',
-  ]);
+  t.same(
+    problemLines({ Embeddings: { Provider: 'Local', BaseAddress: 'http://127.0.0.1:11434', ApiKey: 'env:K', Model: 'nomic-embed-text', Dimensions: 768 } }),
+    [
+      'Embeddings:BaseAddress: is not used by Provider Local (remove it, or use Provider OpenAiCompatible)',
+      'Embeddings:ApiKey: is not used by Provider Local (remove it)',
+      'Embeddings:Model: must be absent or universal-sentence-encoder-lite-en with Provider Local (the model shipped with Mailcairn)',
+      'Embeddings:Dimensions: must be absent or 512 with Provider Local',
+    ],
+  );
   const chat = (alias: string) => ({ Alias: alias, BaseAddress: 'http://127.0.0.1:11434/v1', Model: 'm' });
   t.same(problemLines({ Answering: { Endpoints: [chat('local'), chat('local')] } }), [
     'Answering:Endpoints:1:Alias: repeats the alias of Answering:Endpoints:0',
