@@ -112,6 +112,9 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
     maxThreads: availableParallelism(),
     maxQueue: 1_024,
+    // Not parked between tasks: each thread loads its in-memory vector index in the background, in
+    // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
+    atomics: 'disabled',
   });
   supervisor.router.registerPool(queryPool);
   // Decoding the attachment a download link names: the parse pool's task on a thread of its own,

@@ -67,6 +67,8 @@ const PURGE_ROWS = 5_000;
 /** Call settings of a generation's provider when nothing is declared any more (the schema's defaults). */
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 const DEFAULT_BATCH_SIZE = 64;
+/** Characters reserved for query placement at a time (about a hundred searches). */
+const QUERY_ALLOWANCE = 2_000;
 
 const Msg = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('embedding.status') }),
@@ -101,6 +103,8 @@ type State = {
   nextPassAt: number | null;
   waitingFor: EmbeddingStatus['waitingFor'];
   cursors: Map<number, Cursor>;
+  /** Characters reserved in the ledger for query placement and not used yet (`spendOnQuery`). */
+  queryAllowance: { periodStart: number; remaining: number };
   abort: AbortController;
 };
 
@@ -429,6 +433,29 @@ function status(state: State): EmbeddingStatus {
 }
 
 /**
+ * Takes a query's characters from an allowance reserved in the ledger
+ * QUERY_ALLOWANCE characters at a time: durable like every spend (a crash
+ * forgets at most the unused rest of one allowance, counted as spent), but
+ * one write per many searches instead of one per search — a write per
+ * search also made every query-pool thread drop its cached coverage counts.
+ */
+function spendOnQuery(state: State, characters: number): boolean {
+  const { maxCharactersPerPeriod, periodMs } = state.config.spend;
+  const start = periodStart(Date.now(), periodMs);
+  const allowance = state.queryAllowance;
+  if (allowance.periodStart === start && allowance.remaining >= characters) {
+    allowance.remaining -= characters;
+    return true;
+  }
+  // A new allowance; at the end of the period only what is left, or just this query.
+  const left = maxCharactersPerPeriod - spentIn(state.db, start);
+  const reserve = Math.max(characters, Math.min(QUERY_ALLOWANCE, left));
+  if (!trySpend(state.db, start, reserve, maxCharactersPerPeriod)) return false;
+  state.queryAllowance = { periodStart: start, remaining: reserve - characters };
+  return true;
+}
+
+/**
  * The query placed by the serving generation's own provider (while a changed
  * profile reindexes, the old model still places queries for the vectors it
  * made), or why not: never an error, search goes on lexically.
@@ -446,8 +473,7 @@ async function placeQuery(state: State, ctx: ActorContext, text: string): Promis
     const p = await provider(state, ctx, endpoint);
     if (p.health().state === 'open') return degraded('E_EMBED_CIRCUIT_OPEN');
     const query = text.slice(0, maxInput(state, p));
-    const { maxCharactersPerPeriod, periodMs } = state.config.spend;
-    if (!trySpend(state.db, periodStart(Date.now(), periodMs), characterCount(query), maxCharactersPerPeriod)) return degraded('E_BUDGET_SPENT');
+    if (!spendOnQuery(state, characterCount(query))) return degraded('E_BUDGET_SPENT');
     const signal =
       ctx.deadline === null ? state.abort.signal : AbortSignal.any([state.abort.signal, AbortSignal.timeout(Math.max(1, ctx.deadline - Date.now()))]);
     const [vector] = await p.embed([query], signal);
@@ -475,6 +501,7 @@ export default defineActor({
       nextPassAt: null,
       waitingFor: null,
       cursors: new Map(),
+      queryAllowance: { periodStart: -1, remaining: 0 },
       abort: new AbortController(),
     };
     ctx.defer(async () => {
