@@ -56,6 +56,7 @@ import {
   RESULTS,
   sample,
   type Shape,
+  sizes,
   startDaemon,
   USER,
   waitForMirror,
@@ -144,8 +145,7 @@ export const searchHybrid: Scenario = {
   name: 'search-hybrid',
   description: 'search_emails through /mcp, lexical then hybrid (embedding stand-in as provider), against issue 15 goal',
   async run() {
-    const total = Number(process.env.BENCH_MESSAGES ?? '10000');
-    const iterations = Math.max(10, Number(process.env.BENCH_ITERATIONS ?? '200'));
+    const { total, iterations } = sizes();
     const embedLimitMs = Number(process.env.BENCH_EMBED_WAIT_MINUTES ?? '30') * 60_000;
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-hybrid-'));
     trackDir(dir);

@@ -549,12 +549,16 @@ export function describe(s: Shape): string {
   return parts.join(' + ');
 }
 
+/** BENCH_MESSAGES (messages mirrored) and BENCH_ITERATIONS (timed calls per shape), as search and search-hybrid read them. */
+export function sizes(): { total: number; iterations: number } {
+  return { total: Number(process.env.BENCH_MESSAGES ?? '10000'), iterations: Math.max(10, Number(process.env.BENCH_ITERATIONS ?? '200')) };
+}
+
 export const search: Scenario = {
   name: 'search',
   description: 'search_emails (in process, over MCP) and list_emails throughput vs the notmuch CLI on the same mailbox',
   async run() {
-    const total = Number(process.env.BENCH_MESSAGES ?? '10000');
-    const iterations = Math.max(10, Number(process.env.BENCH_ITERATIONS ?? '200'));
+    const { total, iterations } = sizes();
     const cliIterations = Math.max(5, Number(process.env.BENCH_NOTMUCH_ITERATIONS ?? '30'));
     const listCalls = Math.max(16, Number(process.env.BENCH_LIST_CALLS ?? '800'));
     const concurrentCalls = Math.max(CONCURRENT, Number(process.env.BENCH_SEARCH_CONCURRENT_CALLS ?? '480'));
