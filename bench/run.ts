@@ -18,10 +18,23 @@ import { mimeParse } from './scenarios/mime-parse.ts';
 import { outbox } from './scenarios/outbox.ts';
 import { retrieval } from './scenarios/retrieval.ts';
 import { search } from './scenarios/search.ts';
+import { searchHybrid } from './scenarios/search-hybrid.ts';
 import { syncInitial } from './scenarios/sync-initial.ts';
 import type { Row, Scenario } from './scenario.ts';
 
-const scenarios: Scenario[] = [actorAsk, actorDensity, mimeParse, syncInitial, search, authOverhead, mailboxChanges, outbox, accounts100, retrieval];
+const scenarios: Scenario[] = [
+  actorAsk,
+  actorDensity,
+  mimeParse,
+  syncInitial,
+  search,
+  searchHybrid,
+  authOverhead,
+  mailboxChanges,
+  outbox,
+  accounts100,
+  retrieval,
+];
 
 function table(rows: Row[]): string {
   if (rows.length === 0) return '(no rows)';

@@ -39,6 +39,9 @@
  *
  * BENCH_ITERATIONS (default 200) per shape for ours, BENCH_NOTMUCH_ITERATIONS
  * (default 30) for the CLI, BENCH_LIST_CALLS (default 800) per concurrency.
+ *
+ * search-hybrid.ts imports the daemon, the mirror wait, the shapes and the
+ * MCP client from here.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -69,11 +72,11 @@ import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
 import { apiKeyEntry, benchMcpEndpoint } from '../peers/daemon-config.ts';
 
-const USER = 'bench';
-const PASSWORD = 'pw-bench';
+export const USER = 'bench';
+export const PASSWORD = 'pw-bench';
 const ACCOUNT = 'bench';
 const FOLDER = 'inbox';
-const RESULTS = 20;
+export const RESULTS = 20;
 /** Each side's samples are taken in this many turns, interleaved with the other sides'. */
 const ROUNDS = 4;
 const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
@@ -84,13 +87,13 @@ const API_KEY = 'bench-agent-key-0123456789abcdef';
 /** Concurrent MCP clients of the concurrent `search_emails` and `list_emails` runs. */
 const CONCURRENT = 16;
 
-type Filters = { senderAddress?: string; receivedOnOrAfter?: string; receivedBefore?: string; isSeen?: boolean };
+export type Filters = { senderAddress?: string; receivedOnOrAfter?: string; receivedBefore?: string; isSeen?: boolean };
 /** One query shape, as each side spells it. */
-type Shape = { name: string; queryText: string; filters: Filters; notmuch: string; ours: number; theirs: number };
+export type Shape = { name: string; queryText: string; filters: Filters; notmuch: string; ours: number; theirs: number };
 
 // ------------------------------------------------------------------ the daemon
 
-type Daemon = {
+export type Daemon = {
   pid: number;
   database: string;
   port: number;
@@ -115,7 +118,8 @@ function count(database: string, sql: string, params: unknown[] = []): number {
   }
 }
 
-async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
+/** The compiled daemon mirroring the bench folder; `sections` adds configuration sections of a scenario's own (search-hybrid's embeddings). */
+export async function startDaemon(dir: string, imapPort: number, sections: Record<string, unknown> = {}): Promise<Daemon> {
   mkdirSync(dir, { recursive: true });
   const database = join(dir, 'mailcairn.db');
   writeFileSync(join(dir, 'pw'), PASSWORD);
@@ -139,6 +143,7 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
           Folders: [{ Alias: FOLDER }],
         },
       ],
+      ...sections,
     }),
   );
   const logFile = join(dir, 'mailcairnd.log');
@@ -185,6 +190,14 @@ async function startDaemon(dir: string, imapPort: number): Promise<Daemon> {
   };
 }
 
+/** Waits for the daemon to mirror `total` messages, end its sync run and derive their text; the wall time and the messages stored. */
+export async function waitForMirror(d: Daemon, total: number): Promise<{ mirrorMs: number; stored: number }> {
+  const mirrorMs = await d.waitFor('mirror', () => count(d.database, "SELECT count(*) AS n FROM messages WHERE state <> 'tombstoned'") >= total);
+  await d.waitFor('an ended sync run', () => count(d.database, 'SELECT count(*) AS n FROM sync_runs WHERE ended_at IS NOT NULL') >= 1);
+  await d.waitFor('derived text', () => count(d.database, "SELECT count(*) AS n FROM messages WHERE state = 'stored' AND parse_version IS NULL") === 0);
+  return { mirrorMs, stored: count(d.database, "SELECT count(*) AS n FROM messages WHERE state = 'stored'") };
+}
+
 // ------------------------------------------------------------ choosing shapes
 
 /** Messages our index matches for a query with filters (the same plan as the ranking, counted). */
@@ -206,14 +219,18 @@ function notmuchWords(word: string): string[] {
 
 type Candidate = { queryText: string; notmuch: string[]; filters?: Filters; notmuchFilter?: string };
 
-/** The first candidate both sides count alike (ours > 0), else the closest one; at most `tries` notmuch counts. */
-async function agree(db: Database, env: NodeJS.ProcessEnv, name: string, candidates: Candidate[], tries = 12): Promise<Shape> {
+/**
+ * The first candidate both sides count alike (ours > 0), else the closest one; at most `tries` notmuch counts.
+ * Without notmuch (`env` null: search-hybrid compares us with ourselves) the first candidate we match, `theirs` NaN.
+ */
+async function agree(db: Database, env: NodeJS.ProcessEnv | null, name: string, candidates: Candidate[], tries = 12): Promise<Shape> {
   let best: Shape | null = null;
   let asked = 0;
   for (const c of candidates) {
     const filters = c.filters ?? {};
     const ours = ourCount(db, c.queryText, filters);
     if (ours === 0) continue;
+    if (env === null) return { name, queryText: c.queryText, filters, notmuch: c.notmuch[0]!, ours, theirs: Number.NaN };
     for (const spelling of c.notmuch) {
       const notmuch = [spelling, c.notmuchFilter ?? ''].filter((s) => s !== '').join(' ');
       const theirs = await notmuchCount(notmuch, env);
@@ -228,7 +245,7 @@ async function agree(db: Database, env: NodeJS.ProcessEnv, name: string, candida
   return best;
 }
 
-async function chooseShapes(database: string, env: NodeJS.ProcessEnv, total: number): Promise<Shape[]> {
+export async function chooseShapes(database: string, env: NodeJS.ProcessEnv | null, total: number): Promise<Shape[]> {
   // A connection of our own: fts5vocab lives in the temp schema, which a query_only connection may not create.
   const db = new Libsql(database, { readonly: true, timeout: 5_000 });
   try {
@@ -330,7 +347,7 @@ async function chooseShapes(database: string, env: NodeJS.ProcessEnv, total: num
  * the server closed meanwhile would then be reused ("other side closed": the
  * 50k run, when the listener still closed idle connections after 5 s).
  */
-async function sample(n: number, warmup: number, once: () => Promise<void> | void): Promise<number[]> {
+export async function sample(n: number, warmup: number, once: () => Promise<void> | void): Promise<number[]> {
   const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
   for (let i = 0; i < warmup; i++) {
     await once();
@@ -370,8 +387,8 @@ async function onMainThread<T>(pid: number, into: MainThreadCpu, calls: number, 
 
 const perCallUs = (cpu: MainThreadCpu): number => (cpu.calls > 0 ? Math.round((cpu.ms * 1000) / cpu.calls) : Number.NaN);
 
-const ms = (us: number): number => round(us / 1000, 2);
-const p = (samples: number[]) => summarize(samples, 1);
+export const ms = (us: number): number => round(us / 1000, 2);
+export const p = (samples: number[]) => summarize(samples, 1);
 
 /**
  * The clients' connections: kept alive, but dropped after a second idle,
@@ -382,7 +399,7 @@ const p = (samples: number[]) => summarize(samples, 1);
 const agent = new Agent({ keepAliveTimeout: 1_000, keepAliveMaxTimeout: 1_000 });
 const agentFetch = ((url: string | URL, init?: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch;
 
-async function connectClient(port: number, name: string): Promise<Client> {
+export async function connectClient(port: number, name: string): Promise<Client> {
   const client = new Client({ name, version: '1.0.0' });
   const started = performance.now();
   for (;;) {
@@ -402,7 +419,7 @@ async function connectClient(port: number, name: string): Promise<Client> {
 
 type ToolAnswer = { isError?: boolean; structuredContent?: Record<string, unknown>; content?: Array<{ text?: string }> };
 
-async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
   const result = (await client.callTool({ name, arguments: args })) as ToolAnswer;
   if (result.isError) throw new Error(`${name} failed: ${result.content?.[0]?.text ?? 'error'}`);
   return result.structuredContent!;
@@ -523,7 +540,7 @@ function strictlyBelow(ours: number, peer: number): Row {
   return Number.isFinite(ours) && Number.isFinite(peer) && peer > 0 ? { 'met?': ours < peer ? 'yes' : 'no' } : {};
 }
 
-function describe(s: Shape): string {
+export function describe(s: Shape): string {
   const f = s.filters;
   const parts = [s.queryText];
   if (f.senderAddress) parts.push(`sender ${f.senderAddress}`);
@@ -532,12 +549,16 @@ function describe(s: Shape): string {
   return parts.join(' + ');
 }
 
+/** BENCH_MESSAGES (messages mirrored) and BENCH_ITERATIONS (timed calls per shape), as search and search-hybrid read them. */
+export function sizes(): { total: number; iterations: number } {
+  return { total: Number(process.env.BENCH_MESSAGES ?? '10000'), iterations: Math.max(10, Number(process.env.BENCH_ITERATIONS ?? '200')) };
+}
+
 export const search: Scenario = {
   name: 'search',
   description: 'search_emails (in process, over MCP) and list_emails throughput vs the notmuch CLI on the same mailbox',
   async run() {
-    const total = Number(process.env.BENCH_MESSAGES ?? '10000');
-    const iterations = Math.max(10, Number(process.env.BENCH_ITERATIONS ?? '200'));
+    const { total, iterations } = sizes();
     const cliIterations = Math.max(5, Number(process.env.BENCH_NOTMUCH_ITERATIONS ?? '30'));
     const listCalls = Math.max(16, Number(process.env.BENCH_LIST_CALLS ?? '800'));
     const concurrentCalls = Math.max(CONCURRENT, Number(process.env.BENCH_SEARCH_CONCURRENT_CALLS ?? '480'));
@@ -570,10 +591,7 @@ export const search: Scenario = {
       log('mailcairnd mirroring');
       daemon = await startDaemon(join(dir, 'mailcairn'), dovecot.port);
       const d = daemon;
-      const mirrorMs = await d.waitFor('mirror', () => count(d.database, "SELECT count(*) AS n FROM messages WHERE state <> 'tombstoned'") >= total);
-      await d.waitFor('an ended sync run', () => count(d.database, 'SELECT count(*) AS n FROM sync_runs WHERE ended_at IS NOT NULL') >= 1);
-      await d.waitFor('derived text', () => count(d.database, "SELECT count(*) AS n FROM messages WHERE state = 'stored' AND parse_version IS NULL") === 0);
-      const stored = count(d.database, "SELECT count(*) AS n FROM messages WHERE state = 'stored'");
+      const { mirrorMs, stored } = await waitForMirror(d, total);
       const nmTotal = await notmuchCount('*', env);
 
       log('choosing query shapes');
