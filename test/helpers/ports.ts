@@ -28,6 +28,13 @@ export const PORT_CLAIMS = join(tmpdir(), 'mailcairn-test-ports');
 /** Never below this: ports under 10000 are where system services and developers' own servers tend to live. */
 const FLOOR = 10_000;
 
+/**
+ * Ports the Fetch standard calls bad (fetch() and undici refuse to connect
+ * to them: "bad port"), of those at or above FLOOR. A test that reached an
+ * MCP endpoint on 10080 with the SDK client failed on it.
+ */
+const FETCH_BAD_PORTS = new Set([10_080]);
+
 const handedOut = new Set<number>();
 const held: string[] = [];
 let range: { low: number; high: number } | undefined;
@@ -124,7 +131,7 @@ export async function reservePort(): Promise<number> {
   const start = Math.floor(Math.random() * span);
   for (let i = 0; i < span; i++) {
     const port = low + ((start + i) % span);
-    if (handedOut.has(port)) continue;
+    if (handedOut.has(port) || FETCH_BAD_PORTS.has(port)) continue;
     if (!claimPort(port)) continue;
     handedOut.add(port);
     // Something outside this scheme (a developer's own server) may sit on it: keep the claim, skip the port.
