@@ -29,7 +29,7 @@ import { readSecret } from '../../runtime/secret-ref.ts';
 import { backoffDelay, type BackoffPolicy } from '../../runtime/supervisor/backoff.ts';
 import { Circuit, type CircuitPolicy, DEFAULT_CIRCUIT } from './circuit.ts';
 import { type EmbeddingFailureCode, type EmbeddingProvider, embeddingFailure, type FailureClass } from './provider.ts';
-import { retryAfterMs } from './retry-after.ts';
+import { retryAfterMs } from '../../runtime/http-retry/retry-after.ts';
 
 /** Waits `ms`, rejecting when `signal` aborts; injected so tests neither wait nor depend on timers. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;

@@ -4,7 +4,9 @@
  * Anything else (a negative or fractional number, a date that does not
  * parse) is treated as absent, so our own backoff applies instead.
  *
- * Importable from `actors/embedding/` only.
+ * Shared by the clients of OpenAI-compatible endpoints (embeddings in
+ * `actors/embedding/`, chat in `actors/answering/`), which is why it lives
+ * in runtime/. Importable from anywhere.
  */
 
 /** Delay asked for, in ms (0 for a date already past), or null when absent or unusable. */

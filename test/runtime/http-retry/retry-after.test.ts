@@ -1,6 +1,6 @@
 /** `Retry-After` read as seconds or an HTTP date; anything else is absent, so our own backoff applies. */
 import t from 'tap';
-import { retryAfterMs } from '../../../actors/embedding/retry-after.ts';
+import { retryAfterMs } from '../../../runtime/http-retry/retry-after.ts';
 
 const NOW = Date.parse('2025-03-01T12:00:00Z');
 
