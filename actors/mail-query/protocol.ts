@@ -18,6 +18,7 @@
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import { AnsweringAuditRequest } from './answering-audit-messages.ts';
 import { AttachmentSourceRequest } from './attachment-messages.ts';
 import { DeadLettersRequest, JobLookupRequest } from './dead-letter-messages.ts';
 import { MutationAuditRequest } from './mutation-audit-messages.ts';
@@ -30,6 +31,13 @@ export const MAIL_QUERY_TASK = moduleUrl('./task.ts', import.meta.url);
 export { StoredEmailId, decodeStoredEmailId, encodeStoredEmailId } from './stored-email-id.ts';
 export { AttachmentSourceReply, AttachmentSourceRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
 export { MUTATION_KINDS, MutationAuditEntry, MutationAuditReply, MutationAuditRequest, MutationKind } from './mutation-audit-messages.ts';
+export {
+  ANSWERING_AUDIT_PAGE_MAX,
+  AnsweringAuditEntry,
+  AnsweringAuditRead,
+  AnsweringAuditReply,
+  AnsweringAuditRequest,
+} from './answering-audit-messages.ts';
 export {
   DeadLetter,
   DeadLettersReply,
@@ -173,7 +181,7 @@ export type GetContentRequest = z.infer<typeof GetContentRequest>;
 export const AttachmentSourcePoolRequest = AttachmentSourceRequest.extend({ store: StoreSlice });
 export type AttachmentSourcePoolRequest = z.infer<typeof AttachmentSourcePoolRequest>;
 
-/** Every message the pool takes; the mailbox-change audit page (`mutation-audit.ts`) serves the admin audit route. */
+/** Every message the pool takes; the mailbox-change and answering audit pages (`mutation-audit.ts`, `answering-audit.ts`) serve the admin audit routes. */
 // The dead-letter page and the job lookup (`dead-letters.ts`) serve the admin dead-letter routes.
 // The outbox summary, page, detail and lookup (`outbox.ts`) serve the admin outbox routes.
 /** Which account holds a live email in the caller's scope (locate-email.ts); `email: null` reads as not found. */
@@ -189,6 +197,7 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   GetContentRequest,
   AttachmentSourcePoolRequest,
   MutationAuditRequest,
+  AnsweringAuditRequest,
   DeadLettersRequest,
   JobLookupRequest,
   LocateEmailRequest,

@@ -1,7 +1,8 @@
 /**
  * The read-only query pool task (`mail-query`): the four read tools of the
  * MCP surface, the stored source of an attachment link (`attachment.ts`), and
- * the admin surface's audit page (`mutation-audit.ts`), dead letters
+ * the admin surface's audit pages (`mutation-audit.ts`,
+ * `answering-audit.ts`), dead letters
  * (`dead-letters.ts`) and outbox reads (`outbox.ts`), answered from the
  * local copy. Created as a piscina
  * pool by service/app.ts through runtime/pool/pool.ts; the main thread
@@ -22,6 +23,7 @@ import type { Database } from '../../runtime/store/open.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { storeLocation } from '../../runtime/store/location.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
+import { answeringAuditPage } from './answering-audit.ts';
 import { answerAttachmentSource } from './attachment.ts';
 import { deadLetterPage, lookUpJob } from './dead-letters.ts';
 import { getContent } from './get-content.ts';
@@ -78,6 +80,8 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
         return getContent(db, msg);
       case 'mail-query.mutation-audit':
         return mutationAuditPage(db, msg);
+      case 'mail-query.answering-audit':
+        return answeringAuditPage(db, msg);
       case 'mail-query.dead-letters':
         return deadLetterPage(db, msg);
       case 'mail-query.job':

@@ -12,16 +12,14 @@
 import { MutationAuditReply, type MutationAuditEntry, type MutationAuditRequest, type MutationKind } from '../../../actors/mail-query/protocol.ts';
 import { storeSlice } from '../../../config/store-slice.ts';
 import type { Principal } from '../../auth/principal.ts';
-import { NOT_ISSUED_HERE } from '../cursor.ts';
 import type { AdminDeps } from '../route.ts';
 import { ADMIN_PREFIX } from '../routes/prefix.ts';
-import { InvalidRequest, requirePrincipal } from './guard.ts';
+import { checkRange, nextCursorOf, resumeAfter } from './audit-page.ts';
+import { requirePrincipal } from './guard.ts';
 import { configuredAccount } from './scope.ts';
 
 /** The page's path, which its cursors are bound to. */
 export const MUTATION_AUDIT_PATH = `${ADMIN_PREFIX}/mailbox/mutations/audit`;
-
-export const EMPTY_RANGE = 'The range ends where it begins or earlier; send a before later than from, or leave one of them out.';
 
 export type MutationAuditQuery = {
   account: string;
@@ -45,9 +43,9 @@ export async function mutationAudit(
   requirePrincipal(principal, 'service.admin.audit.read');
   const account = configuredAccount(deps.config, query.account);
   const { mutation, from, before } = query;
-  if (from !== undefined && before !== undefined && before <= from) throw new InvalidRequest(EMPTY_RANGE);
+  checkRange(from, before);
   const filters = { account, mutation, from, before };
-  const after = query.cursor === undefined ? undefined : positionOf(deps.cursors.read(MUTATION_AUDIT_PATH, filters, query.cursor));
+  const after = resumeAfter(deps.cursors, MUTATION_AUDIT_PATH, filters, query.cursor);
   const request: MutationAuditRequest = {
     type: 'mail-query.mutation-audit',
     store: storeSlice(deps.config),
@@ -63,12 +61,5 @@ export async function mutationAudit(
     // A later build wrote changes this one cannot interpret (admin-surface "Versioning" 5).
     deps.log.warn({ event: 'admin.audit-entries-omitted', account, omittedCount: page.omittedCount }, 'admin.audit-entries-omitted');
   }
-  return { entries: page.entries, ...(page.next !== null ? { nextCursor: deps.cursors.issue(MUTATION_AUDIT_PATH, filters, page.next) } : {}) };
-}
-
-/** Our own signature vouches for the cursor; its position is still checked before it reaches SQL. */
-function positionOf(position: ReadonlyArray<string | number>): [number, number] {
-  const [endedAt, id] = position;
-  if (position.length !== 2 || !Number.isSafeInteger(endedAt) || !Number.isSafeInteger(id) || (id as number) < 1) throw new InvalidRequest(NOT_ISSUED_HERE);
-  return [endedAt as number, id as number];
+  return { entries: page.entries, ...nextCursorOf(deps.cursors, MUTATION_AUDIT_PATH, filters, page.next) };
 }

@@ -4,9 +4,9 @@
  * principal lacking its own permission, and one reached under no principal,
  * with E_APP_REFUSED (14001) naming the permission; the scope's refusals
  * (unconfigured account, folder text that is not an alias, an empty audit
- * range, a foreign cursor) are invalid requests; the erasure of a folder
- * the account still mirrors is refused with the sentence the client
- * matches, whether the configuration or the sync actor finds it mirrored.
+ * range, a foreign cursor, a cursor of the other audit page) are invalid
+ * requests; the erasure of a folder the account still mirrors is refused
+ * with the sentence the client matches, whether the configuration or the sync actor finds it mirrored.
  * None of the refusals reaches an actor or the query pool.
  */
 import { randomBytes } from 'node:crypto';
@@ -14,7 +14,9 @@ import t from 'tap';
 import { loadConfig } from '../../../config/load.ts';
 import { createCursors } from '../../../http/admin/cursor.ts';
 import { eraseFolderPass } from '../../../http/admin/use-cases/folder-erasure.ts';
-import { EMPTY_RANGE, MUTATION_AUDIT_PATH, mutationAudit } from '../../../http/admin/use-cases/mutation-audit.ts';
+import { ANSWERING_AUDIT_PATH, answeringAudit } from '../../../http/admin/use-cases/answering-audit.ts';
+import { EMPTY_RANGE } from '../../../http/admin/use-cases/audit-page.ts';
+import { MUTATION_AUDIT_PATH, mutationAudit } from '../../../http/admin/use-cases/mutation-audit.ts';
 import { rederivationStatus, requestRederivation } from '../../../http/admin/use-cases/rederivation.ts';
 import { rewind, rewindAssessment } from '../../../http/admin/use-cases/rewind.ts';
 import type { Principal } from '../../../http/auth/principal.ts';
@@ -79,6 +81,7 @@ t.test('maintenance and audit use cases ask again', async (t) => {
     ['service.admin.read', (p) => rederivationStatus(deps, p, scope, 1_000)],
     ['service.admin.erase', (p) => eraseFolderPass(deps, p, { account: 'pat', folder: 'gone' }, 1_000)],
     ['service.admin.audit.read', (p) => mutationAudit(deps, p, audit, 1_000)],
+    ['service.admin.audit.read', (p) => answeringAudit(deps, p, audit, 1_000)],
   ];
   for (const [permission, call] of cases) {
     await t.rejects(call(holding(...ALL.filter((p) => p !== permission))), refusal(permission), `refused without ${permission}`);
@@ -100,6 +103,15 @@ t.test('maintenance and audit use cases ask again', async (t) => {
   await t.rejects(mutationAudit(deps, everything, { ...audit, from: 2_000, before: 1_000 }, 1_000), invalid(/range ends where it begins or earlier/));
   const foreign = createCursors(randomBytes(32)).issue(MUTATION_AUDIT_PATH, { account: 'pat' }, [1, 1]);
   await t.rejects(mutationAudit(deps, everything, { ...audit, cursor: foreign }, 1_000), invalid(/not issued by this deployment/));
+  await t.rejects(answeringAudit(deps, everything, { ...audit, account: 'nobody' }, 1_000), invalid(/configures no mail account named 'nobody'/));
+  await t.rejects(answeringAudit(deps, everything, { ...audit, from: 2_000, before: 2_000 }, 1_000), invalid(/range ends where it begins or earlier/));
+  await t.rejects(answeringAudit(deps, everything, { ...audit, cursor: foreign }, 1_000), invalid(/not issued by this deployment for this page/));
+  const answering = cursors.issue(ANSWERING_AUDIT_PATH, { account: 'pat' }, [1, 1]);
+  await t.rejects(mutationAudit(deps, everything, { ...audit, cursor: answering }, 1_000), invalid(/not issued by this deployment for this page/));
+  await t.rejects(
+    answeringAudit(deps, everything, { ...audit, cursor: cursors.issue(ANSWERING_AUDIT_PATH, { account: 'pat' }, [1, 0]) }, 1_000),
+    invalid(/not issued/),
+  );
 
   // A folder the configuration still maps: refused naming it and the setting, without asking the actor.
   const mirrored = invalid(/^The folder old of account sam is still mirrored; remove it from Accounts:1:Folders and restart, then erase it\.$/);
