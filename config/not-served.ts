@@ -68,7 +68,6 @@ export const NOT_SERVED: readonly NotServed[] = [
     coversWhy: 'used only under Transport HttpsOnly, which this release does not serve',
   },
   { kind: 'no-effect', setting: 'Accounts:[]:Owner', consequence: 'the label is shown nowhere' },
-  { kind: 'no-effect', setting: 'Answering', consequence: 'no chat endpoint is called and questions are not answered' },
   { kind: 'no-effect', setting: 'MailRules', consequence: 'no rule runs on arriving mail' },
   { kind: 'no-effect', setting: 'Spam', consequence: 'no mail is classified' },
   { kind: 'no-effect', setting: 'Telemetry', consequence: 'no trace or metric is exported' },

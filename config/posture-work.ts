@@ -62,6 +62,19 @@ function embeddingLine(config: Config): string {
   return `Embeddings: OpenAiCompatible at ${new URL(e.BaseAddress).host}, ${e.Dimensions} dimensions, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
 }
 
+/** What `ask_mail` will do: offered only while a chat endpoint is declared and semantic search can place a query. */
+function answeringLine(config: Config): string {
+  const a = config.Answering;
+  const e = a.Endpoints[0];
+  if (e === undefined) return 'Answering: no chat endpoint declared (ask_mail is not offered; a caller granted it is told no questions are answered)';
+  const embeddings = config.Embeddings.Provider === 'Local' || config.Embeddings.BaseAddress !== undefined;
+  const extra = a.Endpoints.length > 1 ? `; Answering:Endpoints beyond the first (${a.Endpoints.length - 1}) are not used` : '';
+  const offered = embeddings
+    ? 'ask_mail offered while semantic search can place a query'
+    : 'ask_mail is not offered until an embedding profile is declared and activated';
+  return `Answering: endpoint ${e.Alias} at ${new URL(e.BaseAddress).host}, at most ${e.MaxCallsPerQuestion} calls and ${e.MaxInputCharactersPerQuestion} characters per question, ${a.MaxQuestionsPerPeriod} questions per ${formatTimeSpan(a.Period)}, audit ${a.Audit.Enabled ? `kept ${formatTimeSpan(a.Audit.Retention)}` : 'off'}; ${offered}${extra}`;
+}
+
 export function workLines(config: Config): string[] {
   const lines: string[] = [];
   const proxy = config.ReverseProxy;
@@ -91,6 +104,7 @@ export function workLines(config: Config): string[] {
   );
   lines.push(outboxLine(config));
   lines.push(embeddingLine(config));
+  lines.push(answeringLine(config));
   lines.push(`Logging: ${config.Logging.Level}, ${config.Logging.Format}`);
   lines.push(`Not served by this release (accepted, no effect): ${NO_EFFECT.map((row) => row.setting).join(', ')}`);
   return lines;

@@ -111,6 +111,7 @@ export const Codes = {
   E_SEND_POLICY_REFUSED: { status: 403, retryable: false, public: 53002, msg: "A recipient is not permitted by this deployment's sending policy" },
   E_INTERNAL: { status: 500, retryable: false, public: 54001, msg: 'Something went wrong; the reason is in the server log' },
   E_CONTENT_DAMAGED: { status: 500, retryable: false, public: 55001, msg: 'The stored content of this email is missing or damaged' },
+  E_ASK_FAILED: { status: 502, retryable: true, public: 54001, msg: 'The question could not be answered; the reason is in the server log' },
   E_ASK_UNAVAILABLE: { status: 503, retryable: true, public: 56001, msg: 'Questions over mail cannot be answered now' },
   E_SEND_UNAVAILABLE: { status: 503, retryable: false, public: 56002, msg: 'This account cannot send mail: it has no SMTP server configured' },
   E_BUDGET_SPENT: { status: 429, retryable: true, public: 57001, msg: 'The allowance for this period is spent' },

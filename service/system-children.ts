@@ -1,6 +1,6 @@
 /**
  * The supervision tree of the service, as data, in start order: the store
- * maintenance, the replay guard, the derivation writer, the embedding actor, one sync actor per
+ * maintenance, the replay guard, the derivation writer, the embedding actor, the answering actor, one sync actor per
  * configured account (25 per thread, see docs/actors.md), the outbox, then
  * the synchronization scheduler that drives them.
  * Stopping runs in reverse: the scheduler first, then the accounts together.
@@ -18,6 +18,7 @@ import { OUTBOX_ENTRY, OUTBOX_ID, type OutboxConfig } from '../actors/outbox/pro
 import { senderAddress } from '../config/schema/accounts.ts';
 import { EMBEDDING_ENTRY, EMBEDDING_ID, type EmbeddingConfig } from '../actors/embedding/protocol.ts';
 import { LOCAL_DIMENSIONS, LOCAL_MODEL } from '../config/schema/embeddings.ts';
+import { ANSWERING_ENTRY, ANSWERING_ID, type AnsweringConfig } from '../actors/answering/protocol.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
@@ -100,6 +101,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       config: { store: storeSlice(config) },
     },
     embeddingChild(config),
+    answeringChild(config),
     ...accounts,
     outboxChild(config),
     {
@@ -204,6 +206,41 @@ function embeddingChild(config: Config): ChildSpecInput {
     // system actors never wait behind it. With none declared it only answers "inactive": no isolate of its own.
     placement: declared === null ? SYSTEM_THREAD : { kind: 'dedicated' },
     // A crash loop is retried with backoff, never given up: unembedded mail waits meanwhile.
+    ...RETRIED_FOREVER,
+    config: slice,
+  };
+}
+
+/** The answering actor: one per deployment, on the system actors' thread (a run mostly waits on the chat endpoint). */
+function answeringChild(config: Config): ChildSpecInput {
+  const a = config.Answering;
+  const e = a.Endpoints[0];
+  const slice: AnsweringConfig = {
+    store: storeSlice(config),
+    endpoint:
+      e === undefined
+        ? null
+        : {
+            alias: e.Alias,
+            baseAddress: e.BaseAddress,
+            model: e.Model,
+            apiKeyRef: e.ApiKey ?? null,
+            deadlineMs: e.Deadline,
+            maxCalls: e.MaxCallsPerQuestion,
+            maxInputCharacters: e.MaxInputCharactersPerQuestion,
+          },
+    allowance: { maxQuestions: a.MaxQuestionsPerPeriod, periodMs: a.Period },
+    lookup: { passages: a.PassagesPerLookup, charactersPerPassage: a.CharactersPerPassage },
+    audit: { enabled: a.Audit.Enabled, retentionMs: a.Audit.Retention },
+    queryPoolId: MAIL_QUERY_POOL,
+    embeddingId: EMBEDDING_ID,
+  };
+  return {
+    id: ANSWERING_ID,
+    entry: ANSWERING_ENTRY,
+    restart: 'permanent',
+    shutdownMs: 5_000,
+    placement: SYSTEM_THREAD,
     ...RETRIED_FOREVER,
     config: slice,
   };

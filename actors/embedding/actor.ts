@@ -53,6 +53,7 @@ import {
   EmbeddingConfig,
   type EmbeddingStatus,
   type PlacedQuery,
+  type Readiness,
   type Profile,
 } from './protocol.ts';
 import type { EmbeddingProvider } from './provider.ts';
@@ -72,6 +73,7 @@ const QUERY_ALLOWANCE = 2_000;
 
 const Msg = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('embedding.status') }),
+  z.strictObject({ type: z.literal('embedding.readiness') }),
   z.strictObject({ type: z.literal('embedding.forecast') }),
   z.strictObject({ type: z.literal('embedding.activate') }),
   z.strictObject({ type: z.literal('embedding.cancel-reindex') }),
@@ -484,6 +486,15 @@ async function placeQuery(state: State, ctx: ActorContext, text: string): Promis
   }
 }
 
+/** Whether `placeQuery` could answer `available` now, as far as is known without a call (a spent period is found by the call). */
+function readiness(state: State): Readiness {
+  const { serving } = live(state.db);
+  if (serving === undefined) return { canPlaceQuery: false };
+  const endpoint = endpointOf(state, serving);
+  if (endpoint === null) return { canPlaceQuery: false };
+  return { canPlaceQuery: state.built.get(endpointKey(endpoint))?.health().state !== 'open' };
+}
+
 export default defineActor({
   name: 'embedding',
   config: EmbeddingConfig,
@@ -522,6 +533,8 @@ export default defineActor({
     switch (msg.type) {
       case 'embedding.status':
         return status(state);
+      case 'embedding.readiness':
+        return readiness(state);
       case 'embedding.forecast':
         return forecast(state);
       case 'embedding.activate':

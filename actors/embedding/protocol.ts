@@ -155,8 +155,13 @@ export const PlacedQuery = z.discriminatedUnion('semanticSearch', [
 ]);
 export type PlacedQuery = z.infer<typeof PlacedQuery>;
 
+/** Whether a query could be placed now (a generation serves and its provider's circuit is not open): asked before `ask_mail` is offered. Sends nothing. */
+export const Readiness = z.strictObject({ canPlaceQuery: z.boolean() });
+export type Readiness = z.infer<typeof Readiness>;
+
 export type EmbeddingAsk =
   | { type: 'embedding.status' }
+  | { type: 'embedding.readiness' }
   | { type: 'embedding.forecast' }
   | { type: 'embedding.activate' }
   | { type: 'embedding.cancel-reindex' }

@@ -2,11 +2,12 @@
  * `Answering`: chat endpoints `ask_mail` runs its conversation against, by
  * alias (the alias is what the answering audit records), and the bounds on
  * what questions may cost. The spec names the behaviour (deadline, cost
- * bound, period allowance); key names are ours. `ask_mail` uses the first
- * endpoint; no endpoint means questions are not answered.
+ * bound, period allowance, audit); key names are ours. `ask_mail` uses the
+ * first endpoint; no endpoint means questions are not answered
+ * (docs/ask-mail.md).
  */
 import { z } from 'zod';
-import { httpUrl, list, slug, text, wholeNumber } from './fields.ts';
+import { flag, httpUrl, list, slug, text, wholeNumber } from './fields.ts';
 import { secretRef } from './secret-ref.ts';
 import { timeSpan } from './time-span.ts';
 
@@ -24,10 +25,22 @@ export const ChatEndpoint = z
   })
   .meta({ description: 'A chat endpoint' });
 
+export const AnsweringAudit = z
+  .strictObject({
+    Enabled: flag('Whether each run is recorded in the answering audit (which messages were read and cited; never the question or the answer)').default(true),
+    Retention: timeSpan('1.00:00:00', '3650.00:00:00', 'How long an audit entry is kept').prefault('90.00:00:00'),
+  })
+  .meta({ description: 'The answering audit (GET /api/admin/answering/audit)' });
+
 export const Answering = z
   .strictObject({
     Endpoints: list(ChatEndpoint, 'Chat endpoints by alias; ask_mail uses the first').default([]),
-    MaxQuestionsPerPeriod: wholeNumber(1, 1_000_000, 'Questions answered per period; further ones are refused with 57001').default(200),
+    MaxQuestionsPerPeriod: wholeNumber(1, 1_000_000, 'Questions answered per period (durable across restarts); further ones are refused with 57001').default(
+      200,
+    ),
     Period: timeSpan('00:01:00', '31.00:00:00', 'Length of the question allowance period').prefault('1.00:00:00'),
+    PassagesPerLookup: wholeNumber(1, 10, 'Messages one lookup of the model passes on to it (cost bound)').default(5),
+    CharactersPerPassage: wholeNumber(200, 20_000, 'Characters of one message passed to the model per lookup (cost bound)').default(1_500),
+    Audit: AnsweringAudit.prefault({}),
   })
   .meta({ description: 'Questions over mail, ask_mail (key names ours)' });

@@ -22,6 +22,7 @@ import { type ChangeAsk, RecordChangesReply, RecordRepairsReply, syncActorId } f
 import type { Askable } from '../../runtime/ref.ts';
 import { EMBEDDING_ID, type EmbeddingAsk, PlacedQuery } from '../../actors/embedding/protocol.ts';
 import { OUTBOX_ID } from '../../actors/outbox/protocol.ts';
+import { ANSWERING_ID, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
@@ -43,6 +44,8 @@ import { allTools, type Tool, type ToolContext } from './tools.ts';
 const MAX_BODY_BYTES = 1024 * 1024;
 /** How long `search_emails` waits for the embedding actor to place a query (never past the request's own deadline); then it answers lexically. */
 export const PLACE_QUERY_DEADLINE_MS = 5_000;
+/** How long `tools/list` waits to learn whether `ask_mail` is offered; past it the tool is not listed. */
+const AVAILABILITY_DEADLINE_MS = 5_000;
 
 export type McpListenerDeps = {
   config: Config;
@@ -72,7 +75,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
-  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'askOutbox' | 'placeQuery'> = {
+  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'askOutbox' | 'placeQuery' | 'answering'> = {
     store: deps.store,
     scope,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
@@ -119,6 +122,10 @@ export function createMcpListener(deps: McpListenerDeps): Server {
         caller: { identity: principal.identity, permissions: [...principal.permissions] },
         askOutbox: (msg, reply) => deps.actor(OUTBOX_ID).ask(msg, { reply, deadlineMs: admitted.deadlineMs }),
         placeQuery: (text) => placeQuery(deps, text, admitted.deadlineMs),
+        answering: {
+          availability: () => deps.actor(ANSWERING_ID).ask({ type: 'answering.availability' }, { reply: Availability, deadlineMs: AVAILABILITY_DEADLINE_MS }),
+          ask: (input) => deps.actor(ANSWERING_ID).ask({ type: 'answering.ask', input, scope }, { reply: AskMailResult, deadlineMs: admitted.deadlineMs }),
+        },
       },
       log,
       version: deps.version,

@@ -69,7 +69,7 @@ function buildPublishedTool(tool: Tool): PublishedTool {
 export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse, body: unknown, exchange: McpExchange): Promise<void> {
   const server = new Server({ name: 'mailcairn', version: exchange.version }, { capabilities: { tools: {} }, jsonSchemaValidator });
   const byName = new Map(exchange.tools.map((tool) => [tool.name, tool]));
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: exchange.tools.map(publishedTool) }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await listedNow(exchange)).map(publishedTool) }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);
     if (!tool) {
@@ -90,6 +90,12 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
   });
   await server.connect(transport);
   await transport.handle(body);
+}
+
+/** The caller's tools that are offered right now (`ask_mail` only while the deployment can answer). */
+async function listedNow(exchange: McpExchange): Promise<readonly Tool[]> {
+  const offered = await Promise.all(exchange.tools.map((tool) => (tool.offered === undefined ? true : tool.offered(exchange.context).catch(() => false))));
+  return exchange.tools.filter((_, i) => offered[i]);
 }
 
 async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promise<CallToolResult> {

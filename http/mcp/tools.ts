@@ -27,6 +27,8 @@ import {
   type RepairNeeded,
 } from '../../actors/mail-query/protocol.ts';
 import type { PlacedQuery } from '../../actors/embedding/protocol.ts';
+import type { AskMailInput, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
+import { askTools } from './ask-tool.ts';
 import type { ChangeAsk, RecordChangesReply } from '../../actors/imap-sync/protocol.ts';
 import type { AskOptions } from '../../runtime/actor.ts';
 import { flagTools } from './flag-tool.ts';
@@ -60,6 +62,8 @@ export type ToolContext = {
    * (mcp-listener.ts), since search must not fail for its semantic half.
    */
   placeQuery(text: string): Promise<PlacedQuery>;
+  /** The answering actor: whether `ask_mail` is offered now, and one run (within the request's deadline). */
+  answering: { availability(): Promise<Availability>; ask(input: AskMailInput): Promise<AskMailResult> };
   /** Ask the outbox actor (it records sends and drafts); the deadline is the request's. */
   askOutbox<T>(msg: OutboxMessage, reply: z.ZodType<T>): Promise<T>;
   deadlineMs: number;
@@ -73,6 +77,8 @@ export type Tool = {
   permission: string;
   annotations: ToolAnnotations;
   input: z.ZodType;
+  /** Whether the tool is listed right now (absent: always, within the grant). A call while it is not is the tool's own refusal. */
+  offered?(ctx: ToolContext): Promise<boolean>;
   run(input: unknown, ctx: ToolContext): Promise<Record<string, unknown>>;
 };
 
@@ -145,7 +151,7 @@ export const readTools: readonly Tool[] = [
 ];
 
 /** Every tool this build offers, in the order `tools/list` publishes them (narrowed per deployment and grant). */
-export const allTools: readonly Tool[] = [...readTools, ...flagTools, ...sendTools, ...draftTools];
+export const allTools: readonly Tool[] = [...readTools, ...askTools, ...flagTools, ...sendTools, ...draftTools];
 
 /** Each attachment gains `downloadUrl` where this deployment issues links. */
 function withLinks(email: EmailContent, ctx: ToolContext): EmailContent {

@@ -99,15 +99,8 @@ export function lastMessageId(db: Database): number {
   return one<{ id: number | null }>(statements(db).lastMessage)?.id ?? 0;
 }
 
-/** Characters as the spend counts them: Unicode code points (an emoji is one, not two UTF-16 units). */
-export function characterCount(text: string): number {
-  let surrogates = 0;
-  for (let i = 0; i < text.length; i += 1) {
-    const unit = text.charCodeAt(i);
-    if (unit >= 0xd800 && unit <= 0xdbff) surrogates += 1;
-  }
-  return text.length - surrogates;
-}
+/** Characters as the spend counts them (runtime/characters.ts). */
+export { characterCount } from '../../characters.ts';
 
 /** The first instant of the period holding `now`: periods are aligned to the epoch. */
 export function periodStart(now: number, periodMs: number): number {
