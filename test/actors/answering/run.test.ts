@@ -154,3 +154,22 @@ t.test('provider failures end the run with their ending and keep the failure', a
   chat.script({ kind: 'empty-text' });
   t.equal((await run('x?', () => ({ found: [], lexicalOnly: false, cut: false }))).ending, 'provider-produced-no-text');
 });
+
+t.test('the request deadline ends a run whose call hangs', async (t) => {
+  const chat = await startChatStandin();
+  t.teardown(() => chat.close());
+  const client = createChatClient({ baseAddress: chat.baseAddress, model: 'scripted', apiKeyRef: null, deadlineMs: 60_000 });
+  t.teardown(() => client.close());
+  chat.script({ kind: 'hang' });
+  const started = Date.now();
+  const outcome = await runQuestion('x?', {
+    chat: client,
+    lookup: async () => ({ found: [], lexicalOnly: false, cut: false }),
+    maxCalls: 3,
+    maxInputCharacters: 100_000,
+    signal: AbortSignal.timeout(300),
+    now: Date.now,
+  });
+  t.equal(outcome.ending, 'deadline-passed', 'the caller’s deadline, not the endpoint’s minute');
+  t.ok(Date.now() - started < 5_000, 'ended near the deadline');
+});

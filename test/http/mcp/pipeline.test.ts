@@ -143,6 +143,17 @@ t.test('credentials, grants and limits on /mcp', async (t) => {
     [{ level: 40, surface: 'mcp', target: 'list_emails', permission: 'service.mail.read', credential: 'reporting' }],
     'the withheld call is a refusal, logged naming the credential',
   );
+  // Granted ask_mail on a deployment that declares no chat endpoint: not listed, and a call is told why (56001), never "unknown".
+  const asked = (await client.callTool({ name: 'ask_mail', arguments: { question: 'Who wrote last?' } })) as {
+    isError?: boolean;
+    structuredContent?: Record<string, unknown>;
+  };
+  t.equal(asked.isError, true);
+  t.match(
+    asked.structuredContent,
+    { code: 56001, message: /answers no questions: no chat endpoint is declared/ },
+    'the message says no questions are answered at all',
+  );
 
   // Rotation through the file, no restart: from the very next request the old key stops and the new one works.
   writeFileSync(join(dir, 'a.key'), KEY_A_NEXT);
