@@ -120,7 +120,7 @@ async function ask(state: State, ctx: ActorContext, input: AskMailInput, scope: 
     // A defect of ours: every other run goes on; this one answers 54001 and the error is logged whole.
     ctx.log.error({ err, event: 'answering.run-defect', runId }, 'answering.run-defect');
     record(state, ctx, { runId, accounts, beganAt, ending: 'failed', degradation: [], reads: [] });
-    throw new AppError('E_ASK_FAILED');
+    throw askFailed(runId);
   }
 
   const reads = outcome.reached.map((r, position) => ({ position, messageId: r.messageId, accountId: r.accountId, cited: outcome.cited.has(r.reference) }));
@@ -163,7 +163,7 @@ async function ask(state: State, ctx: ActorContext, input: AskMailInput, scope: 
     case 'deadline-passed':
       throw new AppError('E_ACTOR_TIMEOUT');
     case 'failed':
-      throw new AppError('E_ASK_FAILED');
+      throw askFailed(runId);
   }
 }
 
@@ -174,7 +174,12 @@ function providerFailure(ctx: ActorContext, runId: string, outcome: RunOutcome):
     { event: 'answering.provider-failed', runId, code: failure?.publicCode ?? null, ...(failure?.details ? { details: failure.details } : {}) },
     'answering.provider-failed',
   );
-  return new AppError('E_ASK_FAILED');
+  return askFailed(runId);
+}
+
+/** 54001 naming the run, so an operator finds its log lines (the run id is no content). */
+function askFailed(runId: string): AppError {
+  return new AppError('E_ASK_FAILED', { message: `The question could not be answered; the reason is in the server log under run ${runId}` });
 }
 
 /** One lookup of the model: the query placed if it can be, the search within the bound scope, then the opening of each message found. */

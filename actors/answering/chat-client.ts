@@ -32,6 +32,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher, request } from 'undici';
+import { readCapped, TOO_LARGE } from '../../runtime/http-retry/read-capped.ts';
 import { z } from 'zod';
 import { mathRandom, type Random } from '../../runtime/clock.ts';
 import { AppError, type Code, type ErrorDetails } from '../../runtime/errors.ts';
@@ -344,20 +345,4 @@ function callerDeadline(attempts: number): AppError {
     message: 'The request deadline passed before the chat provider answered',
     details: { failure: 'aborted', cause: 'caller-deadline', attempts },
   });
-}
-
-const TOO_LARGE = Symbol('too-large');
-
-async function readCapped(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) {
-      body.destroy();
-      throw TOO_LARGE;
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -19,6 +19,7 @@
 import { z } from 'zod';
 import type { QueryScope } from '../mail-query/protocol.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import type { RunRecord } from '../../runtime/store/answering/audit.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export const ANSWERING_ENTRY = moduleUrl('./actor.ts', import.meta.url);
@@ -144,19 +145,10 @@ export type AnsweringAsk =
 
 // ---------------------------------------------------------------- the audit
 
-/** One message a run read: its position in first-reach order (from 0) and whether the answer cited it. */
-export const AnsweringRead = z.strictObject({ position: z.number().int().nonnegative(), messageId: z.number().int().positive(), cited: z.boolean() });
-export type AnsweringRead = z.infer<typeof AnsweringRead>;
-
-/** One audit entry as the actor writes it: per account of the run, sharing `runId`. Holds no content. */
-export type AnsweringRunRecord = {
-  runId: string;
-  accountId: string;
-  endpointAlias: string;
-  instructionVersion: string;
-  beganAt: number;
-  endedAt: number;
-  ending: RunEnding;
-  degradation: RunDegradation[];
-  reads: AnsweringRead[];
-};
+/**
+ * One audit entry as the actor writes it: per account of the run, sharing
+ * `runId`; each read is a message with its position in first-reach order
+ * (from 0) and whether the answer cited it. Holds no content. The store's
+ * `RunRecord` narrowed to the endings and degradations this build declares.
+ */
+export type AnsweringRunRecord = RunRecord & { ending: RunEnding; degradation: RunDegradation[] };

@@ -22,6 +22,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher, request } from 'undici';
+import { readCapped, TOO_LARGE } from '../../runtime/http-retry/read-capped.ts';
 import { z } from 'zod';
 import { type Clock, mathRandom, type Random, systemClock } from '../../runtime/clock.ts';
 import type { Logger } from '../../runtime/log.ts';
@@ -286,20 +287,4 @@ function transportFailure(err: unknown, signal: AbortSignal | undefined, deadlin
 /** Largest answer read: about 32 bytes of JSON per number, plus room for the envelope. */
 function answerLimit(count: number, dimensions: number): number {
   return count * (dimensions * 32 + 256) + 64 * 1024;
-}
-
-const TOO_LARGE = Symbol('too-large');
-
-async function readCapped(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) {
-      body.destroy();
-      throw TOO_LARGE;
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

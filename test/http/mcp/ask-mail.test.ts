@@ -348,6 +348,7 @@ t.test('ask_mail: withheld, offered, answered with citations, bounded, audited, 
       const failed = refusal(await ask({ question: 'Anything from the yard?' }));
       chat.setDefault({ kind: 'text', text: 'ok' });
       t.equal(failed.code, 54001, `${fault.kind}: the client sees 54001`);
+      t.match(failed.message, /under run [0-9a-f-]{36}$/, 'naming the run, so its log lines can be found');
       await t.resolves(
         until(() => sync.logs.events('answering.provider-failed').some((r) => r.code === code && !seen.has(r))),
         `${fault.kind}: the log carries ${code}`,
