@@ -10,10 +10,12 @@
  *   Arguments naming anything else are refused as unknown members.
  * - Retrieved mail reaches the model only as tool results, inside the
  *   envelope of `envelope.ts`.
- * - Bounds: at most `maxCalls` calls (the last is sent with
- *   `tool_choice: none`, asking for the answer) and `maxInputCharacters`
- *   characters sent in all; a request that would pass either is not sent
- *   and the run ends with that bound reached.
+ * - Bounds: at most `maxCalls` calls and `maxInputCharacters` characters
+ *   sent in all. The call after which neither bound leaves room for another
+ *   is sent with `tool_choice: none`, asking for the answer: each request
+ *   resends the whole conversation, so the next one is at least as large
+ *   as this one. A model that looks up even then ends the run with that
+ *   bound reached; a request that would pass a bound is never sent.
  *
  * Importable by the answering actor only.
  */
@@ -153,15 +155,21 @@ export async function runQuestion(question: string, deps: RunDeps): Promise<RunO
   try {
     for (;;) {
       if (outcome.calls >= deps.maxCalls) return ended(outcome, 'calls-bound-reached');
-      const last = outcome.calls === deps.maxCalls - 1;
       const characters = requestCharacters(messages);
       if (outcome.charactersSent + characters > deps.maxInputCharacters) return ended(outcome, 'characters-bound-reached');
+      // The bound that leaves no room for a call after this one, if any: this call then asks for the answer.
+      const lastBy: RunEnding | null =
+        outcome.calls === deps.maxCalls - 1
+          ? 'calls-bound-reached'
+          : outcome.charactersSent + 2 * characters > deps.maxInputCharacters
+            ? 'characters-bound-reached'
+            : null;
       outcome.calls += 1;
       outcome.charactersSent += characters;
-      const reply = await deps.chat.complete({ messages, tools: [lookupTool], toolChoice: last ? 'none' : 'auto' }, deps.signal);
+      const reply = await deps.chat.complete({ messages, tools: [lookupTool], toolChoice: lastBy === null ? 'auto' : 'none' }, deps.signal);
       if (reply.toolCalls.length === 0) return answered(outcome, reply.text ?? '');
-      // Asked to answer on its last call, the model looked up again: the call bound is what ends it.
-      if (last) return ended(outcome, 'calls-bound-reached');
+      // Asked to answer on its last call, the model looked up again: the bound is what ends it.
+      if (lastBy !== null) return ended(outcome, lastBy);
       messages.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
       for (const call of reply.toolCalls) {
         const content =

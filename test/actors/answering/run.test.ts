@@ -42,17 +42,34 @@ async function setup(t: Test) {
 const search = (args: Json) => ({ kind: 'tool-calls' as const, calls: [{ name: 'search_mail', arguments: args }] });
 const results = (r: RecordedChatRequest | undefined) => (r === undefined ? [] : toolResultsOf(r).map((x) => x.content));
 
-t.test('the characters bound stops the run before the request that would pass it', async (t) => {
+t.test('the characters bound: the call that leaves no room for another asks for the answer', async (t) => {
   const { chat, run } = await setup(t);
-  chat.script(search({ queryText: 'long' }), { kind: 'text', text: 'never asked for' });
-  const outcome = await run('Which long message?', () => ({ found: [found(1, 'x'.repeat(3_000))], lexicalOnly: false, cut: false }), {
-    maxInputCharacters: 3_500,
-  });
-  t.equal(outcome.ending, 'characters-bound-reached');
-  t.equal(outcome.calls, 1, 'the second request, holding the 3,000-character extract, was not sent');
-  t.equal(chat.requests.length, 1);
-  t.ok(outcome.charactersSent <= 3_500, 'what was sent stays within the bound');
-  t.equal(outcome.reached.length, 1, 'what was read is still known (for the audit)');
+  // A model that answers when told to, and otherwise looks up again.
+  const obliging = {
+    kind: 'respond' as const,
+    respond: (r: RecordedChatRequest) => (r.toolChoice === 'none' ? { kind: 'text' as const, text: 'From what I read [E1].' } : search({ queryText: 'more' })),
+  };
+  chat.setDefault(obliging);
+  let n = 0;
+  const long = () => ({ found: [found((n += 1), 'x'.repeat(3_000))], lexicalOnly: false, cut: false });
+  const answered = await run('Which long message?', long, { maxInputCharacters: 20_000 });
+  t.equal(answered.ending, 'answered', 'the run answers within the bound instead of failing at it');
+  t.ok(answered.charactersSent <= 20_000, 'what was sent stays within the bound');
+  t.ok(answered.calls < 6, 'before the call bound');
+  t.equal(chat.requests.at(-1)!.toolChoice, 'none', 'the last request asked for the answer');
+  t.ok(
+    chat.requests.slice(0, -1).every((r) => r.toolChoice === 'auto'),
+    'every earlier one left room for another',
+  );
+
+  // A model that looks up even when asked to answer: the bound ends the run, and no request past it is sent.
+  const before = chat.requests.length;
+  chat.setDefault(search({ queryText: 'long' }));
+  const stopped = await run('Which long message?', long, { maxInputCharacters: 20_000 });
+  t.equal(stopped.ending, 'characters-bound-reached');
+  t.ok(stopped.charactersSent <= 20_000);
+  t.equal(chat.requests.length - before, stopped.calls);
+  t.equal(stopped.reached.length, stopped.calls - 1, 'the lookups before the last call are still known (for the audit); the last one asked for is not run');
 });
 
 t.test('arguments the run cannot use are refused to the model, never run', async (t) => {
