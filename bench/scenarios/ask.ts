@@ -245,7 +245,10 @@ async function timeStandinRuns(o: {
   const ask1 = figures[1]!;
   const rows: Row[] = figures.map(({ c, s }) => {
     const p50 = ms(s.p50Us);
-    const perLookup = c.calls !== null && c.calls > 1 ? round((p50 - ms(ask1.s.p50Us)) / (c.calls - 1), 2) : null;
+    const lookups = c.calls !== null && c.calls > 1 ? c.calls - 1 : null;
+    const cpuPerCall = c.cpuMs / c.samples.length;
+    const perLookup = lookups === null ? null : round((p50 - ms(ask1.s.p50Us)) / lookups, 2);
+    const perLookupCpu = lookups === null ? null : round((cpuPerCall - ask1.c.cpuMs / ask1.c.samples.length) / lookups, 2);
     return {
       mode: 'stand-in',
       case: c.name,
@@ -254,7 +257,9 @@ async function timeStandinRuns(o: {
       'p99 ms': ms(s.p99Us),
       'per lookup p50 ms': perLookup ?? '',
       'search p50 ms': c.calls === null ? '' : ms(search.s.p50Us),
-      'daemon CPU ms/call': round(c.cpuMs / c.samples.length, 2),
+      'per lookup / search p50': perLookup === null ? '' : round(perLookup / ms(search.s.p50Us), 2),
+      'daemon CPU ms/call': round(cpuPerCall, 2),
+      'per lookup CPU ms': perLookupCpu ?? '',
       note:
         c.calls === null
           ? `bare search_emails, resultLimit ${PASSAGES_PER_LOOKUP}, hybrid`
