@@ -11,6 +11,7 @@ import { provenance } from './machine.ts';
 import { clockTicks, processAccounting } from './peers/process-stats.ts';
 import { accounts100 } from './scenarios/accounts-100.ts';
 import { actorAsk } from './scenarios/actor-ask.ts';
+import { ask } from './scenarios/ask.ts';
 import { actorDensity } from './scenarios/actor-density.ts';
 import { authOverhead } from './scenarios/auth-overhead.ts';
 import { mailboxChanges } from './scenarios/mailbox-changes.ts';
@@ -34,6 +35,7 @@ const scenarios: Scenario[] = [
   outbox,
   accounts100,
   retrieval,
+  ask,
 ];
 
 function table(rows: Row[]): string {

@@ -69,14 +69,14 @@ const FOLDER = 'inbox';
 const RESULTS = 10;
 const scope: QueryScope = { accounts: [{ id: ACCOUNT, folders: [FOLDER] }] };
 
-type Source = { key: string; raw: Buffer; receivedAt: number | null };
+export type Source = { key: string; raw: Buffer; receivedAt: number | null };
 
 /** A reference's key: the same for the labels and for what is stored. */
-function keyOf(ref: EvalRef): string {
+export function keyOf(ref: EvalRef): string {
   return ref.corpus === 'real' ? `real:${ref.path}` : `generated:${ref.mailbox}:${ref.messageId}`;
 }
 
-function sources(generated: Record<string, { seed: number; count: number; profile: 'small' | 'bench' }>): Source[] {
+export function sources(generated: Record<string, { seed: number; count: number; profile: 'small' | 'bench' }>): Source[] {
   const real = loadCorpus('real').map((m) => ({ key: `real:${m.name.replace(/^real\//, '')}`, raw: withoutEnvelope(m.raw), receivedAt: null }));
   const made = Object.entries(generated).flatMap(([name, g]) =>
     [...generateMailbox({ seed: g.seed, count: g.count, profile: g.profile })].map((m) => ({

@@ -29,21 +29,19 @@
  *
  * BENCH_ITERATIONS (default 200) timed calls per shape and mode.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startDovecot } from '../../test/harness/dovecot.ts';
 import { startEmbeddingStandin, type EmbeddingStandin } from '../../test/harness/embedding-standin.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
 import { trackDir } from '../../test/harness/processes.ts';
-import { reservePort } from '../../test/helpers/ports.ts';
 import { boundGoal, millis } from '../goals.ts';
-import { apiKeyEntry } from '../peers/daemon-config.ts';
 import { readStats, resetPeak } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round } from '../stats.ts';
+import { activateAndEmbed, STANDIN_DIMENSIONS, standinEmbeddings, startHybridDaemon, warmUpVectorIndex } from './hybrid-daemon.ts';
 import {
   callTool,
   chooseShapes,
@@ -57,76 +55,9 @@ import {
   sample,
   type Shape,
   sizes,
-  startDaemon,
   USER,
   waitForMirror,
 } from './search.ts';
-
-const DIMENSIONS = 384;
-/** The bench operator's admin key: activation and status (`Authorization: Bearer`). */
-const ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
-const ADMIN_PERMISSIONS = ['service.admin.spend', 'service.admin.read'];
-const WARMUP_ROUNDS = 3;
-const WARMUP_SEARCHES = 20;
-const WARMUP_PAUSE_MS = 3_000;
-
-type Admin = { get(path: string): Promise<Record<string, unknown>>; post(path: string): Promise<Record<string, unknown>> };
-
-function adminClient(port: number): Admin {
-  const call = async (method: string, path: string): Promise<Record<string, unknown>> => {
-    const res = await fetch(`http://127.0.0.1:${port}/api/admin${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${ADMIN_KEY}`, ...(method === 'POST' ? { 'Content-Type': 'application/json' } : {}) },
-      ...(method === 'POST' ? { body: '{}' } : {}),
-    });
-    const json = (await res.json()) as Record<string, unknown>;
-    // The status and the problem's title only: a problem names no mail, but the body is not echoed.
-    if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${String(json.title ?? '')}`);
-    return json;
-  };
-  return { get: (path) => call('GET', path), post: (path) => call('POST', path) };
-}
-
-/** The daemon's configuration sections of this scenario: the stand-in as provider, and the admin endpoint. */
-function hybridSections(standin: EmbeddingStandin, adminPort: number, adminKeyFile: string): Record<string, unknown> {
-  return {
-    // Characters are counted against a budget: 50,000 messages need more than the default 10 million.
-    Embeddings: { BaseAddress: standin.baseAddress, Model: 'bench-bow', Dimensions: DIMENSIONS, BatchSize: 256, MaxInputCharactersPerPeriod: 100_000_000_000 },
-    EmbeddingBackfill: { BatchSize: 2000 },
-    AdminEndpoint: {
-      Enabled: true,
-      BindAddress: '127.0.0.1',
-      Port: adminPort,
-      Authentication: [{ ...apiKeyEntry('bench-admin', `file:${adminKeyFile}`), Permissions: ADMIN_PERMISSIONS }],
-    },
-  };
-}
-
-/** Polls the embedding status until every stored email is embedded; progress on stderr. */
-async function waitForEmbedding(admin: Admin, d: Daemon, standin: EmbeddingStandin, limitMs: number, log: (line: string) => void): Promise<number> {
-  const started = performance.now();
-  let lastLog = 0;
-  for (;;) {
-    if (d.state() !== 'running') throw new Error(`mailcairnd ${d.state()} while embedding`);
-    const status = await admin.get('/embeddings');
-    const serving = status.serving as { embeddedEmailCount: number; emailCount: number } | null;
-    // The stand-in records every request with its inputs: dropped here, or 255,000 passages would sit in this process.
-    standin.requests.length = 0;
-    const elapsed = performance.now() - started;
-    if (serving !== null && serving.emailCount > 0 && serving.embeddedEmailCount >= serving.emailCount) {
-      log(`embedded ${serving.embeddedEmailCount}/${serving.emailCount} in ${round(elapsed / 1000, 1)} s`);
-      return elapsed;
-    }
-    if (elapsed - lastLog >= 15_000) {
-      lastLog = elapsed;
-      log(
-        `embedding: ${serving ? `${serving.embeddedEmailCount}/${serving.emailCount}` : 'not serving yet'} after ${round(elapsed / 1000)} s; waiting for ${String(status.waitingFor ?? 'nothing')}`,
-      );
-    }
-    if (elapsed > limitMs) throw new Error(`not every email embedded within ${limitMs / 60_000} min`);
-    await sleep(2_000);
-  }
-}
 
 /** A bare provider call: one short input, the wire format the daemon sends. */
 async function standinCall(standin: EmbeddingStandin): Promise<void> {
@@ -158,18 +89,15 @@ export const searchHybrid: Scenario = {
     const log = (line: string): void => void process.stderr.write(`[search-hybrid] ${line}\n`);
     const rows: Row[] = [];
     let daemon: Daemon | null = null;
-    const standin = await startEmbeddingStandin({ dimensions: DIMENSIONS });
+    const standin = await startEmbeddingStandin({ dimensions: STANDIN_DIMENSIONS });
     const dovecot = await startDovecot({ users: [{ user: USER, password: PASSWORD }] });
     try {
       log(`writing ${total} messages`);
       await writeMaildir(dovecot, USER, 'INBOX', generateMailbox({ seed: 42, count: total, profile: 'bench' }));
-      const daemonDir = join(dir, 'mailcairn');
-      mkdirSync(daemonDir, { recursive: true });
-      const adminKeyFile = join(daemonDir, 'admin.key');
-      writeFileSync(adminKeyFile, ADMIN_KEY);
-      const adminPort = await reservePort();
       log('mailcairnd mirroring');
-      daemon = await startDaemon(daemonDir, dovecot.port, hybridSections(standin, adminPort, adminKeyFile));
+      const started = await startHybridDaemon(join(dir, 'mailcairn'), dovecot.port, { Embeddings: standinEmbeddings(standin) });
+      daemon = started.daemon;
+      const admin = started.admin;
       const d = daemon;
       const { mirrorMs, stored } = await waitForMirror(d, total);
       log('choosing query shapes');
@@ -179,7 +107,6 @@ export const searchHybrid: Scenario = {
         .map((l) => round(l, 1))
         .join(' ');
       const peakReset = resetPeak(d.pid);
-      const admin = adminClient(adminPort);
       const client = await connectClient(d.port, 'bench-search-hybrid');
       const timeShape = async (shape: Shape): Promise<Timed> => {
         const args = { queryText: shape.queryText, ...shape.filters, resultLimit: RESULTS };
@@ -200,20 +127,12 @@ export const searchHybrid: Scenario = {
         const lexicalRss = readStats(d.pid)?.peakRssMiB ?? NaN;
 
         log('activating');
-        const activated = await admin.post('/embeddings/activation');
-        log(`activation: ${String(activated.outcome)}`);
-        const embedMs = await waitForEmbedding(admin, d, standin, embedLimitMs, log);
-        const status = await admin.get('/embeddings');
-        const serving = status.serving as { embeddedEmailCount: number; emailCount: number };
-
-        log(`warm-up: ${WARMUP_ROUNDS} × (${WARMUP_SEARCHES} searches, ${WARMUP_PAUSE_MS / 1000} s pause) while the pool threads load their vector index`);
-        for (let r = 0; r < WARMUP_ROUNDS; r++) {
-          for (let i = 0; i < WARMUP_SEARCHES; i++) {
-            const shape = shapes[i % shapes.length]!;
-            await callTool(client, 'search_emails', { queryText: shape.queryText, ...shape.filters, resultLimit: RESULTS });
-          }
-          await sleep(WARMUP_PAUSE_MS);
-        }
+        const embedded = await activateAndEmbed(admin, d, standin, embedLimitMs, log);
+        await warmUpVectorIndex(
+          client,
+          shapes.map((shape) => ({ queryText: shape.queryText, ...shape.filters, resultLimit: RESULTS })),
+          log,
+        );
         standin.requests.length = 0;
 
         log('hybrid phase');
@@ -256,7 +175,7 @@ export const searchHybrid: Scenario = {
           note:
             `peak RSS ${round(usage.peakRssMiB)} MiB over lexical, embedding and hybrid phases${peakReset ? '' : ' (lifetime peak: reset refused)'}; ` +
             `peak after the lexical phase ${round(lexicalRss)} MiB; messages ${stored}; mirror ${round(mirrorMs / 1000, 1)} s; ` +
-            `embedding ${serving.embeddedEmailCount}/${serving.emailCount} emails in ${round(embedMs / 1000, 1)} s (activation ${String(activated.outcome)}, ${String((activated.forecast as { passages?: number } | undefined)?.passages ?? '?')} passages); ` +
+            `embedding ${embedded.embeddedEmailCount}/${embedded.emailCount} emails in ${round(embedded.embedMs / 1000, 1)} s (activation ${embedded.outcome}, ${embedded.passages} passages); ` +
             `load average at start ${loadAtStart}, at end ${load}`,
         });
         rows.push(
