@@ -18,7 +18,15 @@
  * Ctrl-C stops the service, then the sink, then Dovecot (by its PID), and
  * removes the temporary directory; a second Ctrl-C exits at once.
  *
- * Options: --port N (the MCP port; default: a free one chosen at run time).
+ * With --chat URL it also declares an OpenAI-compatible chat endpoint
+ * (Answering, alias demo-chat, model --chat-model, default llama3.1; the key,
+ * if any, by reference to $MAILCAIRN_DEMO_CHAT_API_KEY, never printed) and,
+ * once hybrid search serves, asks ask_mail one question the reminder answers
+ * and prints the answer with its citations. An endpoint that fails or cannot
+ * be reached is reported in one line with how to check it; the demo goes on.
+ *
+ * Options: --port N (the MCP port; default: a free one chosen at run time),
+ * --chat URL and --chat-model NAME (e.g. Ollama: --chat http://127.0.0.1:11434).
  * Without Dovecot installed: as root, or with passwordless sudo, it runs
  * `apt-get install dovecot-imapd` (keeping the package from starting a
  * system-wide server); otherwise it prints the command and exits 1.
@@ -33,9 +41,11 @@ import { accessSync, closeSync, constants, existsSync, mkdirSync, mkdtempSync, o
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { AskMailResult } from '../../actors/answering/protocol.ts';
 import { type ActivationResult, EMBEDDING_ID, type EmbeddingStatus } from '../../actors/embedding/protocol.ts';
 import { SCHEDULER_ID } from '../../actors/sync-scheduler/protocol.ts';
 import { describePosture } from '../../config/posture.ts';
+import { ChatEndpoint } from '../../config/schema/answering.ts';
 import { startService, type Service } from '../../service/app.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { keyringNew } from '../../runtime/keyring/cli.ts';
@@ -76,6 +86,13 @@ const SEMANTIC_BODY = [
   'Dana from Brightside Cleaning',
 ].join('\r\n');
 const STOP_DEADLINE_MS = 15_000;
+/** The question `--chat` asks ask_mail: the reminder above answers it, in other words than the question's. */
+const ASK_QUESTION = 'Is there a bill I still have to pay, and how much is it?';
+const CHAT_ALIAS = 'demo-chat';
+/** One call to the chat endpoint: a local model on a CPU may take minutes over the first, longest prompt. */
+const CHAT_DEADLINE = '00:03:00';
+/** The whole question, as long as the service lets one MCP request run (McpEndpoint:RequestTimeout, ten minutes). */
+const ASK_TIMEOUT_MS = 10 * 60_000;
 
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);
 const note = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -92,25 +109,59 @@ class DemoExit extends Error {
 // ---------------------------------------------------------------------------
 // Arguments
 
-function parseOptions(): { port: number | null } {
-  let values: { port?: string | undefined; help?: boolean | undefined };
+/** The chat endpoint `--chat` declares: ask_mail is asked one question once hybrid search serves. */
+type ChatOption = { baseAddress: string; model: string; apiKeyRef: string | null };
+
+const USAGE = 'usage: npm run demo [-- --port N] [--chat URL [--chat-model NAME]]';
+const DEFAULT_CHAT_MODEL = 'llama3.1';
+/** An API key for the chat endpoint, if it needs one: passed to the service as an `env:` reference, never read or printed here. */
+const CHAT_KEY_VARIABLE = 'MAILCAIRN_DEMO_CHAT_API_KEY';
+
+function parseOptions(): { port: number | null; chat: ChatOption | null } {
+  let values: { port?: string | undefined; chat?: string | undefined; 'chat-model'?: string | undefined; help?: boolean | undefined };
   try {
-    ({ values } = parseArgs({ options: { port: { type: 'string', short: 'p' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+    ({ values } = parseArgs({
+      options: { port: { type: 'string', short: 'p' }, chat: { type: 'string' }, 'chat-model': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
   } catch (err) {
-    throw new DemoExit(2, `${(err as Error).message}\nusage: npm run demo [-- --port N]`);
+    throw new DemoExit(2, `${(err as Error).message}\n${USAGE}`);
   }
   if (values.help) {
-    out('usage: npm run demo [-- --port N]');
+    out(USAGE);
     out('  Runs Mailcairn on a generated mailbox held by a private Dovecot, with the MCP endpoint');
     out('  on 127.0.0.1 (port N, default: a free one), sending through a local SMTP sink that keeps what');
     out('  it receives. Ctrl-C stops it and removes everything it made.');
+    out('  --chat URL         an OpenAI-compatible chat endpoint (http only to a loopback host), e.g. Ollama:');
+    out('                     --chat http://127.0.0.1:11434; once hybrid search serves, the demo asks ask_mail');
+    out('                     one question about the mailbox and prints the answer and its citations');
+    out(`  --chat-model NAME  the chat model (default ${DEFAULT_CHAT_MODEL}; it must be able to call tools)`);
+    out(`  ${CHAT_KEY_VARIABLE}, if set, is sent as the endpoint's API key (never printed)`);
     process.exit(0);
   }
-  if (values.port === undefined) return { port: null };
-  const port = Number(values.port);
-  if (!/^\d+$/.test(values.port) || port < 1 || port > 65_535)
-    throw new DemoExit(2, `--port: expected a port number from 1 to 65535, got ${JSON.stringify(values.port)}`);
-  return { port };
+  let port: number | null = null;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^\d+$/.test(values.port) || port < 1 || port > 65_535)
+      throw new DemoExit(2, `--port: expected a port number from 1 to 65535, got ${JSON.stringify(values.port)}`);
+  }
+  if (values.chat === undefined) {
+    if (values['chat-model'] !== undefined) throw new DemoExit(2, `--chat-model needs --chat URL\n${USAGE}`);
+    return { port, chat: null };
+  }
+  // The service's own rules for Answering:Endpoints (http(s), clear text to loopback only, no user information).
+  const address = ChatEndpoint.shape.BaseAddress.safeParse(values.chat);
+  if (!address.success) {
+    throw new DemoExit(
+      2,
+      // The value is not echoed: it may carry user information.
+      `--chat: ${address.error.issues[0]?.message ?? 'not a base address'}; expected the http(s) base address of an OpenAI-compatible chat endpoint, e.g. http://127.0.0.1:11434 (Ollama)`,
+    );
+  }
+  const model = values['chat-model'] ?? DEFAULT_CHAT_MODEL;
+  if (!ChatEndpoint.shape.Model.safeParse(model).success) throw new DemoExit(2, '--chat-model: expected a model name (1 to 256 characters)');
+  const key = process.env[CHAT_KEY_VARIABLE];
+  return { port, chat: { baseAddress: values.chat, model, apiKeyRef: key !== undefined && key !== '' ? `env:${CHAT_KEY_VARIABLE}` : null } };
 }
 
 // ---------------------------------------------------------------------------
@@ -262,6 +313,10 @@ function installSignals(): void {
   });
 }
 
+/** The last `answering.provider-failed` the service logged: what the demo says when ask_mail answers 54001. */
+type ProviderFailure = { code: number | null; failure: string | null; status: number | null };
+let lastProviderFailure: ProviderFailure | null = null;
+
 /** Log lines go to a file in the temporary directory; warnings and errors are also shown, briefly. */
 function demoLogSink(file: string): (chunk: string) => void {
   held.logFd = openSync(file, 'a', 0o600);
@@ -269,11 +324,18 @@ function demoLogSink(file: string): (chunk: string) => void {
     if (held.logFd !== undefined) writeSync(held.logFd, chunk.endsWith('\n') ? chunk : `${chunk}\n`);
     for (const line of chunk.split('\n')) {
       if (!line.startsWith('{')) continue;
-      let entry: { level?: number; msg?: string; event?: string };
+      let entry: { level?: number; msg?: string; event?: string; code?: unknown; details?: { failure?: unknown; status?: unknown } };
       try {
         entry = JSON.parse(line) as typeof entry;
       } catch {
         continue;
+      }
+      if (entry.event === 'answering.provider-failed') {
+        lastProviderFailure = {
+          code: typeof entry.code === 'number' ? entry.code : null,
+          failure: typeof entry.details?.failure === 'string' ? entry.details.failure : null,
+          status: typeof entry.details?.status === 'number' ? entry.details.status : null,
+        };
       }
       // The startup warnings are printed with the summary, once.
       if ((entry.level ?? 0) < 40 || entry.event === 'config.warning') continue;
@@ -377,6 +439,7 @@ function demoConfig(o: {
   keyRingFile: string;
   apiKeyFile: string;
   adminKeyFile: string;
+  chat: ChatOption | null;
 }): unknown {
   return {
     McpEndpoint: {
@@ -417,6 +480,22 @@ function demoConfig(o: {
     ],
     // The model shipped with Mailcairn, computed in this process: activated by the demo once the mailbox is mirrored.
     Embeddings: { Provider: 'Local' },
+    // --chat: the endpoint ask_mail answers with. A local model on a CPU may take a while per call: a longer deadline than the default minute.
+    ...(o.chat
+      ? {
+          Answering: {
+            Endpoints: [
+              {
+                Alias: CHAT_ALIAS,
+                BaseAddress: o.chat.baseAddress,
+                Model: o.chat.model,
+                ...(o.chat.apiKeyRef ? { ApiKey: o.chat.apiKeyRef } : {}),
+                Deadline: CHAT_DEADLINE,
+              },
+            ],
+          },
+        }
+      : {}),
     Storage: { Database: join(o.dir, 'mailcairn.db') },
     DataEncryption: { KeyRing: `file:${o.keyRingFile}` },
     Logging: { Level: 'info', Format: 'Json' },
@@ -490,6 +569,7 @@ function printSummary(o: {
   apiKey: string;
   adminUrl: string;
   adminKeyFile: string;
+  chat: ChatOption | null;
 }): void {
   const account = o.status.accounts.find((a) => a.account === ACCOUNT);
   const folders = (account?.folders ?? []).map((f) => `${f.alias} ${f.lastRun?.storedEmailCount ?? 0}`).join(', ');
@@ -518,6 +598,12 @@ function printSummary(o: {
       ? `               answers: ${o.probe.tools.length} tools (${o.probe.tools.join(', ')})`
       : `               did not answer tools/list yet: ${o.probe.why}`,
   );
+  if (o.chat) {
+    out(
+      `Answering      ${CHAT_ALIAS}: model ${o.chat.model} at ${new URL(o.chat.baseAddress).host}, ${o.chat.apiKeyRef ? `API key from $${CHAT_KEY_VARIABLE}` : 'no API key'};`,
+    );
+    out('               ask_mail is offered once the mailbox is embedded (the demo then asks it one question)');
+  }
   out();
   out(`API key       ${o.apiKey}`);
   out('               generated for this demo; present it as "Authorization: Bearer <key>" (docs/security.md)');
@@ -588,7 +674,7 @@ async function searchAsAgent(url: string, apiKey: string): Promise<Found> {
  * embeds the mailbox, and shows the same search before and after: lexical alone misses the
  * reminder, hybrid finds it (measured: #2 of 10 with the local model).
  */
-async function showSemanticSearch(service: Service, url: string, apiKey: string): Promise<void> {
+async function showSemanticSearch(service: Service, url: string, apiKey: string): Promise<boolean> {
   const embedding = service.supervisor.ref(EMBEDDING_ID);
   const before = await searchAsAgent(url, apiKey);
   const activated = await embedding.ask<ActivationResult>({ type: 'embedding.activate' }, { deadlineMs: 30_000 });
@@ -601,7 +687,7 @@ async function showSemanticSearch(service: Service, url: string, apiKey: string)
     if (serving !== null && serving.emailCount > 0 && serving.embeddedEmailCount === serving.emailCount) break;
     if (Date.now() > end) {
       note('Semantic search: the mailbox is still being embedded; `mailcairn embedding status` shows how far.');
-      return;
+      return false;
     }
     if (Date.now() - told > 15_000 && serving !== null) {
       note(`Semantic search: ${serving.embeddedEmailCount} of ${serving.emailCount} emails embedded…`);
@@ -616,6 +702,92 @@ async function showSemanticSearch(service: Service, url: string, apiKey: string)
   out(`    before the activation (${before.mode}): the reminder "${SEMANTIC_SUBJECT}" was ${where(before)}`);
   out(`    now (${after.mode}, semanticSearch ${after.state}): it is ${where(after)}`);
   out('    Ask your agent the same question in its own words.');
+  return true;
+}
+
+/** For the terminal, the model's answer: its lines kept, control characters and all else as `printable` does. */
+const printableText = (s: string): string =>
+  s
+    .split(/\r?\n/)
+    .map((line) => line.replace(/[\x00-\x1f\x7f-\x9f]/g, '?'))
+    .join('\n');
+
+/** Where an OpenAI-compatible server lists its models, for the hint: the base address's rule, without a query. */
+function modelsUrl(baseAddress: string): string {
+  const url = new URL(baseAddress);
+  const path = url.pathname.replace(/\/+$/, '');
+  return `${url.origin}${/\/v1$/.test(path) ? path : `${path}/v1`}/models`;
+}
+
+/** What the service logged for a 54001, in words, with what to check. */
+function describeProviderFailure(f: ProviderFailure | null, chat: ChatOption): string {
+  const host = new URL(chat.baseAddress).host;
+  if (f === null) return `the chat endpoint at ${host} failed (see answering.provider-failed in mailcairn.log)`;
+  switch (f.code) {
+    case 71001:
+      return `the chat endpoint at ${host} refused the credential (HTTP ${f.status ?? '401/403'}): ${
+        chat.apiKeyRef ? `check the key in ${CHAT_KEY_VARIABLE}` : `set ${CHAT_KEY_VARIABLE} to a key it accepts`
+      } (71001)`;
+    case 73001:
+      return `the chat endpoint at ${host} answered with neither text nor a tool call: model ${chat.model} may not support tool calls; try another with --chat-model (73001)`;
+    case 72001:
+      if (f.failure === 'refused-connection' || f.failure === 'network' || f.failure === 'reset')
+        return `nothing answered at ${host} (${f.failure}): is the server running? (72001)`;
+      if (f.failure === 'timeout') return `the chat endpoint at ${host} did not answer within ${CHAT_DEADLINE} per call (72001)`;
+      if (f.status === 404)
+        return `the chat endpoint at ${host} answered HTTP 404: it may not have the model ${chat.model}, or the address is not its base (72001)`;
+      // Ollama answers 400 for a model that cannot call tools.
+      if (f.status === 400)
+        return `the chat endpoint at ${host} refused the request (HTTP 400): model ${chat.model} may not support tool calls; try another with --chat-model (72001)`;
+      return `the chat endpoint at ${host} did not answer (${f.failure ?? 'unknown'}${f.status !== null ? `, HTTP ${f.status}` : ''}) (72001)`;
+    default:
+      return `the chat endpoint at ${host} failed (${f.code ?? 'no code'}; see mailcairn.log)`;
+  }
+}
+
+/**
+ * `ask_mail` of the demo's question through the MCP endpoint, as an agent calls it: prints the
+ * answer and the messages it read. A failure is told in words with what to check; it never ends the demo.
+ */
+async function askAsAgent(url: string, apiKey: string, chat: ChatOption): Promise<void> {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  out();
+  out(`ask_mail (docs/mcp-tools.md), answered by model ${chat.model} at ${new URL(chat.baseAddress).host}: "${ASK_QUESTION}"`);
+  note('ask_mail: asking the chat endpoint (a local model may take a minute or more)…');
+  const client = new Client({ name: 'mailcairn-demo', version: '1.0.0' });
+  lastProviderFailure = null;
+  let result: { isError?: boolean; structuredContent?: unknown };
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${apiKey}` } } }));
+    result = (await client.callTool({ name: 'ask_mail', arguments: { question: ASK_QUESTION } }, undefined, { timeout: ASK_TIMEOUT_MS })) as typeof result;
+  } catch (err) {
+    out(`    no answer: the MCP call failed: ${printable((err as Error).message)}`);
+    return;
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+  if (result.isError) {
+    const refusal = (result.structuredContent ?? {}) as { code?: number; message?: string };
+    if (refusal.code === 54001) {
+      // The reason is in the log line the service wrote before it answered; it reaches this process a moment later.
+      for (let i = 0; i < 20 && lastProviderFailure === null; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      out(`    no answer (54001): ${describeProviderFailure(lastProviderFailure, chat)}.`);
+      out(`    Check the endpoint: curl -s ${modelsUrl(chat.baseAddress)} should list ${chat.model}.`);
+      out(`    With Ollama: \`ollama serve\`, then \`ollama pull ${chat.model}\`; the demo goes on without answers.`);
+    } else {
+      out(`    no answer (${refusal.code ?? 'error'}): ${printable(refusal.message ?? 'the call was refused')}`);
+    }
+    return;
+  }
+  const answer = result.structuredContent as AskMailResult;
+  out('    answer:');
+  for (const line of printableText(answer.answer).split('\n')) out(`      ${line}`);
+  const cited = answer.citations.filter((c) => c.cited).length;
+  out(`    citations: ${answer.citations.length} read, ${cited} cited (${answer.lookupCount} lookup(s), ${answer.retrievalMode})`);
+  const shown = 10;
+  for (const c of answer.citations.slice(0, shown)) out(`      ${c.cited ? 'cited' : 'read '}  ${printable(c.subject ?? '(no subject)')}`);
+  if (answer.citations.length > shown) out(`      … and ${answer.citations.length - shown} more`);
 }
 
 async function main(): Promise<void> {
@@ -655,7 +827,7 @@ async function main(): Promise<void> {
   const configFile = join(dir, 'mailcairn.json');
   writeFileSync(
     configFile,
-    `${JSON.stringify(demoConfig({ dir, port, adminPort, dovecot, smtp, passwordFile, keyRingFile, apiKeyFile, adminKeyFile }), null, 2)}\n`,
+    `${JSON.stringify(demoConfig({ dir, port, adminPort, dovecot, smtp, passwordFile, keyRingFile, apiKeyFile, adminKeyFile, chat: options.chat }), null, 2)}\n`,
     { mode: 0o600 },
   );
 
@@ -698,8 +870,17 @@ async function main(): Promise<void> {
     apiKey,
     adminUrl: `http://127.0.0.1:${adminPort}`,
     adminKeyFile,
+    chat: options.chat,
   });
-  if (probe.ok) await showSemanticSearch(held.service, url, apiKey);
+  if (!probe.ok) return;
+  const hybrid = await showSemanticSearch(held.service, url, apiKey);
+  if (options.chat === null) {
+    out('    With -- --chat URL (an OpenAI-compatible chat endpoint, e.g. Ollama), the demo also asks ask_mail a question.');
+  } else if (hybrid) {
+    await askAsAgent(url, apiKey, options.chat);
+  } else {
+    out('ask_mail is offered once the mailbox is embedded: ask your agent then.');
+  }
 }
 
 main().catch(async (err: unknown) => {
