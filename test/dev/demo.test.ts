@@ -28,7 +28,13 @@ t.setTimeout(RUN_TIMEOUT_MS + ASK_TIMEOUT_MS + 60_000);
 type Run = { child: ChildProcess; stdout: () => string; stderr: () => string; exited: Promise<number | null> };
 
 function runDemo(args: string[], env: NodeJS.ProcessEnv = {}): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', DEMO, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A process group of its own: an overrun ends the demo and what it started (its Dovecot, its SMTP sink) at once.
+  const child = spawn(process.execPath, ['--import', 'tsx', DEMO, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c: Buffer) => {
@@ -91,10 +97,18 @@ t.test('--chat: the demo asks ask_mail its question and prints the answer and ci
   );
 
   const run = runDemo(['--chat', chat.baseAddress, '--chat-model', 'scripted'], { MAILCAIRN_DEMO_CHAT_API_KEY: KEY });
-  const kill = setTimeout(() => run.child.kill('SIGKILL'), RUN_TIMEOUT_MS + ASK_TIMEOUT_MS + 30_000);
+  const killGroup = (): void => {
+    if (run.child.exitCode !== null || run.child.signalCode !== null || run.child.pid === undefined) return;
+    try {
+      process.kill(-run.child.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  };
+  const kill = setTimeout(killGroup, RUN_TIMEOUT_MS + ASK_TIMEOUT_MS + 30_000);
   t.teardown(() => {
     clearTimeout(kill);
-    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+    killGroup();
   });
 
   // The mailbox mirrored and embedded, then the question: the stand-in answers at once.

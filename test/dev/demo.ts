@@ -753,7 +753,7 @@ async function askAsAgent(url: string, apiKey: string, chat: ChatOption): Promis
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
   out();
-  out(`ask_mail (docs/mcp-tools.md), answered by model ${chat.model} at ${new URL(chat.baseAddress).host}: "${ASK_QUESTION}"`);
+  out(`ask_mail (docs/ask-mail.md), answered by model ${chat.model} at ${new URL(chat.baseAddress).host}: "${ASK_QUESTION}"`);
   note('ask_mail: asking the chat endpoint (a local model may take a minute or more)…');
   const client = new Client({ name: 'mailcairn-demo', version: '1.0.0' });
   lastProviderFailure = null;
