@@ -51,7 +51,10 @@ t.test('the characters bound: the call that leaves no room for another asks for 
   };
   chat.setDefault(obliging);
   let n = 0;
-  const long = () => ({ found: [found((n += 1), 'x'.repeat(3_000))], lexicalOnly: false, cut: false });
+  const long = () => {
+    n += 1;
+    return { found: [found(n, 'x'.repeat(3_000))], lexicalOnly: false, cut: false };
+  };
   const answered = await run('Which long message?', long, { maxInputCharacters: 20_000 });
   t.equal(answered.ending, 'answered', 'the run answers within the bound instead of failing at it');
   t.ok(answered.charactersSent <= 20_000, 'what was sent stays within the bound');
