@@ -127,7 +127,8 @@ async function withDaemon(
 
 // ------------------------------------------------------------ stand-in mode
 
-type Case = { name: string; calls: number | null; samples: number[]; cpuMs: number; unexpected: number };
+/** `search`: a bare search_emails; `list`: tools/list, which for a key granted ask_mail asks whether it is offered; `ask`: a run of `calls` calls. */
+type Case = { name: string; kind: 'search' | 'list' | 'ask'; calls: number | null; samples: number[]; cpuMs: number; unexpected: number };
 
 /** Characters of a recorded request as the run counts them: every message's content and tool-call arguments. */
 function requestCharacters(body: Json): number {
@@ -197,16 +198,18 @@ async function timeStandinRuns(o: {
         : { kind: 'text', text: 'The answer, from the first message found [E1].' },
   });
   const cases: Case[] = [
-    { name: 'search_emails', calls: null, samples: [], cpuMs: 0, unexpected: 0 },
-    ...RUN_CALLS.map((calls) => ({ name: `ask_mail, ${calls} call${calls > 1 ? 's' : ''}`, calls, samples: [], cpuMs: 0, unexpected: 0 })),
+    { name: 'search_emails', kind: 'search', calls: null, samples: [], cpuMs: 0, unexpected: 0 },
+    { name: 'tools/list', kind: 'list', calls: null, samples: [], cpuMs: 0, unexpected: 0 },
+    ...RUN_CALLS.map((calls): Case => ({ name: `ask_mail, ${calls} call${calls > 1 ? 's' : ''}`, kind: 'ask', calls, samples: [], cpuMs: 0, unexpected: 0 })),
   ];
   /** One call of a case; false when its answer is not what the script makes it. */
   const once = async (c: Case): Promise<boolean> => {
-    if (c.calls === null) return (await callTool(client, 'search_emails', searchArgs)).retrievalMode === 'hybrid';
-    callsThisRun = c.calls;
+    if (c.kind === 'search') return (await callTool(client, 'search_emails', searchArgs)).retrievalMode === 'hybrid';
+    if (c.kind === 'list') return (await client.listTools()).tools.some((tool) => tool.name === 'ask_mail');
+    callsThisRun = c.calls!;
     const answer = await callTool(client, 'ask_mail', { question: `What do my emails say about ${searchArgs.queryText}?` });
     const citations = answer.citations as Citation[];
-    return answer.lookupCount === c.calls - 1 && answer.retrievalMode === 'hybrid' && (c.calls === 1 || citations[0]?.cited === true);
+    return answer.lookupCount === c.calls! - 1 && answer.retrievalMode === 'hybrid' && (c.calls === 1 || citations[0]?.cited === true);
   };
   const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -241,8 +244,8 @@ async function timeStandinRuns(o: {
   const usage = readStats(d.pid) ?? { cpuMs: NaN, peakRssMiB: NaN };
 
   const figures = cases.map((c) => ({ c, s: p(c.samples) }));
-  const search = figures[0]!;
-  const ask1 = figures[1]!;
+  const search = figures.find(({ c }) => c.kind === 'search')!;
+  const ask1 = figures.find(({ c }) => c.calls === 1)!;
   const rows: Row[] = figures.map(({ c, s }) => {
     const p50 = ms(s.p50Us);
     const lookups = c.calls !== null && c.calls > 1 ? c.calls - 1 : null;
@@ -261,9 +264,11 @@ async function timeStandinRuns(o: {
       'daemon CPU ms/call': round(cpuPerCall, 2),
       'per lookup CPU ms': perLookupCpu ?? '',
       note:
-        c.calls === null
+        c.kind === 'search'
           ? `bare search_emails, resultLimit ${PASSAGES_PER_LOOKUP}, hybrid`
-          : `${c.unexpected === 0 ? 'every answer as scripted' : `${c.unexpected} of ${c.samples.length} answers not as scripted`}${c.calls > 1 ? '; a lookup also places the query, reads the bodies of its passages and wraps them' : '; no lookup: availability, allowance, one chat call, audit'}`,
+          : c.kind === 'list'
+            ? `tools/list for a key granted service.mail.ask: asks the answering actor, which asks the embedding actor, whether ask_mail is offered${c.unexpected === 0 ? '' : `; ${c.unexpected} listings without ask_mail`}`
+            : `${c.unexpected === 0 ? 'every answer as scripted' : `${c.unexpected} of ${c.samples.length} answers not as scripted`}${c.calls! > 1 ? '; a lookup also places the query, reads the bodies of its passages and wraps them' : '; no lookup: availability, allowance, one chat call, audit'}`,
     };
   });
   rows.push({
