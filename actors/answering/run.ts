@@ -23,6 +23,7 @@ import { z } from 'zod';
 import { SearchEmailsInput } from '../mail-query/protocol.ts';
 import { characterCount } from '../../runtime/characters.ts';
 import { AppError } from '../../runtime/errors.ts';
+import { describeIssues } from '../../runtime/input-issues.ts';
 import type { ChatClient, ChatMessage, ChatTool } from './chat-client.ts';
 import { citedReferences, type Extract, lookupEnvelope, refusedLookup } from './envelope.ts';
 import { MAX_ANSWER_CHARACTERS, MAX_CITATIONS, type AskMailResult, type RunDegradation, type RunEnding } from './protocol.ts';
@@ -130,7 +131,7 @@ export async function runQuestion(question: string, deps: RunDeps): Promise<RunO
       return refusedLookup('The arguments were not a JSON object; call again with JSON arguments.');
     }
     const parsed = LookupArgs.safeParse(raw);
-    if (!parsed.success) return refusedLookup(`The arguments were refused: ${describeIssues(parsed.error)}.`);
+    if (!parsed.success) return refusedLookup(`The arguments were refused: ${describeIssues(parsed.error, 'arguments')}.`);
     let result: LookupResult;
     try {
       result = await deps.lookup(parsed.data);
@@ -227,15 +228,4 @@ function answered(outcome: RunOutcome, text: string): RunOutcome {
     retrievalMode: outcome.degradation.has('lexical-only') ? 'lexical' : 'hybrid',
   };
   return outcome;
-}
-
-/** Members and expectations only: zod's messages never repeat the value received. */
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((issue) => {
-      const where = issue.path.length > 0 ? issue.path.join('.') : 'arguments';
-      return issue.code === 'unrecognized_keys' ? `${where}: unknown member(s) ${issue.keys.join(', ')}` : `${where}: ${issue.message}`;
-    })
-    .join('; ');
 }

@@ -19,7 +19,8 @@
  * Importable by the query pool task and tests.
  */
 import type { Database } from '../../runtime/store/open.ts';
-import { many, type SqlValue } from '../../runtime/store/rows.ts';
+import { many } from '../../runtime/store/rows.ts';
+import { auditWindow } from './audit-window.ts';
 import { RUN_DEGRADATIONS, RUN_ENDINGS, type RunDegradation, type RunEnding } from '../answering/protocol.ts';
 import type { AnsweringAuditEntry, AnsweringAuditReply, AnsweringAuditRequest } from './answering-audit-messages.ts';
 import { iso, prepared } from './statements.ts';
@@ -46,21 +47,11 @@ const READS = `SELECT answering_run_id, position, message_id, cited FROM answeri
   WHERE answering_run_id IN (SELECT value FROM json_each(?)) ORDER BY answering_run_id, position`;
 
 export function answeringAuditPage(db: Database, msg: AnsweringAuditRequest): AnsweringAuditReply {
-  const where: string[] = [];
-  const params: SqlValue[] = [];
-  const and = (clause: string, ...values: SqlValue[]): void => {
-    where.push(clause);
-    params.push(...values);
-  };
-  and('account_id = ?', msg.account);
-  if (msg.endedFrom !== undefined) and('ended_at >= ?', msg.endedFrom);
-  if (msg.endedBefore !== undefined) and('ended_at < ?', msg.endedBefore);
-  if (msg.after !== undefined) and('(ended_at, id) < (?, ?)', msg.after[0], msg.after[1]);
-  const sql = `SELECT id, run_id, account_id, endpoint_alias, instruction_version, began_at, ended_at, ending, degradation
-    FROM answering_runs WHERE ${where.join(' AND ')} ORDER BY ended_at DESC, id DESC LIMIT ?`;
-  // One row past the window says whether another page follows.
-  const rows = many<RunRow>(prepared(db, sql), [...params, msg.pageSize + 1]);
-  const window = rows.slice(0, msg.pageSize);
+  const { window, next } = auditWindow<RunRow>(
+    db,
+    'SELECT id, run_id, account_id, endpoint_alias, instruction_version, began_at, ended_at, ending, degradation FROM answering_runs',
+    msg,
+  );
   const shown = window.flatMap((row) => {
     const degradation = knownDegradation(row.degradation);
     return endings.has(row.ending) && degradation !== null ? [{ row, degradation }] : [];
@@ -73,7 +64,6 @@ export function answeringAuditPage(db: Database, msg: AnsweringAuditRequest): An
       list.push({ position: read.position, storedEmailId: encodeStoredEmailId(read.message_id), cited: read.cited === 1 });
     }
   }
-  const last = window.at(-1);
   return {
     entries: shown.map(({ row, degradation }) => ({
       runId: row.run_id,
@@ -87,7 +77,7 @@ export function answeringAuditPage(db: Database, msg: AnsweringAuditRequest): An
       reads: reads.get(row.id) ?? [],
     })),
     omittedCount: window.length - shown.length,
-    next: rows.length > msg.pageSize && last !== undefined ? [last.ended_at, last.id] : null,
+    next,
   };
 }
 

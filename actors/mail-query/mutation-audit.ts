@@ -26,9 +26,9 @@
  */
 import { PLACEMENT_KINDS } from '../../runtime/store/mailbox/change-effect.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import { many, type SqlValue } from '../../runtime/store/rows.ts';
+import { auditWindow, type Narrowing } from './audit-window.ts';
 import { MUTATION_KINDS, type MutationAuditEntry, type MutationAuditReply, type MutationAuditRequest, type MutationKind } from './mutation-audit-messages.ts';
-import { iso, prepared } from './statements.ts';
+import { iso } from './statements.ts';
 import { encodeStoredEmailId } from './stored-email-id.ts';
 
 type Row = {
@@ -49,30 +49,19 @@ type Row = {
 const known = new Set<string>(MUTATION_KINDS);
 
 export function mutationAuditPage(db: Database, msg: MutationAuditRequest): MutationAuditReply {
-  const where: string[] = [];
-  const params: SqlValue[] = [];
-  const and = (clause: string, ...values: SqlValue[]): void => {
-    where.push(clause);
-    params.push(...values);
-  };
-  and('account_id = ?', msg.account);
-  if (msg.mutation !== undefined) and('mutation = ?', msg.mutation);
-  else and('mutation NOT IN (SELECT value FROM json_each(?))', JSON.stringify(PLACEMENT_KINDS));
-  if (msg.endedFrom !== undefined) and('ended_at >= ?', msg.endedFrom);
-  if (msg.endedBefore !== undefined) and('ended_at < ?', msg.endedBefore);
-  if (msg.after !== undefined) and('(ended_at, id) < (?, ?)', msg.after[0], msg.after[1]);
-  const sql = `SELECT id, mutation, message_id, source_path, target_path, uidvalidity, source_uid, target_uid, requester, requested_at, ended_at, outcome
-    FROM mutation_audit WHERE ${where.join(' AND ')} ORDER BY ended_at DESC, id DESC LIMIT ?`;
-  // One row past the window says whether another page follows.
-  const rows = many<Row>(prepared(db, sql), [...params, msg.pageSize + 1]);
-  const window = rows.slice(0, msg.pageSize);
+  // Placements are this build's own and not audit kinds: left out of the window, neither shown nor counted.
+  const kind: Narrowing =
+    msg.mutation !== undefined
+      ? { clause: 'mutation = ?', values: [msg.mutation] }
+      : { clause: 'mutation NOT IN (SELECT value FROM json_each(?))', values: [JSON.stringify(PLACEMENT_KINDS)] };
+  const { window, next } = auditWindow<Row>(
+    db,
+    'SELECT id, mutation, message_id, source_path, target_path, uidvalidity, source_uid, target_uid, requester, requested_at, ended_at, outcome FROM mutation_audit',
+    msg,
+    [kind],
+  );
   const shown = window.filter((row) => known.has(row.mutation));
-  const last = window.at(-1);
-  return {
-    entries: shown.map(toEntry),
-    omittedCount: window.length - shown.length,
-    next: rows.length > msg.pageSize && last !== undefined ? [last.ended_at, last.id] : null,
-  };
+  return { entries: shown.map(toEntry), omittedCount: window.length - shown.length, next };
 }
 
 function toEntry(row: Row): MutationAuditEntry {

@@ -23,6 +23,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as PublishedTool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AppError } from '../../runtime/errors.ts';
+import { describeIssues } from '../../runtime/input-issues.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { holds, recordRefusal, type Principal } from '../auth/principal.ts';
 import { JsonExchangeTransport } from './json-exchange.ts';
@@ -109,7 +110,7 @@ async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promi
       throw new AppError('E_APP_REFUSED', { message: `The operation needs the permission ${tool.permission}`, details: { permission: tool.permission } });
     }
     const parsed = tool.input.safeParse(args);
-    if (!parsed.success) throw new AppError('E_TOOL_INVALID_INPUT', { message: invalidInput(parsed.error) });
+    if (!parsed.success) throw new AppError('E_TOOL_INVALID_INPUT', { message: `The tool input is invalid: ${describeIssues(parsed.error, 'input')}` });
     result = toolSuccess(await tool.run(parsed.data, exchange.context));
   } catch (err) {
     const known = err instanceof AppError && err.publicCode !== null && err.code !== 'E_INTERNAL';
@@ -126,19 +127,4 @@ async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promi
   const durationMs = Math.round((performance.now() - started) * 10) / 10;
   exchange.log.info({ event: 'mcp.tool-call', tool: tool.name, isError: code !== null, ...(code !== null ? { code } : {}), durationMs }, 'mcp.tool-call');
   return result;
-}
-
-/**
- * One sentence naming each failing input member and what it must be. zod's
- * messages describe the expectation, never the value received, so nothing
- * the caller wrote is repeated back or logged.
- */
-function invalidInput(error: z.ZodError): string {
-  const parts = error.issues.slice(0, 5).map((issue) => {
-    const where = issue.path.length > 0 ? issue.path.join('.') : 'input';
-    if (issue.code === 'unrecognized_keys') return `${where}: unknown member(s) ${issue.keys.join(', ')}`;
-    return `${where}: ${issue.message}`;
-  });
-  const more = error.issues.length > 5 ? ` (and ${error.issues.length - 5} more)` : '';
-  return `The tool input is invalid: ${parts.join('; ')}${more}`;
 }

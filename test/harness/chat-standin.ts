@@ -25,8 +25,8 @@
  *
  * `close()` destroys every socket, hung ones included, so no test waits on it.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { answerFault, send, sendError, type StandinFault, startJsonServer } from './openai-standin.ts';
 
 export type StandinToolCall = { name: string; arguments: Record<string, unknown> | string };
 
@@ -34,11 +34,8 @@ export type StandinAnswer =
   | { kind: 'tool-calls'; calls: StandinToolCall[]; text?: string }
   | { kind: 'text'; text: string }
   | { kind: 'respond'; respond: (request: RecordedChatRequest) => StandinAnswer }
-  | { kind: 'status'; status: number; retryAfter?: string; body?: string }
-  | { kind: 'hang' }
-  | { kind: 'malformed-json' }
   | { kind: 'empty-text' }
-  | { kind: 'reset' };
+  | StandinFault;
 
 export type RecordedChatRequest = {
   method: string;
@@ -92,22 +89,11 @@ export async function startChatStandin(): Promise<ChatStandin> {
   let fallback: StandinAnswer = { kind: 'text', text: DEFAULT_STANDIN_TEXT };
   let callCounter = 0;
   let completionCounter = 0;
-  const sockets = new Set<Socket>();
-
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
-  });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
 
   function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
     const path = new URL(req.url ?? '/', 'http://standin').pathname;
     if (req.method !== 'POST' || !/(^|\/)v1\/chat\/completions$/.test(path)) {
-      send(res, 404, { error: { message: 'not found', type: 'invalid_request_error' } });
+      sendError(res, 404, 'not found');
       return;
     }
     let body: Record<string, unknown>;
@@ -116,7 +102,7 @@ export async function startChatStandin(): Promise<ChatStandin> {
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
       body = parsed as Record<string, unknown>;
     } catch {
-      send(res, 400, { error: { message: 'body is not a JSON object', type: 'invalid_request_error' } });
+      sendError(res, 400, 'body is not a JSON object');
       return;
     }
     const recorded: RecordedChatRequest = {
@@ -134,7 +120,7 @@ export async function startChatStandin(): Promise<ChatStandin> {
     requests.push(recorded);
     const wrong = shapeProblem(body);
     if (wrong !== null) {
-      send(res, 400, { error: { message: wrong, type: 'invalid_request_error' } });
+      sendError(res, 400, wrong);
       return;
     }
 
@@ -147,21 +133,11 @@ export async function startChatStandin(): Promise<ChatStandin> {
 
     switch (answer.kind) {
       case 'hang':
-        return; // answered by close(), which destroys the socket
       case 'reset':
-        req.socket.resetAndDestroy();
-        return;
       case 'malformed-json':
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end('{"id":"chatcmpl-x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"The');
+      case 'status':
+        answerFault(req, res, answer, '{"id":"chatcmpl-x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"The');
         return;
-      case 'status': {
-        const headers: Record<string, string> = { 'content-type': 'application/json' };
-        if (answer.retryAfter !== undefined) headers['retry-after'] = answer.retryAfter;
-        res.writeHead(answer.status, headers);
-        res.end(answer.body ?? JSON.stringify({ error: { message: `status ${answer.status}`, type: 'server_error' } }));
-        return;
-      }
       case 'empty-text':
         send(res, 200, completion(body.model, { role: 'assistant', content: '' }, 'stop'));
         return;
@@ -193,11 +169,10 @@ export async function startChatStandin(): Promise<ChatStandin> {
     };
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await startJsonServer(handle);
 
   return {
-    baseAddress: `http://127.0.0.1:${port}`,
+    baseAddress: server.baseAddress,
     requests,
     script: (...answers) => {
       queue.push(...answers);
@@ -205,12 +180,7 @@ export async function startChatStandin(): Promise<ChatStandin> {
     setDefault: (answer) => {
       fallback = answer;
     },
-    close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
-      server.closeAllConnections();
-      await closed;
-    },
+    close: () => server.close(),
   };
 }
 
@@ -252,9 +222,4 @@ function shapeProblem(body: Record<string, unknown>): string | null {
     }
   }
   return null;
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
 }

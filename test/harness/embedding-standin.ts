@@ -20,18 +20,10 @@
  * `close()` destroys every socket, hung ones included, so no test waits on it.
  */
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { answerFault, send, sendError, type StandinFault, startJsonServer } from './openai-standin.ts';
 
-export type StandinAnswer =
-  | { kind: 'ok' }
-  | { kind: 'reversed' }
-  | { kind: 'status'; status: number; retryAfter?: string; body?: string }
-  | { kind: 'hang' }
-  | { kind: 'malformed-json' }
-  | { kind: 'wrong-count' }
-  | { kind: 'wrong-dimensions' }
-  | { kind: 'reset' };
+export type StandinAnswer = { kind: 'ok' } | { kind: 'reversed' } | { kind: 'wrong-count' } | { kind: 'wrong-dimensions' } | StandinFault;
 
 export type RecordedRequest = {
   method: string;
@@ -59,31 +51,20 @@ export async function startEmbeddingStandin(options: { dimensions: number }): Pr
   const requests: RecordedRequest[] = [];
   const queue: StandinAnswer[] = [];
   let fallback: StandinAnswer = { kind: 'ok' };
-  const sockets = new Set<Socket>();
 
   const vectorOf = (text: string): number[] => embed(text, dimensions);
-
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
-  });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
 
   function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
     const path = new URL(req.url ?? '/', 'http://standin').pathname;
     if (req.method !== 'POST' || !/(^|\/)v1\/embeddings$/.test(path)) {
-      send(res, 404, { error: { message: 'not found', type: 'invalid_request_error' } });
+      sendError(res, 404, 'not found');
       return;
     }
     let body: { model?: unknown; input?: unknown };
     try {
       body = JSON.parse(raw) as typeof body;
     } catch {
-      send(res, 400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
+      sendError(res, 400, 'body is not JSON');
       return;
     }
     const inputs = Array.isArray(body.input) ? body.input.map(String) : typeof body.input === 'string' ? [body.input] : [];
@@ -93,21 +74,11 @@ export async function startEmbeddingStandin(options: { dimensions: number }): Pr
 
     switch (answer.kind) {
       case 'hang':
-        return; // answered by close(), which destroys the socket
       case 'reset':
-        req.socket.resetAndDestroy();
-        return;
       case 'malformed-json':
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end('{"object":"list","data":[{"index":0,"embedding":[0.1,');
+      case 'status':
+        answerFault(req, res, answer, '{"object":"list","data":[{"index":0,"embedding":[0.1,');
         return;
-      case 'status': {
-        const headers: Record<string, string> = { 'content-type': 'application/json' };
-        if (answer.retryAfter !== undefined) headers['retry-after'] = answer.retryAfter;
-        res.writeHead(answer.status, headers);
-        res.end(answer.body ?? JSON.stringify({ error: { message: `status ${answer.status}`, type: 'server_error' } }));
-        return;
-      }
       default: {
         let data = inputs.map((text, index) => ({ object: 'embedding', index, embedding: vectorOf(text) }));
         if (answer.kind === 'reversed') data = data.reverse();
@@ -119,11 +90,10 @@ export async function startEmbeddingStandin(options: { dimensions: number }): Pr
     }
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await startJsonServer(handle);
 
   return {
-    baseAddress: `http://127.0.0.1:${port}`,
+    baseAddress: server.baseAddress,
     requests,
     script: (...answers) => {
       queue.push(...answers);
@@ -132,18 +102,8 @@ export async function startEmbeddingStandin(options: { dimensions: number }): Pr
       fallback = answer;
     },
     vectorOf,
-    close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
-      server.closeAllConnections();
-      await closed;
-    },
+    close: () => server.close(),
   };
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
 }
 
 function words(text: string): string[] {
