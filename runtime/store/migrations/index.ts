@@ -15,6 +15,7 @@ import { sql as passageVectors } from './0007-passage-vectors.ts';
 import { sql as embeddingSpend } from './0008-embedding-spend.ts';
 import { sql as vectorSequence } from './0009-vector-sequence.ts';
 import { sql as questionAllowance } from './0010-question-allowance.ts';
+import { sql as answeringPruneIndex } from './0011-answering-prune-index.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -29,4 +30,5 @@ export const migrations: readonly Migration[] = [
   { version: 8, name: 'embedding-spend', sql: embeddingSpend },
   { version: 9, name: 'vector-sequence', sql: vectorSequence },
   { version: 10, name: 'question-allowance', sql: questionAllowance },
+  { version: 11, name: 'answering-prune-index', sql: answeringPruneIndex },
 ];

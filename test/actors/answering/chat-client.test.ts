@@ -220,21 +220,22 @@ t.test('another 4xx is 72001 at once', async (t) => {
 });
 
 t.test('429 with Retry-After: waited as asked when the deadline allows, refused at once when it does not', async (t) => {
-  const { standin, client } = await setup(t, { deadlineMs: 3_000 });
+  // Bounds wide enough for a loaded machine: what is told apart is one second waited from none, or from thirty.
+  const { standin, client } = await setup(t, { deadlineMs: 10_000 });
   standin.script({ kind: 'status', status: 429, retryAfter: '1', body: PROVIDER_BODY }, { kind: 'text', text: 'After the pause.' });
   const began = performance.now();
   const reply = await client.complete({ messages: ask() }, never());
   const took = performance.now() - began;
   t.equal(reply.text, 'After the pause.');
-  t.ok(took >= 950 && took < 2_500, `waited about the second asked (${Math.round(took)} ms)`);
+  t.ok(took >= 950 && took < 6_000, `waited about the second asked (${Math.round(took)} ms)`);
 
-  standin.script({ kind: 'status', status: 429, retryAfter: '10', body: PROVIDER_BODY });
+  standin.script({ kind: 'status', status: 429, retryAfter: '30', body: PROVIDER_BODY });
   const began2 = performance.now();
   const err = await failure(t, client.complete({ messages: ask() }, never()));
   const took2 = performance.now() - began2;
   t.equal(err.code, 'E_LLM_NO_ANSWER');
-  t.match(err.details, { failure: 'http-429', status: 429, retryAfterMs: 10_000, attempts: 1 });
-  t.ok(took2 < 1_000, `a wait past the deadline is not begun (${Math.round(took2)} ms)`);
+  t.match(err.details, { failure: 'http-429', status: 429, retryAfterMs: 30_000, attempts: 1 });
+  t.ok(took2 < 6_000, `a wait past the deadline is not begun (${Math.round(took2)} ms)`);
   t.equal(standin.requests.length, 3);
 });
 
@@ -247,7 +248,7 @@ t.test('a hang past the deadline is 72001 at about the deadline', async (t) => {
   t.equal(err.code, 'E_LLM_NO_ANSWER');
   t.match(err.details, { failure: 'timeout', attempts: 1 });
   t.notOk(err.details?.cause, 'not the caller’s deadline');
-  t.ok(took >= 280 && took < 1_500, `ended at about 300 ms (${Math.round(took)} ms)`);
+  t.ok(took >= 280 && took < 5_000, `ended at about 300 ms (${Math.round(took)} ms)`);
   t.equal(standin.requests.length, 1, 'the deadline bounds the whole call: no retry after it');
 });
 
@@ -261,7 +262,7 @@ t.test("the caller's abort ends the call at once, told apart from the endpoint's
   const took = performance.now() - began;
   t.equal(err.code, 'E_LLM_NO_ANSWER');
   t.match(err.details, { cause: 'caller-deadline' });
-  t.ok(took < 1_000, `ended with the caller (${Math.round(took)} ms)`);
+  t.ok(took < 5_000, `ended with the caller (${Math.round(took)} ms)`);
 
   // Aborted during a backoff wait, too.
   const slow = await setup(t, { retry: { baseMs: 5_000, maxMs: 5_000 }, deadlineMs: 20_000 });
@@ -271,7 +272,7 @@ t.test("the caller's abort ends the call at once, told apart from the endpoint's
   const began2 = performance.now();
   const err2 = await failure(t, slow.client.complete({ messages: ask() }, caller2.signal));
   t.match(err2.details, { cause: 'caller-deadline', attempts: 1 });
-  t.ok(performance.now() - began2 < 1_000, 'the wait ended with the caller');
+  t.ok(performance.now() - began2 < 4_000, 'the wait ended with the caller');
 
   const already = AbortSignal.abort();
   const err3 = await failure(t, client.complete({ messages: ask() }, already));

@@ -128,7 +128,8 @@ t.test('ask_mail: withheld, offered, answered with citations, bounded, audited, 
     Embeddings: { BaseAddress: embeddings.baseAddress, Model: 'bag-of-words', Dimensions: 512 },
     EmbeddingBackfill: { Interval: '00:10:00' },
     Answering: {
-      Endpoints: [{ Alias: 'standin', BaseAddress: chat.baseAddress, Model: 'scripted', Deadline: '00:00:01', MaxCallsPerQuestion: 4 }],
+      // Three seconds: the hang case waits it out, and a loaded machine's loopback round trip stays well inside it.
+      Endpoints: [{ Alias: 'standin', BaseAddress: chat.baseAddress, Model: 'scripted', Deadline: '00:00:03', MaxCallsPerQuestion: 4 }],
       MaxQuestionsPerPeriod: RUNS,
       PassagesPerLookup: 10,
     },
