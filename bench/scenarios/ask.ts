@@ -60,7 +60,7 @@ import type { Row, Scenario } from '../scenario.ts';
 import { round } from '../stats.ts';
 import { activateAndEmbed, STANDIN_DIMENSIONS, standinEmbeddings, startHybridDaemon, warmUpVectorIndex } from './hybrid-daemon.ts';
 import { keyOf, sources } from './retrieval.ts';
-import { callTool, chooseShapes, connectClient, type Daemon, ms, p, PASSWORD, USER, waitForMirror } from './search.ts';
+import { callTool, chooseShapes, connectClient, type Daemon, ms, p, PASSWORD, READER_API_KEY, USER, waitForMirror } from './search.ts';
 
 const RUN_CALLS = [1, 3, 8] as const;
 const MAX_CALLS = 8;
@@ -127,8 +127,11 @@ async function withDaemon(
 
 // ------------------------------------------------------------ stand-in mode
 
-/** `search`: a bare search_emails; `list`: tools/list, which for a key granted ask_mail asks whether it is offered; `ask`: a run of `calls` calls. */
-type Case = { name: string; kind: 'search' | 'list' | 'ask'; calls: number | null; samples: number[]; cpuMs: number; unexpected: number };
+/**
+ * `search`: a bare search_emails; `list`: tools/list, which for a key granted ask_mail asks whether it is offered;
+ * `list-reader`: tools/list for a key not granted it, which never asks; `ask`: a run of `calls` calls.
+ */
+type Case = { name: string; kind: 'search' | 'list' | 'list-reader' | 'ask'; calls: number | null; samples: number[]; cpuMs: number; unexpected: number };
 
 /** Characters of a recorded request as the run counts them: every message's content and tool-call arguments. */
 function requestCharacters(body: Json): number {
@@ -161,14 +164,16 @@ async function standinMode(): Promise<Row[]> {
       const { mirrorMs, stored } = await waitForMirror(d, total);
       const common = (await chooseShapes(d.database, null, stored))[0]!;
       const client = await connectClient(d.port, 'bench-ask');
+      const reader = await connectClient(d.port, 'bench-ask-reader', READER_API_KEY);
       try {
         const embedded = await activateAndEmbed(admin, d, embeddings, embedLimitMs, log);
         const searchArgs = { queryText: common.queryText, resultLimit: PASSAGES_PER_LOOKUP };
         await warmUpVectorIndex(client, [searchArgs], log);
         await requireAskMail(client);
-        return await timeStandinRuns({ d, client, chat, embeddings, searchArgs, iterations, log, setup: { stored, mirrorMs, embedded } });
+        return await timeStandinRuns({ d, client, reader, chat, embeddings, searchArgs, iterations, log, setup: { stored, mirrorMs, embedded } });
       } finally {
         await client.close().catch(() => undefined);
+        await reader.close().catch(() => undefined);
       }
     });
   } finally {
@@ -177,9 +182,31 @@ async function standinMode(): Promise<Row[]> {
   }
 }
 
+/** What a case's row says it measured, and any answer not as scripted. */
+function noteOf(c: Case): string {
+  const off = (what: string): string => (c.unexpected === 0 ? '' : `; ${c.unexpected} ${what}`);
+  switch (c.kind) {
+    case 'search':
+      return `bare search_emails, resultLimit ${PASSAGES_PER_LOOKUP}, hybrid`;
+    case 'list':
+      return `tools/list for a key granted service.mail.ask: asks the answering actor, which asks the embedding actor, whether ask_mail is offered${off('listings without ask_mail')}`;
+    case 'list-reader':
+      return `tools/list for a key granted service.mail.read only: asks no actor${off('listings with ask_mail')}`;
+    case 'ask': {
+      const scripted = c.unexpected === 0 ? 'every answer as scripted' : `${c.unexpected} of ${c.samples.length} answers not as scripted`;
+      const lookup =
+        c.calls! > 1
+          ? 'a lookup also places the query, reads the bodies of its passages and wraps them'
+          : 'no lookup: availability, allowance, one chat call, audit';
+      return `${scripted}; ${lookup}`;
+    }
+  }
+}
+
 async function timeStandinRuns(o: {
   d: Daemon;
   client: Client;
+  reader: Client;
   chat: ChatStandin;
   embeddings: EmbeddingStandin;
   searchArgs: { queryText: string; resultLimit: number };
@@ -187,7 +214,7 @@ async function timeStandinRuns(o: {
   log: Log;
   setup: { stored: number; mirrorMs: number; embedded: { embedMs: number; embeddedEmailCount: number; emailCount: number } };
 }): Promise<Row[]> {
-  const { d, client, chat, embeddings, searchArgs, iterations, log } = o;
+  const { d, client, reader, chat, embeddings, searchArgs, iterations, log } = o;
   // The model of a run of `callsThisRun` calls: one lookup per round until the last call, which answers.
   let callsThisRun = 1;
   chat.setDefault({
@@ -200,12 +227,14 @@ async function timeStandinRuns(o: {
   const cases: Case[] = [
     { name: 'search_emails', kind: 'search', calls: null, samples: [], cpuMs: 0, unexpected: 0 },
     { name: 'tools/list', kind: 'list', calls: null, samples: [], cpuMs: 0, unexpected: 0 },
+    { name: 'tools/list, not granted', kind: 'list-reader', calls: null, samples: [], cpuMs: 0, unexpected: 0 },
     ...RUN_CALLS.map((calls): Case => ({ name: `ask_mail, ${calls} call${calls > 1 ? 's' : ''}`, kind: 'ask', calls, samples: [], cpuMs: 0, unexpected: 0 })),
   ];
   /** One call of a case; false when its answer is not what the script makes it. */
   const once = async (c: Case): Promise<boolean> => {
     if (c.kind === 'search') return (await callTool(client, 'search_emails', searchArgs)).retrievalMode === 'hybrid';
     if (c.kind === 'list') return (await client.listTools()).tools.some((tool) => tool.name === 'ask_mail');
+    if (c.kind === 'list-reader') return !(await reader.listTools()).tools.some((tool) => tool.name === 'ask_mail');
     callsThisRun = c.calls!;
     const answer = await callTool(client, 'ask_mail', { question: `What do my emails say about ${searchArgs.queryText}?` });
     const citations = answer.citations as Citation[];
@@ -263,12 +292,7 @@ async function timeStandinRuns(o: {
       'per lookup / search p50': perLookup === null ? '' : round(perLookup / ms(search.s.p50Us), 2),
       'daemon CPU ms/call': round(cpuPerCall, 2),
       'per lookup CPU ms': perLookupCpu ?? '',
-      note:
-        c.kind === 'search'
-          ? `bare search_emails, resultLimit ${PASSAGES_PER_LOOKUP}, hybrid`
-          : c.kind === 'list'
-            ? `tools/list for a key granted service.mail.ask: asks the answering actor, which asks the embedding actor, whether ask_mail is offered${c.unexpected === 0 ? '' : `; ${c.unexpected} listings without ask_mail`}`
-            : `${c.unexpected === 0 ? 'every answer as scripted' : `${c.unexpected} of ${c.samples.length} answers not as scripted`}${c.calls! > 1 ? '; a lookup also places the query, reads the bodies of its passages and wraps them' : '; no lookup: availability, allowance, one chat call, audit'}`,
+      note: noteOf(c),
     };
   });
   rows.push({

@@ -84,6 +84,8 @@ const WAIT_LIMIT_MS = 60 * 60_000;
 const scope: QueryScope = { accounts: [{ id: ACCOUNT, folders: [FOLDER] }] };
 /** The bench agent's key: every MCP call presents it (`Authorization: Bearer`). */
 const API_KEY = 'bench-agent-key-0123456789abcdef';
+/** A second key granted `service.mail.read` only: the same calls without the answering tool (ask's listing beside one that never asks). */
+export const READER_API_KEY = 'bench-reader-key-0123456789abcdef';
 /** Concurrent MCP clients of the concurrent `search_emails` and `list_emails` runs. */
 const CONCURRENT = 16;
 
@@ -124,14 +126,18 @@ export async function startDaemon(dir: string, imapPort: number, sections: Recor
   const database = join(dir, 'mailcairn.db');
   writeFileSync(join(dir, 'pw'), PASSWORD);
   writeFileSync(join(dir, 'agent.key'), API_KEY);
+  writeFileSync(join(dir, 'reader.key'), READER_API_KEY);
   const config = join(dir, 'mailcairn.json');
   const port = await reservePort();
   writeFileSync(
     config,
     JSON.stringify({
       HealthEndpoints: { Enabled: false },
-      // Agents authenticate: one API key (file: reference), judged on every call as in production.
-      McpEndpoint: benchMcpEndpoint(port, [apiKeyEntry('bench-agent', `file:${join(dir, 'agent.key')}`)]),
+      // Agents authenticate: API keys (file: references), judged on every call as in production; the reader key is granted reading only.
+      McpEndpoint: benchMcpEndpoint(port, [
+        apiKeyEntry('bench-agent', `file:${join(dir, 'agent.key')}`),
+        { ...apiKeyEntry('bench-reader', `file:${join(dir, 'reader.key')}`), Permissions: ['service.mail.read'] },
+      ]),
       Logging: { Level: 'warn', Format: 'Json' },
       Storage: { Database: database },
       // One run mirrors the folder; no further run disturbs the measurements.
@@ -399,14 +405,14 @@ export const p = (samples: number[]) => summarize(samples, 1);
 const agent = new Agent({ keepAliveTimeout: 1_000, keepAliveMaxTimeout: 1_000 });
 const agentFetch = ((url: string | URL, init?: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch;
 
-export async function connectClient(port: number, name: string): Promise<Client> {
+export async function connectClient(port: number, name: string, apiKey: string = API_KEY): Promise<Client> {
   const client = new Client({ name, version: '1.0.0' });
   const started = performance.now();
   for (;;) {
     try {
       const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), {
         fetch: agentFetch,
-        requestInit: { headers: { Authorization: `Bearer ${API_KEY}` } },
+        requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
       });
       await client.connect(transport);
       return client;
