@@ -12,21 +12,39 @@ function uidList(uids: Uids): string {
   return (Array.isArray(uids) ? uids : [uids]).join(',');
 }
 
+/** Attempts of `fetchAllOverImap` when a message goes while it is read. */
+const FETCH_ATTEMPTS = 5;
+
 export async function fetchAllOverImap(server: ImapPeer, user: string, mailbox: string): Promise<ServerMessage[]> {
+  for (let attempt = 1; ; attempt++) {
+    const messages = await fetchOnce(server, user, mailbox);
+    if (messages !== 'changed') return messages;
+    // Another session expunged a message between the listing and its body (a draft replaced, say):
+    // read the folder again rather than report a message that is no longer there.
+    if (attempt === FETCH_ATTEMPTS) throw new Error(`${mailbox}: messages kept disappearing while the folder was read`);
+  }
+}
+
+async function fetchOnce(server: ImapPeer, user: string, mailbox: string): Promise<ServerMessage[] | 'changed'> {
   return withImap(server, user, async (client) => {
     const box = await client.mailboxOpen(mailbox, { readOnly: true });
     const out: ServerMessage[] = [];
     if (box.exists === 0) return out;
+    let changed = false;
+    // Read to the end even once a message is missing: the FETCH is left to finish on the session.
     for await (const msg of client.fetch('1:*', { uid: true, flags: true, source: true }, { uid: true })) {
-      const source = msg.source ?? Buffer.alloc(0);
+      if (!Buffer.isBuffer(msg.source)) {
+        changed = true;
+        continue;
+      }
       out.push({
         uid: msg.uid,
         flags: [...(msg.flags ?? [])].filter((f) => f !== '\\Recent').sort(),
-        size: source.length,
-        sha256: createHash('sha256').update(source).digest('hex'),
+        size: msg.source.length,
+        sha256: createHash('sha256').update(msg.source).digest('hex'),
       });
     }
-    return out.sort((a, b) => a.uid - b.uid);
+    return changed ? 'changed' : out.sort((a, b) => a.uid - b.uid);
   });
 }
 
