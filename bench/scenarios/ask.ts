@@ -131,7 +131,12 @@ async function withDaemon(
  * `search`: a bare search_emails; `list`: tools/list, which for a key granted ask_mail asks whether it is offered;
  * `list-reader`: tools/list for a key not granted it, which never asks; `ask`: a run of `calls` calls.
  */
-type Case = { name: string; kind: 'search' | 'list' | 'list-reader' | 'ask'; calls: number | null; samples: number[]; cpuMs: number; unexpected: number };
+type Case = { name: string; samples: number[]; cpuMs: number; unexpected: number } & (
+  | { kind: 'search'; calls: null }
+  | { kind: 'list'; calls: null }
+  | { kind: 'list-reader'; calls: null }
+  | { kind: 'ask'; calls: number }
+);
 
 /** Characters of a recorded request as the run counts them: every message's content and tool-call arguments. */
 function requestCharacters(body: Json): number {
@@ -195,7 +200,7 @@ function noteOf(c: Case): string {
     case 'ask': {
       const scripted = c.unexpected === 0 ? 'every answer as scripted' : `${c.unexpected} of ${c.samples.length} answers not as scripted`;
       const lookup =
-        c.calls! > 1
+        c.calls > 1
           ? 'a lookup also places the query, reads the bodies of its passages and wraps them'
           : 'no lookup: availability, allowance, one chat call, audit';
       return `${scripted}; ${lookup}`;
@@ -235,10 +240,10 @@ async function timeStandinRuns(o: {
     if (c.kind === 'search') return (await callTool(client, 'search_emails', searchArgs)).retrievalMode === 'hybrid';
     if (c.kind === 'list') return (await client.listTools()).tools.some((tool) => tool.name === 'ask_mail');
     if (c.kind === 'list-reader') return !(await reader.listTools()).tools.some((tool) => tool.name === 'ask_mail');
-    callsThisRun = c.calls!;
+    callsThisRun = c.calls;
     const answer = await callTool(client, 'ask_mail', { question: `What do my emails say about ${searchArgs.queryText}?` });
     const citations = answer.citations as Citation[];
-    return answer.lookupCount === c.calls! - 1 && answer.retrievalMode === 'hybrid' && (c.calls === 1 || citations[0]?.cited === true);
+    return answer.lookupCount === c.calls - 1 && answer.retrievalMode === 'hybrid' && (c.calls === 1 || citations[0]?.cited === true);
   };
   const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
