@@ -7,11 +7,15 @@
  *   mailcairnd keyring rotate FILE             add a new active key, keep the old
  * FILE defaults to $MAILCAIRN_CONFIG, else ./mailcairn.json.
  */
-import sade from 'sade';
-import { AppError } from '../runtime/errors.ts';
-import { version } from '../runtime/version.ts';
+import { holdStopSignals } from '../service/stop-signals.ts';
 
-// Each command loads only its own modules: the service does not pay for check-config's or the key ring's.
+// First, before any other module loads: from here on a SIGTERM or SIGINT is held for the service
+// instead of ending the process by its default action (service/stop-signals.ts). Every other
+// module is imported after this line, and each command loads only its own: the service does not
+// pay for check-config's or the key ring's.
+const signals = holdStopSignals();
+
+const [{ default: sade }, { AppError }, { version }] = await Promise.all([import('sade'), import('../runtime/errors.ts'), import('../runtime/version.ts')]);
 
 type Opts = { config?: string; out?: string; force?: boolean };
 
@@ -25,12 +29,13 @@ const prog = sade('mailcairnd').version(version).option('-c, --config', 'Configu
 
 prog.command('run', 'Run the service (the default command)', { default: true }).action(async (opts: Opts) => {
   const { runDaemon } = await import('../service/app.ts');
-  await runDaemon(opts.config ? { configFile: opts.config } : {});
+  await runDaemon(opts.config ? { configFile: opts.config } : {}, signals);
 });
 
 prog
   .command('check-config', 'Validate the configuration, print the resolved posture and startup warnings; non-zero on a refusal')
   .action(async (opts: Opts) => {
+    signals.release();
     const { runCheckConfig } = await import('../service/check-config.ts');
     process.exitCode = runCheckConfig({ ...(opts.config ? { file: opts.config } : {}), out: (line) => process.stdout.write(`${line}\n`) });
   });
@@ -40,6 +45,7 @@ prog
   .option('-o, --out', 'Write to this file instead of standard output')
   .option('-f, --force', 'Overwrite an existing file', false)
   .action(async (opts: Opts) => {
+    signals.release();
     try {
       const { keyringNew } = await import('../runtime/keyring/cli.ts');
       const result = keyringNew({ ...(opts.out ? { out: opts.out } : {}), force: opts.force === true });
@@ -51,6 +57,7 @@ prog
   });
 
 prog.command('keyring rotate <file>', 'Add a new active key to a key ring file; older keys stay to unseal what they sealed').action(async (file: string) => {
+  signals.release();
   try {
     const { keyringRotate } = await import('../runtime/keyring/cli.ts');
     const result = keyringRotate(file);
@@ -60,4 +67,5 @@ prog.command('keyring rotate <file>', 'Add a new active key to a key ring file; 
   }
 });
 
+// --help, --version and a refused command run no action: they print and end, a held signal with them.
 prog.parse(process.argv);

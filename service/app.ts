@@ -1,14 +1,22 @@
 /**
- * Boot and shutdown of `mailcairnd`. Start order: configuration (strict,
- * refused as a whole), logger, startup warnings, the writer lock on the
- * database file, migrations, the supervision tree, then the listeners.
- * Stop order is the reverse: listeners close, the supervisor stops children
- * in reverse start order, the lock is released, the log is flushed.
+ * Boot and shutdown of `mailcairnd`, the one place that writes their order.
+ * Start: configuration (strict, refused as a whole), logger, startup
+ * warnings, the writer lock on the database file, migrations, the worker
+ * pools and the supervision tree, then the listeners (health, MCP, admin).
+ * Each step that opens something pushes its closer on a teardown stack, so a
+ * stop, a start that failed and a stop asked for while starting all close
+ * the same things in the reverse order: listeners, the supervisor's children
+ * in reverse start order, the pools, the lock; then the log is flushed.
  *
- * Only this module touches signals: the first SIGTERM/SIGINT starts the
+ * Readiness answers ready only once every configured listener accepts
+ * connections; `mailcairnd` owns its signals before startup begins
+ * (stop-signals.ts), so ready also means a SIGTERM now drains.
+ *
+ * Only this module acts on signals: the first SIGTERM/SIGINT starts the
  * graceful stop under a deadline (8 s, inside a container's usual 10 s kill
- * grace); a second signal exits at once. An uncaught error on the main thread
- * is fatal: the same stop sequence, then a non-zero exit.
+ * grace), at once if the service is up, at the next start-up step if it is
+ * starting; a second signal exits at once. An uncaught error on the main
+ * thread is fatal: the same stop sequence, then a non-zero exit.
  */
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
@@ -24,7 +32,7 @@ import { AppError } from '../runtime/errors.ts';
 import { createLogger, type Logger } from '../runtime/log.ts';
 import { migrate } from '../runtime/store/migrate.ts';
 import { openSlice } from '../runtime/store/open-slice.ts';
-import { acquireWriterLock, type WriterLock } from '../runtime/store/writer-lock.ts';
+import { acquireWriterLock } from '../runtime/store/writer-lock.ts';
 import { storeSlice } from '../config/store-slice.ts';
 import { MAIL_QUERY_POOL, MIME_PARSE_POOL, systemChildren } from './system-children.ts';
 import { createPool } from '../runtime/pool/pool.ts';
@@ -33,6 +41,8 @@ import { deploymentSecret } from '../runtime/store/deployment-secrets.ts';
 import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
 import { Supervisor } from '../runtime/supervisor/supervisor.ts';
 import { version as buildVersion } from '../runtime/version.ts';
+import { EXIT_NOW_CODE, type HeldSignals, type StopSignal } from './stop-signals.ts';
+import { Teardown } from './teardown.ts';
 
 export const SHUTDOWN_DEADLINE_MS = 8_000;
 
@@ -59,10 +69,16 @@ export type StartOptions = {
   extraChildren?: readonly ChildSpecInput[];
   /** The version reported everywhere (session route, log lines) instead of the build's: lets a test run a service of another release line in-process. */
   version?: string;
+  /**
+   * A stop asked for while starting: startup takes no further step once it
+   * is aborted and returns a service that was never ready, for `stop()`.
+   */
+  stopRequested?: AbortSignal;
 };
 
 export async function startService(options: StartOptions = {}): Promise<Service> {
   const version = options.version ?? buildVersion;
+  const stopAsked = (): boolean => options.stopRequested?.aborted === true;
   // Every refusal check-config also makes (credential material included), before anything is opened.
   const { config, posture } = loadStartupConfig({ ...(options.configFile ? { file: options.configFile } : {}), env: options.env ?? process.env });
   const log = options.log ?? createLogger({ level: config.Logging.Level, format: config.Logging.Format });
@@ -71,11 +87,58 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     log.warn({ event: 'config.warning', code: warning.code, setting: warning.setting }, warning.message);
   }
 
-  const lock: WriterLock = acquireWriterLock(config.Storage.Database);
+  const teardown = new Teardown();
+  const supervisor = new Supervisor({ log, hostLogLevel: config.Logging.Level, ...(options.hostLogSink ? { hostLogSink: options.hostLogSink } : {}) });
   let migrated = false;
-  let cursorKey: Buffer;
+  let listening = false;
+  let stopping = false;
+  const addresses: { health: AddressInfo | null; mcp: AddressInfo | null; admin: AddressInfo | null } = { health: null, mcp: null, admin: null };
+  const readiness = (): Readiness => {
+    const health = supervisor.health();
+    const supervisorState = stopping ? 'stopping' : health.healthy ? 'healthy' : 'degraded';
+    return {
+      ready: migrated && listening && !stopping && health.healthy,
+      checks: {
+        database: migrated ? 'migrated' : 'unavailable',
+        supervisor: supervisorState,
+        givenUpActors: health.givenUp.length,
+        listeners: stopping ? 'closing' : listening ? 'open' : 'opening',
+      },
+    };
+  };
+  let stopped: Promise<void> | null = null;
+  const service: Service = {
+    config,
+    log,
+    supervisor,
+    get health() {
+      return addresses.health;
+    },
+    get mcp() {
+      return addresses.mcp;
+    },
+    get admin() {
+      return addresses.admin;
+    },
+    readiness,
+    stop: () => {
+      stopped ??= (async () => {
+        stopping = true;
+        log.info({ event: 'service.stopping' }, 'service.stopping');
+        await teardown.run();
+        log.info({ event: 'service.stopped' }, 'service.stopped');
+      })();
+      return stopped;
+    },
+  };
+  // Checked between steps: a stop asked for while starting takes effect at the next step.
+  if (stopAsked()) return service;
+
   try {
+    const lock = acquireWriterLock(config.Storage.Database);
+    teardown.push(() => lock.release());
     const db = openSlice(storeSlice(config));
+    let cursorKey: Buffer;
     try {
       const result = migrate(db);
       log.info({ event: 'store.migrated', version: result.version, applied: result.applied }, 'store.migrated');
@@ -89,91 +152,74 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       db.close();
     }
     migrated = true;
-  } catch (err) {
-    lock.release();
-    throw err;
-  }
+    if (stopAsked()) return service;
 
-  const supervisor = new Supervisor({ log, hostLogLevel: config.Logging.Level, ...(options.hostLogSink ? { hostLogSink: options.hostLogSink } : {}) });
-  const parsePool = createPool({
-    id: MIME_PARSE_POOL,
-    entry: MIME_PARSE_TASK,
-    // Started on demand: sync threads parse small messages in place, so the pool sees large ones and re-derivation.
-    minThreads: 0,
-    // Every core: parsing overlaps the sync threads' waits on the network and the disk.
-    maxThreads: availableParallelism(),
-    maxQueue: 4_096,
-  });
-  supervisor.router.registerPool(parsePool);
-  // Read-only queries of the agent surface: the main thread never runs SQL.
-  const queryPool = createPool({
-    id: MAIL_QUERY_POOL,
-    entry: MAIL_QUERY_TASK,
-    minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
-    maxThreads: availableParallelism(),
-    maxQueue: 1_024,
-    // Not parked between tasks: each thread loads its in-memory vector index in the background, in
-    // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
-    atomics: 'disabled',
-  });
-  supervisor.router.registerPool(queryPool);
-  // Decoding the attachment a download link names: the parse pool's task on a thread of its own,
-  // started on demand, so that a download never queues behind an initial mirror's parse batches.
-  const extractPool = createPool({
-    id: `${MIME_PARSE_POOL}-downloads`,
-    entry: MIME_PARSE_TASK,
-    minThreads: 0,
-    maxThreads: 1,
-    maxQueue: 64,
-  });
-  const closePools = async (): Promise<void> => {
-    await Promise.all([parsePool.close(), queryPool.close(), extractPool.close()]);
-  };
-  let stopping = false;
-  const readiness = (): Readiness => {
-    const health = supervisor.health();
-    const supervisorState = stopping ? 'stopping' : health.healthy ? 'healthy' : 'degraded';
-    return {
-      ready: migrated && !stopping && health.healthy,
-      checks: { database: migrated ? 'migrated' : 'unavailable', supervisor: supervisorState, givenUpActors: health.givenUp.length },
-    };
-  };
-
-  const openListener = async (server: Server, section: string, bind: string, port: number): Promise<AddressInfo> => {
-    const address = await listen(server, section, bind, port);
-    log.info({ event: 'listener.open', section, bind: address.address, port: address.port }, 'listener.open');
-    return address;
-  };
-  // One authentication stage per surface; discovery and key sets are read now, so the first token after boot does not wait.
-  // The listeners' modules (the MCP SDK, authentication, their schemas) load only when an endpoint is enabled:
-  // a start that serves no agent does not pay for them (docs/performance.md).
-  const authenticatorFor = async (surface: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
-    const [{ createKeySets }, { serversOf }, { createAuthenticator }] = await Promise.all([
-      import('../http/auth/oauth/key-sets.ts'),
-      import('../http/auth/oauth/entries.ts'),
-      import('../http/auth/authenticate.ts'),
-    ]);
-    const keySets = createKeySets({ log });
-    keySets.warm(serversOf(entries));
-    return createAuthenticator(surface, entries, { log, env: options.env ?? process.env, claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)), keySets });
-  };
-
-  let healthServer: Server | null = null;
-  let healthAddress: AddressInfo | null = null;
-  let mcpServer: Server | null = null;
-  let mcpAddress: AddressInfo | null = null;
-  let adminServer: Server | null = null;
-  let adminAddress: AddressInfo | null = null;
-  try {
+    const parsePool = createPool({
+      id: MIME_PARSE_POOL,
+      entry: MIME_PARSE_TASK,
+      // Started on demand: sync threads parse small messages in place, so the pool sees large ones and re-derivation.
+      minThreads: 0,
+      // Every core: parsing overlaps the sync threads' waits on the network and the disk.
+      maxThreads: availableParallelism(),
+      maxQueue: 4_096,
+    });
+    // Read-only queries of the agent surface: the main thread never runs SQL.
+    const queryPool = createPool({
+      id: MAIL_QUERY_POOL,
+      entry: MAIL_QUERY_TASK,
+      minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
+      maxThreads: availableParallelism(),
+      maxQueue: 1_024,
+      // Not parked between tasks: each thread loads its in-memory vector index in the background, in
+      // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
+      atomics: 'disabled',
+    });
+    // Decoding the attachment a download link names: the parse pool's task on a thread of its own,
+    // started on demand, so that a download never queues behind an initial mirror's parse batches.
+    const extractPool = createPool({
+      id: `${MIME_PARSE_POOL}-downloads`,
+      entry: MIME_PARSE_TASK,
+      minThreads: 0,
+      maxThreads: 1,
+      maxQueue: 64,
+    });
+    teardown.push(() => Promise.all([parsePool.close(), queryPool.close(), extractPool.close()]).then(() => undefined));
+    supervisor.router.registerPool(parsePool);
+    supervisor.router.registerPool(queryPool);
+    // Pushed before the start: children started before a failing one are stopped too.
+    teardown.push(() => supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000));
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
+    if (stopAsked()) return service;
+
+    const open = async (server: Server, section: string, bind: string, port: number): Promise<AddressInfo> => {
+      teardown.push(() => close(server));
+      const address = await listen(server, section, bind, port);
+      log.info({ event: 'listener.open', section, bind: address.address, port: address.port }, 'listener.open');
+      return address;
+    };
+    // One authentication stage per surface; discovery and key sets are read now, so the first token after boot does not wait.
+    // The listeners' modules (the MCP SDK, authentication, their schemas) load only when an endpoint is enabled:
+    // a start that serves no agent does not pay for them (docs/performance.md).
+    const authenticatorFor = async (surface: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
+      const [{ createKeySets }, { serversOf }, { createAuthenticator }] = await Promise.all([
+        import('../http/auth/oauth/key-sets.ts'),
+        import('../http/auth/oauth/entries.ts'),
+        import('../http/auth/authenticate.ts'),
+      ]);
+      const keySets = createKeySets({ log });
+      keySets.warm(serversOf(entries));
+      return createAuthenticator(surface, entries, { log, env: options.env ?? process.env, claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)), keySets });
+    };
+
+    // Health first, so liveness answers while the others open; readiness waits for all of them.
     if (config.HealthEndpoints.Enabled) {
-      healthServer = createHealthServer(readiness);
-      healthAddress = await openListener(healthServer, 'HealthEndpoints', config.HealthEndpoints.BindAddress, config.HealthEndpoints.Port);
+      addresses.health = await open(createHealthServer(readiness), 'HealthEndpoints', config.HealthEndpoints.BindAddress, config.HealthEndpoints.Port);
+      if (stopAsked()) return service;
     }
     const mcp = config.McpEndpoint;
     if (mcp.Enabled) {
       const { createMcpListener } = await import('../http/mcp/mcp-listener.ts');
-      mcpServer = createMcpListener({
+      const server = createMcpListener({
         config,
         store: storeSlice(config),
         log,
@@ -184,12 +230,13 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         actor: (id) => supervisor.ref(id),
         authenticate: await authenticatorFor('mcp', mcp.Authentication),
       });
-      mcpAddress = await openListener(mcpServer, 'McpEndpoint', mcp.BindAddress, mcp.Port);
+      addresses.mcp = await open(server, 'McpEndpoint', mcp.BindAddress, mcp.Port);
+      if (stopAsked()) return service;
     }
     const admin = config.AdminEndpoint;
     if (admin.Enabled) {
       const { createAdminListener } = await import('../http/admin/admin-listener.ts');
-      adminServer = createAdminListener({
+      const server = createAdminListener({
         config,
         log,
         version,
@@ -198,90 +245,86 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         cursorKey,
         authenticate: await authenticatorFor('admin', admin.Authentication),
       });
-      adminAddress = await openListener(adminServer, 'AdminEndpoint', admin.BindAddress, admin.Port);
+      addresses.admin = await open(server, 'AdminEndpoint', admin.BindAddress, admin.Port);
     }
   } catch (err) {
-    if (healthServer) await close(healthServer);
-    if (mcpServer) await close(mcpServer);
-    if (adminServer) await close(adminServer);
-    await supervisor.stop(SHUTDOWN_DEADLINE_MS);
-    await closePools();
-    lock.release();
+    // A failed start is not a stop: no stopping lines, the error is the caller's to report.
+    stopping = true;
+    await teardown.run();
     throw err;
   }
+  listening = true;
   log.info({ event: 'service.ready', version }, 'service.ready');
-
-  let stopped: Promise<void> | null = null;
-  return {
-    config,
-    log,
-    supervisor,
-    health: healthAddress,
-    mcp: mcpAddress,
-    admin: adminAddress,
-    readiness,
-    stop: () => {
-      stopped ??= (async () => {
-        stopping = true;
-        log.info({ event: 'service.stopping' }, 'service.stopping');
-        if (adminServer) await close(adminServer);
-        if (mcpServer) await close(mcpServer);
-        if (healthServer) await close(healthServer);
-        await supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000);
-        await closePools();
-        lock.release();
-        log.info({ event: 'service.stopped' }, 'service.stopped');
-      })();
-      return stopped;
-    },
-  };
+  return service;
 }
 
-/** `mailcairnd` itself: start, then own the signals until stopped. */
-export async function runDaemon(options: StartOptions): Promise<void> {
-  let service: Service;
-  try {
-    service = await startService(options);
-  } catch (err) {
-    reportStartFailure(err);
-    process.exitCode = err instanceof AppError && err.code === 'E_CONFIG_INVALID' ? 78 : 1;
-    return;
-  }
-  const { log } = service;
-  let signalled = false;
-  const shutdown = (exitCode: number): void => {
+/**
+ * `mailcairnd` itself: claim the signals, start, then own them until stopped.
+ * A signal that arrived before (held since the first line, stop-signals.ts)
+ * or while starting stops the service gracefully and exits 0 like any other.
+ */
+export async function runDaemon(options: StartOptions, signals: HeldSignals): Promise<void> {
+  const stopRequested = new AbortController();
+  let service: Service | null = null;
+  let signalled: StopSignal | null = null;
+  let fatal: unknown = null;
+  const shutdown = (running: Service, exitCode: number): void => {
     const force = setTimeout(() => {
-      log.error({ event: 'service.stop-overran', deadlineMs: SHUTDOWN_DEADLINE_MS }, 'service.stop-overran');
+      running.log.error({ event: 'service.stop-overran', deadlineMs: SHUTDOWN_DEADLINE_MS }, 'service.stop-overran');
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS);
     force.unref();
-    service.stop().then(
+    running.stop().then(
       () => process.exit(exitCode),
       (err: unknown) => {
-        log.error({ err, event: 'service.stop-failed' }, 'service.stop-failed');
+        running.log.error({ err, event: 'service.stop-failed' }, 'service.stop-failed');
         process.exit(1);
       },
     );
   };
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (signalled) {
-      log.warn({ event: 'service.exit-now', signal }, 'service.exit-now');
-      process.exit(130);
+  signals.claim((signal) => {
+    if (signalled || fatal !== null) {
+      service?.log.warn({ event: 'service.exit-now', signal }, 'service.exit-now');
+      process.exit(EXIT_NOW_CODE);
     }
-    signalled = true;
-    log.info({ event: 'service.signal', signal }, 'service.signal');
-    shutdown(0);
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+    signalled = signal;
+    stopRequested.abort();
+    if (service) {
+      service.log.info({ event: 'service.signal', signal }, 'service.signal');
+      shutdown(service, 0);
+    }
+  });
   const onFatal = (err: unknown): void => {
-    log.fatal({ err, event: 'service.fatal' }, 'service.fatal');
-    if (signalled) process.exit(1);
-    signalled = true;
-    shutdown(1);
+    if (service === null) {
+      // Still starting: startup stops at its next step and the stop runs then.
+      fatal ??= err;
+      stopRequested.abort();
+      return;
+    }
+    service.log.fatal({ err, event: 'service.fatal' }, 'service.fatal');
+    if (signalled || fatal !== null) process.exit(1);
+    fatal = err;
+    shutdown(service, 1);
   };
   process.on('uncaughtException', onFatal);
   process.on('unhandledRejection', onFatal);
+
+  try {
+    service = await startService({ ...options, stopRequested: stopRequested.signal });
+  } catch (err) {
+    reportStartFailure(err);
+    process.off('uncaughtException', onFatal);
+    process.off('unhandledRejection', onFatal);
+    process.exitCode = err instanceof AppError && err.code === 'E_CONFIG_INVALID' ? 78 : 1;
+    return;
+  }
+  if (fatal !== null) {
+    service.log.fatal({ err: fatal, event: 'service.fatal' }, 'service.fatal');
+    shutdown(service, 1);
+  } else if (signalled) {
+    service.log.info({ event: 'service.signal', signal: signalled }, 'service.signal');
+    shutdown(service, 0);
+  }
 }
 
 function reportStartFailure(err: unknown): void {

@@ -1,7 +1,8 @@
 /**
  * The health listener (`HealthEndpoints`): `/livez` answers while the process
- * runs, `/readyz` while it can serve (database migrated, supervisor healthy,
- * no child given up, not shutting down). No credential, no rate limit, and
+ * runs, `/readyz` while it can serve (database migrated, every configured
+ * listener open, supervisor healthy, no child given up, not shutting down).
+ * It opens first, so liveness answers while the others are still opening. No credential, no rate limit, and
  * nothing else: `/mcp` and every other path answer 404.
  *
  * Answers name no actor, account or path: the listener is unauthenticated.
@@ -10,7 +11,13 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 
 export type Readiness = {
   ready: boolean;
-  checks: { database: 'migrated' | 'unavailable'; supervisor: 'healthy' | 'degraded' | 'stopping'; givenUpActors: number };
+  checks: {
+    database: 'migrated' | 'unavailable';
+    supervisor: 'healthy' | 'degraded' | 'stopping';
+    givenUpActors: number;
+    /** Every configured listener accepts connections (`open`) only once startup has opened the last of them. */
+    listeners: 'opening' | 'open' | 'closing';
+  };
 };
 
 export function createHealthServer(readiness: () => Readiness): Server {

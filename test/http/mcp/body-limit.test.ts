@@ -128,7 +128,7 @@ t.test('the attachment route runs the same pipeline: request timeout and the ano
     store: storeSlice(config),
     log: logs.log,
     version: 'test',
-    readiness: () => ({ ready: true, checks: { database: 'migrated', supervisor: 'healthy', givenUpActors: 0 } }),
+    readiness: () => ({ ready: true, checks: { database: 'migrated', supervisor: 'healthy', givenUpActors: 0, listeners: 'open' } }),
     queryPool: stalled,
     parsePool: parser,
     actor: () => stalled,
