@@ -20,11 +20,12 @@
  * nothing.
  *
  * Private to actors/mime-parse/: the pool task answers
- * `mime-parse.extract-attachment` with it (task.ts).
+ * `mime-parse.extract-attachment` with it (task.ts); a forward's
+ * attachments are decoded by the same `partContent` (read-original.ts).
  */
 import { attachmentParts, encodedBody, encodedSha256, filenameOf } from './attachments.ts';
 import { decodeQuotedPrintable } from './body-text.ts';
-import { readMimeTree } from './mime-tree.ts';
+import { type Part, readMimeTree } from './mime-tree.ts';
 
 export type AttachmentContent = {
   filename: string | null;
@@ -42,17 +43,21 @@ export function extractAttachment(raw: Uint8Array, index: number): AttachmentCon
     if (tree.top.count === 0) return null;
     const part = attachmentParts(tree.root)[index];
     if (part === undefined) return null;
-    const encoded = encodedBody(tree.buf, part);
     return {
       filename: filenameOf(part),
       contentType: part.contentType,
-      content: owned(decode(encoded, part.encoding)),
+      content: partContent(tree.buf, part),
       encodedSha256: encodedSha256(tree.buf, part),
     };
   } catch {
     // Same contract as parseMessage: whatever slipped past the tolerant readers is "unreadable".
     return null;
   }
+}
+
+/** A part's body with its transfer encoding undone, in a Buffer that owns its whole ArrayBuffer (transferable). */
+export function partContent(buf: Buffer, part: Part): Buffer {
+  return owned(decode(encodedBody(buf, part), part.encoding));
 }
 
 function decode(encoded: Buffer, encoding: string): Buffer {

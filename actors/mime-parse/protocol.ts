@@ -4,7 +4,9 @@
  * pool behind `ask`. The sync actor asks it for every fetched message and
  * the re-derivation segments ask it for stored ones; the attachment route
  * asks it to decode one attachment of a stored message
- * (`mime-parse.extract-attachment`).
+ * (`mime-parse.extract-attachment`). Threads that parse where they are load
+ * its modules in place by URL: the parser (`MIME_PARSE_IN_PLACE`) and the
+ * reader of a reply's or forward's original (`MIME_READ_ORIGINAL`).
  *
  * PARSE_VERSION is recorded beside every derived row; raising it is how a
  * change to derivation asks for re-derivation of stored mail.
@@ -25,6 +27,29 @@ export const MIME_PARSE_IN_PLACE = moduleUrl('./parse-message.ts', import.meta.u
 
 /** The in-place parser's shape: pure, synchronous, never throws (parse-message.ts). */
 export type ParseInPlace = (raw: Uint8Array, account: string) => ParseReply;
+
+/**
+ * The reader of a stored message that a reply or forward answers
+ * (`readOriginal`, a `ReadOriginal`), named as a URL for the outbox thread,
+ * which loads it in place on its first reply or forward.
+ */
+export const MIME_READ_ORIGINAL = moduleUrl('./read-original.ts', import.meta.url);
+
+/** One attachment a forward carries, decoded byte for byte. */
+export type OriginalAttachment = { filename: string | null; contentType: string; content: Buffer };
+
+/**
+ * What a reply or forward reads of the message it answers: the properties a
+ * parse gives (`ParsedMessage`), and the attachments, decoded only when
+ * asked (a forward) and without the images its HTML shows (parts with a
+ * Content-ID inside a multipart/related).
+ */
+export type OriginalMessage = Pick<ParsedMessage, 'messageId' | 'references' | 'subject' | 'from' | 'replyTo' | 'to' | 'cc' | 'sentAt' | 'bodyText'> & {
+  attachments(): OriginalAttachment[];
+};
+
+/** The original reader's shape: pure, synchronous, never throws; null for a message the parser calls unreadable. */
+export type ReadOriginal = (raw: Uint8Array) => OriginalMessage | null;
 
 export const PARSE_VERSION = 1;
 

@@ -1,9 +1,12 @@
 /**
  * The MIME of a send or a draft, composed once by nodemailer's composer
  * (never by hand) with a Message-ID minted here, once. A reply or a forward
- * reads the stored original's raw MIME (mailparser): a reply takes its
- * audience, subject, threading headers and a quote from it; a forward
- * carries its attachments, decoded byte for byte, and a quoted header block.
+ * reads the stored original's raw MIME with the product's own MIME parser
+ * (actors/mime-parse, loaded in place through `MIME_READ_ORIGINAL`): a reply
+ * takes its audience (Reply-To, else From; To and Cc for everyone), subject,
+ * threading headers and a quote of the body text agents see from it; a
+ * forward carries its attachments, decoded byte for byte, less the images
+ * its HTML shows, and a quoted header block.
  *
  * Authored header values never carry a line break (the tool refuses them;
  * `assertSingleLine` refuses them again here, so no caller can inject a
@@ -11,9 +14,9 @@
  * and the recipients table only.
  */
 import { randomUUID } from 'node:crypto';
-import type { AddressObject, ParsedMail } from 'mailparser';
 import type MailComposer from 'nodemailer/lib/mail-composer';
 import { AppError } from '../../runtime/errors.ts';
+import { type Address, MIME_READ_ORIGINAL, type OriginalMessage, type ReadOriginal } from '../mime-parse/protocol.ts';
 import { type Composition, SEND_LIMITS } from './protocol.ts';
 import type { RecipientHeader } from '../../runtime/store/outbox/outgoing.ts';
 
@@ -61,9 +64,14 @@ function recipientList(groups: Array<[RecipientHeader, readonly string[]]>): Arr
   return list;
 }
 
-function addressesOf(field: AddressObject | AddressObject[] | undefined): string[] {
-  const objects = field === undefined ? [] : Array.isArray(field) ? field : [field];
-  return objects.flatMap((o) => o.value.flatMap((a) => (a.address ? [a.address] : (a.group ?? []).flatMap((g) => (g.address ? [g.address] : [])))));
+/** The addresses of a header, groups already flattened by the parser; a name without an address is skipped. */
+function addressesOf(field: readonly Address[]): string[] {
+  return field.flatMap((a) => (a.address ? [a.address] : []));
+}
+
+/** A header's mailboxes as text for the forward's header block: `"Name" <address>`, or the bare address. */
+function mailboxesText(field: readonly Address[]): string {
+  return field.map((a) => (a.name ? `"${a.name.replace(/["\\]/g, '\\$&')}"${a.address ? ` <${a.address}>` : ''}` : a.address)).join(', ');
 }
 
 const oneLine = (value: string): string => value.replace(/[\r\n\u2028\u2029]+/g, ' ').trim();
@@ -87,19 +95,27 @@ function domainOf(address: string): string {
   return address.slice(address.lastIndexOf('@') + 1);
 }
 
-type Original = { id: number; parsed: ParsedMail };
+type Original = { id: number; parsed: OriginalMessage };
 
+let reader: Promise<ReadOriginal> | undefined;
+
+/** The stored original, read by the in-tree parser; one it calls unreadable (empty, no header at all) cannot be answered. */
 export async function parseOriginal(id: number, raw: Uint8Array): Promise<Original> {
-  // Loaded on the first reply or forward: mailparser is most of the outbox thread's start-up otherwise.
-  const { simpleParser } = await import('mailparser');
-  return { id, parsed: await simpleParser(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), { skipImageLinks: true, skipTextLinks: true }) };
+  // Loaded on the first reply or forward, not at every start of the outbox's thread.
+  reader ??= import(MIME_READ_ORIGINAL.href).then((m: { readOriginal: ReadOriginal }) => m.readOriginal);
+  const parsed = (await reader)(raw);
+  if (parsed === null) throw invalid('the original email cannot be parsed, so it cannot be replied to or forwarded');
+  return { id, parsed };
 }
 
-/** `References` of a reply: the original's chain and its own id, the oldest dropped past a bound (RFC 5322 allows trimming). */
-function referencesOf(parsed: ParsedMail): string[] {
-  const chain = [...(Array.isArray(parsed.references) ? parsed.references : parsed.references ? [parsed.references] : [])];
+/** Message ids kept in a reply's `References`: the newest, including the original's own (RFC 5322 allows trimming the oldest). */
+const MAX_REFERENCES = 20;
+
+/** `References` of a reply: the original's chain and its own id, the oldest dropped past a bound. */
+function referencesOf(parsed: OriginalMessage): string[] {
+  const chain = [...parsed.references];
   if (parsed.messageId) chain.push(parsed.messageId);
-  return chain.slice(-20);
+  return chain.slice(-MAX_REFERENCES);
 }
 
 /**
@@ -132,8 +148,8 @@ export async function compose(from: string, composition: Composition, original: 
     if (original === null) throw new AppError('E_NOT_FOUND');
     const p = original.parsed;
     const sender = addressesOf(p.from)[0] ?? null;
-    const when = p.date ? p.date.toUTCString() : 'an unknown date';
-    const quoteText = p.text ?? '';
+    const when = p.sentAt !== null ? new Date(p.sentAt).toUTCString() : 'an unknown date';
+    const quoteText = p.bodyText;
     if (composition.kind === 'reply') {
       const replyTo = addressesOf(p.replyTo);
       const audience = replyTo.length > 0 ? replyTo : sender ? [sender] : [];
@@ -163,7 +179,7 @@ export async function compose(from: string, composition: Composition, original: 
       mail.subject = prefixed('Fwd', p.subject ?? '');
       const block = [
         '---------- Forwarded message ----------',
-        `From: ${oneLine(p.from?.text ?? '')}`,
+        `From: ${oneLine(mailboxesText(p.from))}`,
         `Date: ${when}`,
         `Subject: ${oneLine(p.subject ?? '')}`,
         `To: ${oneLine(addressesOf(p.to).join(', '))}`,
@@ -171,7 +187,7 @@ export async function compose(from: string, composition: Composition, original: 
       mail.text = `${composition.plainTextBody}\n\n${block}\n\n${quoteText}\n`;
       if (composition.htmlBody !== null)
         mail.html = `${composition.htmlBody}<br><br><pre>${escapeHtml(block)}</pre><div>${escapeHtml(quoteText).replace(/\n/g, '<br>')}</div>`;
-      const attachments = p.attachments.filter((a) => !a.related);
+      const attachments = p.attachments();
       if (attachments.length > SEND_LIMITS.attachments)
         throw invalid(`a forward carries at most ${SEND_LIMITS.attachments} attachments; the original has more`);
       const total = attachments.reduce((sum, a) => sum + a.content.byteLength, 0);

@@ -1,9 +1,15 @@
 /**
  * The import graph of the source tree, read with the TypeScript parser: for
  * every module, what it loads (static imports and re-exports that are not
- * type-only, dynamic `import()`, and module URLs handed to a worker or pool:
- * `moduleUrl('…', import.meta.url)` and `new URL('….ts', import.meta.url)`)
- * and what it only names as a type. Used by the architecture test.
+ * type-only, dynamic `import()` and `require()` of a literal, and module
+ * URLs handed to a worker or pool: `moduleUrl('…', import.meta.url)`,
+ * `new URL('….ts', import.meta.url)` and `import.meta.resolve('…')`) and
+ * what it only names as a type. Used by the architecture tests.
+ *
+ * Type-only means erased by the compiler. tsconfig.json sets
+ * `verbatimModuleSyntax`, under which only `import type` / `export type`
+ * (and `import('x').T` in a type) are erased: `import { type X } from 'x'`
+ * is emitted as `import {} from 'x'` and still loads `x`.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -16,7 +22,7 @@ export type Edge = {
   to: string;
   /** A package (`zod`, `node:fs`) rather than a file of the tree. */
   external: boolean;
-  /** Erased at run time: `import type`, or every named binding `type`. */
+  /** Erased at run time: `import type`, `export type`, or a type position (`import('x').T`). */
   typeOnly: boolean;
   /** Loaded by URL (a worker or pool entry), not imported. */
   byUrl: boolean;
@@ -44,21 +50,35 @@ export function sourceFiles(root: string, folders: readonly string[]): string[] 
   return out.sort();
 }
 
+/**
+ * `import type …` only. Under verbatimModuleSyntax an import whose every
+ * binding is `type` (`import { type X } from 'x'`) keeps its module specifier
+ * (`import {} from 'x'`): a load.
+ */
 function typeOnlyImport(node: ts.ImportDeclaration): boolean {
-  const clause = node.importClause;
-  if (clause === undefined) return false; // `import './x.ts'` runs the module
-  if (clause.isTypeOnly) return true;
-  if (clause.name !== undefined) return false;
-  const bindings = clause.namedBindings;
-  if (bindings === undefined || ts.isNamespaceImport(bindings)) return false;
-  return bindings.elements.length > 0 && bindings.elements.every((e) => e.isTypeOnly);
+  return node.importClause?.isTypeOnly === true; // `import './x.ts'` has no clause and runs the module
 }
 
+/** `export type { … } from …` only (`export { type X } from 'x'` is emitted as `export {} from 'x'`). */
 function typeOnlyExport(node: ts.ExportDeclaration): boolean {
-  if (node.isTypeOnly) return true;
-  const clause = node.exportClause;
-  return clause !== undefined && ts.isNamedExports(clause) && clause.elements.length > 0 && clause.elements.every((e) => e.isTypeOnly);
+  return node.isTypeOnly;
 }
+
+/** `import.meta.resolve('x')`: a module located to be loaded elsewhere (a worker, a data: URL bootstrap). */
+function isImportMetaResolve(node: ts.CallExpression): boolean {
+  const callee = node.expression;
+  return (
+    ts.isPropertyAccessExpression(callee) &&
+    callee.name.text === 'resolve' &&
+    ts.isMetaProperty(callee.expression) &&
+    callee.expression.keywordToken === ts.SyntaxKind.ImportKeyword
+  );
+}
+
+const literalArgument = (node: ts.CallExpression): string | null => {
+  const first = node.arguments[0];
+  return first !== undefined && ts.isStringLiteralLike(first) ? first.text : null;
+};
 
 /** `moduleUrl('x', import.meta.url)` or `new URL('x.ts', import.meta.url)`: a module loaded by a worker or pool. */
 function urlReference(node: ts.Node): string | null {
@@ -87,8 +107,12 @@ export function edgesOf(root: string, file: string): Edge[] {
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) add(node.moduleSpecifier.text, node, typeOnlyImport(node), false);
     else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier))
       add(node.moduleSpecifier.text, node, typeOnlyExport(node), false);
-    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0]))
-      add(node.arguments[0].text, node, false, false);
+    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && literalArgument(node) !== null)
+      add(literalArgument(node)!, node, false, false);
+    // `require('x')` of a createRequire: a load like any import.
+    else if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'require' && literalArgument(node) !== null)
+      add(literalArgument(node)!, node, false, false);
+    else if (ts.isCallExpression(node) && isImportMetaResolve(node) && literalArgument(node) !== null) add(literalArgument(node)!, node, false, true);
     else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal))
       add(node.argument.literal.text, node, true, false);
     else {
