@@ -35,7 +35,7 @@ import { openSlice } from '../runtime/store/open-slice.ts';
 import { acquireWriterLock } from '../runtime/store/writer-lock.ts';
 import { storeSlice } from '../config/store-slice.ts';
 import { MAIL_QUERY_POOL, MIME_PARSE_POOL, systemChildren } from './system-children.ts';
-import { createPool } from '../runtime/pool/pool.ts';
+import { createPool, type PoolRef } from '../runtime/pool/pool.ts';
 import { reconcileAccounts } from '../runtime/store/accounts.ts';
 import { deploymentSecret } from '../runtime/store/deployment-secrets.ts';
 import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
@@ -131,131 +131,166 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       return stopped;
     },
   };
-  // Checked between steps: a stop asked for while starting takes effect at the next step.
-  if (stopAsked()) return service;
-
+  // The steps, in order. Between them: a stop asked for while starting takes effect at the next step.
   try {
-    const lock = acquireWriterLock(config.Storage.Database);
-    teardown.push(() => lock.release());
-    const db = openSlice(storeSlice(config));
-    let cursorKey: Buffer;
-    try {
-      const result = migrate(db);
-      log.info({ event: 'store.migrated', version: result.version, applied: result.applied }, 'store.migrated');
-      const accounts = reconcileAccounts(
-        db,
-        config.Accounts.map((a) => a.Id),
-      );
-      if (accounts.withdrawn.length > 0) log.info({ event: 'store.accounts-withdrawn', count: accounts.withdrawn.length }, 'store.accounts-withdrawn');
-      cursorKey = deploymentSecret(db, 'cursor-signing');
-    } finally {
-      db.close();
-    }
+    if (stopAsked()) return service;
+    const cursorKey = prepareStore(config, log, teardown);
     migrated = true;
     if (stopAsked()) return service;
-
-    const parsePool = createPool({
-      id: MIME_PARSE_POOL,
-      entry: MIME_PARSE_TASK,
-      // Started on demand: sync threads parse small messages in place, so the pool sees large ones and re-derivation.
-      minThreads: 0,
-      // Every core: parsing overlaps the sync threads' waits on the network and the disk.
-      maxThreads: availableParallelism(),
-      maxQueue: 4_096,
-    });
-    // Read-only queries of the agent surface: the main thread never runs SQL.
-    const queryPool = createPool({
-      id: MAIL_QUERY_POOL,
-      entry: MAIL_QUERY_TASK,
-      minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
-      maxThreads: availableParallelism(),
-      maxQueue: 1_024,
-      // Not parked between tasks: each thread loads its in-memory vector index in the background, in
-      // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
-      atomics: 'disabled',
-    });
-    // Decoding the attachment a download link names: the parse pool's task on a thread of its own,
-    // started on demand, so that a download never queues behind an initial mirror's parse batches.
-    const extractPool = createPool({
-      id: `${MIME_PARSE_POOL}-downloads`,
-      entry: MIME_PARSE_TASK,
-      minThreads: 0,
-      maxThreads: 1,
-      maxQueue: 64,
-    });
-    teardown.push(() => Promise.all([parsePool.close(), queryPool.close(), extractPool.close()]).then(() => undefined));
-    supervisor.router.registerPool(parsePool);
-    supervisor.router.registerPool(queryPool);
+    const pools = createPools(config, supervisor, teardown);
     // Pushed before the start: children started before a failing one are stopped too.
     teardown.push(() => supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000));
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
     if (stopAsked()) return service;
-
-    const open = async (server: Server, section: string, bind: string, port: number): Promise<AddressInfo> => {
-      teardown.push(() => close(server));
-      const address = await listen(server, section, bind, port);
-      log.info({ event: 'listener.open', section, bind: address.address, port: address.port }, 'listener.open');
-      return address;
-    };
-    // One authentication stage per surface; discovery and key sets are read now, so the first token after boot does not wait.
-    // The listeners' modules (the MCP SDK, authentication, their schemas) load only when an endpoint is enabled:
-    // a start that serves no agent does not pay for them (docs/performance.md).
-    const authenticatorFor = async (surface: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
-      const [{ createKeySets }, { serversOf }, { createAuthenticator }] = await Promise.all([
-        import('../http/auth/oauth/key-sets.ts'),
-        import('../http/auth/oauth/entries.ts'),
-        import('../http/auth/authenticate.ts'),
-      ]);
-      const keySets = createKeySets({ log });
-      keySets.warm(serversOf(entries));
-      return createAuthenticator(surface, entries, { log, env: options.env ?? process.env, claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)), keySets });
-    };
-
-    // Health first, so liveness answers while the others open; readiness waits for all of them.
-    if (config.HealthEndpoints.Enabled) {
-      addresses.health = await open(createHealthServer(readiness), 'HealthEndpoints', config.HealthEndpoints.BindAddress, config.HealthEndpoints.Port);
-      if (stopAsked()) return service;
-    }
-    const mcp = config.McpEndpoint;
-    if (mcp.Enabled) {
-      const { createMcpListener } = await import('../http/mcp/mcp-listener.ts');
-      const server = createMcpListener({
-        config,
-        store: storeSlice(config),
-        log,
-        version,
-        readiness,
-        queryPool,
-        parsePool: extractPool,
-        actor: (id) => supervisor.ref(id),
-        authenticate: await authenticatorFor('mcp', mcp.Authentication),
-      });
-      addresses.mcp = await open(server, 'McpEndpoint', mcp.BindAddress, mcp.Port);
-      if (stopAsked()) return service;
-    }
-    const admin = config.AdminEndpoint;
-    if (admin.Enabled) {
-      const { createAdminListener } = await import('../http/admin/admin-listener.ts');
-      const server = createAdminListener({
-        config,
-        log,
-        version,
-        actor: (id) => supervisor.ref(id),
-        queryPool,
-        cursorKey,
-        authenticate: await authenticatorFor('admin', admin.Authentication),
-      });
-      addresses.admin = await open(server, 'AdminEndpoint', admin.BindAddress, admin.Port);
-    }
+    await openListeners({ config, log, version, env: options.env ?? process.env, supervisor, readiness, pools, cursorKey, teardown }, addresses, stopAsked);
   } catch (err) {
     // A failed start is not a stop: no stopping lines, the error is the caller's to report.
     stopping = true;
     await teardown.run();
     throw err;
   }
+  if (stopAsked()) return service;
   listening = true;
   log.info({ event: 'service.ready', version }, 'service.ready');
   return service;
+}
+
+/** The writer lock (held until the stop), migrations and the configured accounts; returns the cursor-signing key. */
+function prepareStore(config: Config, log: Logger, teardown: Teardown): Buffer {
+  const lock = acquireWriterLock(config.Storage.Database);
+  teardown.push(() => lock.release());
+  const db = openSlice(storeSlice(config));
+  try {
+    const result = migrate(db);
+    log.info({ event: 'store.migrated', version: result.version, applied: result.applied }, 'store.migrated');
+    const accounts = reconcileAccounts(
+      db,
+      config.Accounts.map((a) => a.Id),
+    );
+    if (accounts.withdrawn.length > 0) log.info({ event: 'store.accounts-withdrawn', count: accounts.withdrawn.length }, 'store.accounts-withdrawn');
+    return deploymentSecret(db, 'cursor-signing');
+  } finally {
+    db.close();
+  }
+}
+
+type Pools = { query: PoolRef; downloads: PoolRef };
+
+/** The worker pools: parsing (the actors'), read-only queries and attachment downloads (the listeners'). */
+function createPools(config: Config, supervisor: Supervisor, teardown: Teardown): Pools {
+  const parse = createPool({
+    id: MIME_PARSE_POOL,
+    entry: MIME_PARSE_TASK,
+    // Started on demand: sync threads parse small messages in place, so the pool sees large ones and re-derivation.
+    minThreads: 0,
+    // Every core: parsing overlaps the sync threads' waits on the network and the disk.
+    maxThreads: availableParallelism(),
+    maxQueue: 4_096,
+  });
+  // Read-only queries of the agent surface: the main thread never runs SQL.
+  const query = createPool({
+    id: MAIL_QUERY_POOL,
+    entry: MAIL_QUERY_TASK,
+    minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
+    maxThreads: availableParallelism(),
+    maxQueue: 1_024,
+    // Not parked between tasks: each thread loads its in-memory vector index in the background, in
+    // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
+    atomics: 'disabled',
+  });
+  // Decoding the attachment a download link names: the parse pool's task on a thread of its own,
+  // started on demand, so that a download never queues behind an initial mirror's parse batches.
+  const downloads = createPool({
+    id: `${MIME_PARSE_POOL}-downloads`,
+    entry: MIME_PARSE_TASK,
+    minThreads: 0,
+    maxThreads: 1,
+    maxQueue: 64,
+  });
+  teardown.push(() => Promise.all([parse.close(), query.close(), downloads.close()]).then(() => undefined));
+  supervisor.router.registerPool(parse);
+  supervisor.router.registerPool(query);
+  return { query, downloads };
+}
+
+type ListenerContext = {
+  config: Config;
+  log: Logger;
+  version: string;
+  env: NodeJS.ProcessEnv;
+  supervisor: Supervisor;
+  readiness: () => Readiness;
+  pools: Pools;
+  cursorKey: Buffer;
+  teardown: Teardown;
+};
+
+/**
+ * Health first, so liveness answers while the others open (readiness waits
+ * for all of them), then MCP, then admin. The listeners' modules (the MCP
+ * SDK, authentication, their schemas) load only when an endpoint is enabled:
+ * a start that serves no agent does not pay for them (docs/performance.md).
+ */
+async function openListeners(
+  ctx: ListenerContext,
+  addresses: { health: AddressInfo | null; mcp: AddressInfo | null; admin: AddressInfo | null },
+  stopAsked: () => boolean,
+): Promise<void> {
+  const { config, log, supervisor } = ctx;
+  const open = async (server: Server, section: string, bind: string, port: number): Promise<AddressInfo> => {
+    ctx.teardown.push(() => close(server));
+    const address = await listen(server, section, bind, port);
+    log.info({ event: 'listener.open', section, bind: address.address, port: address.port }, 'listener.open');
+    return address;
+  };
+  // One authentication stage per surface; discovery and key sets are read now, so the first token after boot does not wait.
+  const authenticatorFor = async (surface: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
+    const [{ createKeySets }, { serversOf }, { createAuthenticator }] = await Promise.all([
+      import('../http/auth/oauth/key-sets.ts'),
+      import('../http/auth/oauth/entries.ts'),
+      import('../http/auth/authenticate.ts'),
+    ]);
+    const keySets = createKeySets({ log });
+    keySets.warm(serversOf(entries));
+    return createAuthenticator(surface, entries, { log, env: ctx.env, claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)), keySets });
+  };
+
+  const health = config.HealthEndpoints;
+  if (health.Enabled) {
+    addresses.health = await open(createHealthServer(ctx.readiness), 'HealthEndpoints', health.BindAddress, health.Port);
+    if (stopAsked()) return;
+  }
+  const mcp = config.McpEndpoint;
+  if (mcp.Enabled) {
+    const { createMcpListener } = await import('../http/mcp/mcp-listener.ts');
+    const server = createMcpListener({
+      config,
+      store: storeSlice(config),
+      log,
+      version: ctx.version,
+      readiness: ctx.readiness,
+      queryPool: ctx.pools.query,
+      parsePool: ctx.pools.downloads,
+      actor: (id) => supervisor.ref(id),
+      authenticate: await authenticatorFor('mcp', mcp.Authentication),
+    });
+    addresses.mcp = await open(server, 'McpEndpoint', mcp.BindAddress, mcp.Port);
+    if (stopAsked()) return;
+  }
+  const admin = config.AdminEndpoint;
+  if (admin.Enabled) {
+    const { createAdminListener } = await import('../http/admin/admin-listener.ts');
+    const server = createAdminListener({
+      config,
+      log,
+      version: ctx.version,
+      actor: (id) => supervisor.ref(id),
+      queryPool: ctx.pools.query,
+      cursorKey: ctx.cursorKey,
+      authenticate: await authenticatorFor('admin', admin.Authentication),
+    });
+    addresses.admin = await open(server, 'AdminEndpoint', admin.BindAddress, admin.Port);
+  }
 }
 
 /**

@@ -15,7 +15,7 @@ import t, { type Test } from 'tap';
 import { compiledDaemon, spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
 import { reservePort } from '../helpers/ports.ts';
 
-// Some forty starts of a real process: more than tap's default per-file allowance on a loaded machine.
+// A dozen or more starts of a real process: more than tap's default per-file allowance on a loaded machine.
 t.setTimeout(300_000);
 
 type Answer = { status: number; body: string };
@@ -148,11 +148,15 @@ t.test('a SIGTERM at any point of start-up stops gracefully', async (t) => {
     assertGraceful(t, outcome, `after ${event}`);
   }
 
-  // From the spawn on, in steps, until the signal goes after the first log line. Before Node has run
-  // mailcairnd's first line no JavaScript can catch it: the process ends by the default action, and
-  // then must have opened nothing. From that line on the signal is held until the service can stop.
+  // From the spawn on, in steps of 100 ms until the signal goes after the first log line. Before Node
+  // has run mailcairnd's first line no JavaScript can catch it: the process ends by the default
+  // action, and then must have opened nothing. From that line on the signal is held until the
+  // service can stop. If no step fell between the two, halve the gap between the last step before
+  // the first line and the first after the log line until one does (a few more starts at most).
   let held = 0;
-  for (let afterMs = 0; ; afterMs += 50) {
+  let before = 0; // the latest delay known to land before the first log line
+  let after = Number.POSITIVE_INFINITY; // the earliest delay known to land after it
+  for (let afterMs = 0, starts = 0; held === 0 && starts < 40; starts++) {
     const outcome = await signalDuringStart(t, compiled, { afterMs });
     const what = `${afterMs} ms after spawn`;
     if (outcome.signal === 'SIGTERM') {
@@ -161,9 +165,12 @@ t.test('a SIGTERM at any point of start-up stops gracefully', async (t) => {
       assertGraceful(t, outcome, what);
       if (outcome.before === '') held++;
     }
-    if (outcome.before !== '' || afterMs >= 3_000) break;
+    if (outcome.before === '') before = afterMs;
+    else after = Math.min(after, afterMs);
+    afterMs = after === Number.POSITIVE_INFINITY ? afterMs + 100 : Math.round((before + after) / 2);
+    if (after - before < 2) break;
   }
-  t.ok(held > 0, `a signal that came before the first log line was held and stopped the service gracefully (${held} times)`);
+  t.ok(held > 0, 'a signal that came before the first log line was held and stopped the service gracefully');
 });
 
 t.test('a second signal during start-up exits at once', async (t) => {
