@@ -1,8 +1,8 @@
 /**
- * Signed capabilities for attachment links (spec: agent-surface "Signed
- * capability"): a token naming exactly one attachment of one email, with an
- * expiry and an HMAC-SHA256 tag keyed by the key ring's `capability-signing`
- * purpose key of the key id it carries. Whoever holds a valid token may
+ * Signed capabilities for attachment links (docs/attachment-links.md): a
+ * token naming exactly one attachment of one email, with an expiry and an
+ * HMAC-SHA256 tag keyed by the key ring's `capability-signing` purpose key
+ * of the key id it carries. Whoever holds a valid token may
  * download that attachment until it expires; nothing else is checked at the
  * route, so the token is the authorization and must never be logged.
  *
