@@ -6,7 +6,7 @@
  *
  * Rules spanning values (an entry with no block, Resource agreement, names
  * and issuers unique, MetadataAddress on the issuer's host, the permission
- * list) are in `config/checks/authentication.ts` and `config/checks/permissions.ts`,
+ * list) are in `config/checks/authentication.ts` and `config/permissions.ts`,
  * because several of them depend on the surface. Key material is never read
  * here.
  */

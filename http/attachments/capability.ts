@@ -41,7 +41,7 @@ import { createSecretCache, type SecretCache } from '../../runtime/secret-cache.
 import { purposeKey, type KeyRing } from '../../runtime/keyring/keyring.ts';
 import { loadKeyRing } from '../../runtime/keyring/load.ts';
 
-/** Spec, "Other constants": ten minutes by default, thirty at most. */
+/** Ten minutes by default, thirty at most (docs/attachment-links.md). */
 export const CAPABILITY_DEFAULT_LIFETIME_MS = 10 * 60_000;
 export const CAPABILITY_MAX_LIFETIME_MS = 30 * 60_000;
 

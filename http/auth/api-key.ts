@@ -35,7 +35,7 @@ export type ReadMaterial = (ref: string) => string;
 
 export type AuthSurface = 'McpEndpoint' | 'AdminEndpoint';
 
-/** The spec's "Time reaches the instant": from that millisecond on, the entry authenticates nothing. */
+/** From the `Lifetime` instant on, the entry authenticates nothing (docs/security.md "Credential entries"). */
 export function hasExpired(entry: Pick<KeyEntry, 'Lifetime'>, now: number): boolean {
   return now >= entry.Lifetime;
 }
