@@ -19,7 +19,8 @@
  * second generation of clustered synthetic vectors (topics: a centroid plus
  * noise, cosine ≈ 0.7 to it), and, in memory, on the retrieval scenario's
  * cached real embeddings when `os.tmpdir()/mailcairn-retrieval-vectors/`
- * holds them (bench/retrieval-vectors.ts, branch emb-local2).
+ * holds them (bench/retrieval-vectors.ts writes them during
+ * `npm run bench -- retrieval`).
  *
  * The `searchEmails` rows run on the mapped connection, as the pool does.
  *

@@ -1,8 +1,8 @@
 /**
  * The HTTP client of the administrative endpoint (undici). Every request
  * carries the profile's credential, has 30 seconds to be answered in full
- * (admin-surface "Client rules" 4), and every way it can fail becomes one
- * sentence of the spec's client conditions (admin-surface "Errors"):
+ * (docs/cli.md "Conditions and their messages"), and every way it can fail
+ * becomes one of the sentences that table lists:
  * nothing listening, another listener, another service, no answer in time,
  * an untrusted or unpinned certificate, a refused credential, a missing
  * permission (403 with its `permission`), or a 400 passed on by its detail.

@@ -1,6 +1,6 @@
 /**
- * The answers the client reads, checked loosely (DECISIONS.md
- * "Administrative surface" for the shapes): the members a command prints
+ * The answers the client reads, checked loosely (docs/admin-api.md
+ * for the shapes): the members a command prints
  * must be there with their types; members a later build adds pass through.
  * An answer that does not fit is a deployment this client cannot read, said
  * so rather than printed half.

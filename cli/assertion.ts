@@ -1,5 +1,5 @@
 /**
- * Key-pair sign-in (admin-surface "Client rules" 6): the profile keeps only
+ * Key-pair sign-in (docs/cli.md "Signing in"): the profile keeps only
  * the absolute path of the private key; every request carries a fresh
  * client assertion signed with it (http/auth/client-assertion.ts is what the
  * deployment checks): header `typ` `service-client-assertion+jwt` with an

@@ -1,13 +1,13 @@
 /**
- * Certificates of https endpoints (admin-surface "Errors", client
- * conditions "certificate this machine does not trust / this profile has
- * not pinned"). Login probes the certificate first: one this machine trusts
- * needs nothing more; one it does not trust is accepted only by
+ * Certificates of https endpoints (docs/cli.md "Clear text and certificates";
+ * conditions "certificate this machine does not trust / this profile has not
+ * pinned"). Login probes the certificate first: one this machine trusts needs
+ * nothing more; one it does not trust is accepted only by
  * `--trust-untrusted-certificate` (or a yes on a terminal), and then its
- * SHA-256 fingerprint is pinned in the profile. A pinned profile talks only
- * to that exact certificate: the fingerprint is the trust, so the chain and
- * the name are not checked again, and any other certificate, even a
- * trusted one, is refused until the operator logs in again.
+ * SHA-256 fingerprint is pinned in the profile. A pinned profile talks only to
+ * that exact certificate: the fingerprint is the trust, so the chain and the
+ * name are not checked again, and any other certificate, even a trusted one,
+ * is refused until the operator logs in again.
  */
 import { connect, type TLSSocket } from 'node:tls';
 import { isIP } from 'node:net';

@@ -1,6 +1,6 @@
 /**
  * Where the client keeps its profiles: the per-user configuration directory
- * (admin-surface "Client rules" 5). `%APPDATA%\mailcairn` on Windows;
+ * (docs/cli.md "The credential file"). `%APPDATA%\mailcairn` on Windows;
  * elsewhere `$XDG_CONFIG_HOME/mailcairn`, or `~/.config/mailcairn` when that
  * variable is unset or not absolute (the XDG rule for a relative value).
  */

@@ -1,7 +1,7 @@
 /**
- * Confirmations (admin-surface "Client rules" 1): `--yes` states agreement
- * beforehand; otherwise the question goes to standard error and only a
- * terminal may answer it. With standard input redirected and no `--yes` the
+ * Confirmations (docs/cli.md "Confirmations and output"): `--yes` states
+ * agreement beforehand; otherwise the question goes to standard error and only
+ * a terminal may answer it. With standard input redirected and no `--yes` the
  * command is refused, never answered from whatever was piped in.
  */
 import { CliFailure } from './failure.ts';

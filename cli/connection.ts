@@ -1,8 +1,8 @@
 /**
  * Opening a command's conversation with a deployment: choose the profile
  * (profiles.ts), present its credential, read the session report, and judge
- * the version agreement before anything else is sent (admin-surface
- * "Versioning" 2-4). A command from another release line stops here, having
+ * the version agreement before anything else is sent (docs/cli.md
+ * "Versions"). A command from another release line stops here, having
  * sent nothing but the session request.
  */
 import { createAdminClient, type AdminClient, type Presenter, type SessionReport } from './admin-client.ts';

@@ -1,9 +1,9 @@
 /**
- * The credential file (admin-surface "Client rules" 5): one JSON document of
- * profiles in the per-user configuration directory, and beside it a random
- * 256-bit key that seals every stored secret with AES-256-GCM. The
- * additional data of each seal names the profile and its endpoint, so a
- * sealed value copied onto another profile or endpoint does not open.
+ * The credential file (docs/cli.md "The credential file"): one JSON document
+ * of profiles in the per-user configuration directory, and beside it a random
+ * 256-bit key that seals every stored secret with AES-256-GCM. The additional
+ * data of each seal names the profile and its endpoint, so a sealed value
+ * copied onto another profile or endpoint does not open.
  *
  * On Linux (and every POSIX system) the directory is made 0700 and both
  * files 0600 on every write; on Windows the per-user `%APPDATA%` is what

@@ -1,5 +1,5 @@
 /**
- * The `mailcairn` program (admin-surface "Command-line client"): the sade
+ * The `mailcairn` program (docs/cli.md "Commands"): the sade
  * command table, the options every command takes (`--endpoint`, `--output`),
  * and the one place failures are printed and turned into exit codes.
  *

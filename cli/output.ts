@@ -1,5 +1,5 @@
 /**
- * What the client writes (admin-surface "Client rules" 1 and 2): readings
+ * What the client writes (docs/cli.md "Confirmations and output"): readings
  * and estimates to standard output, as aligned tables for a person or as one
  * JSON document with `--output json`; questions, guidance, warnings and
  * failures to standard error, so a pipe reading standard output gets only

@@ -1,6 +1,6 @@
 /**
  * Profiles: what an endpoint is written as, what a profile is called, and
- * which profile a command talks to (admin-surface "Client rules" 3): the
+ * which profile a command talks to (docs/cli.md "Which deployment"): the
  * `--endpoint` option (a profile name or an address), then the environment
  * variable `SERVICE_ENDPOINT`, then the profile last switched to.
  *

@@ -1,7 +1,8 @@
 /**
  * Reading from standard input: one secret (an API key, a refresh token),
  * never echoed, and yes/no answers, which only a terminal may give
- * (admin-surface "Client rules" 1: piped input never answers a question).
+ * (docs/cli.md "Confirmations and output": piped input never answers a
+ * question).
  *
  * A secret is never taken from an argument, where the shell history and the
  * process list would keep it. On a terminal it is typed with echo off; from

@@ -1,5 +1,5 @@
 /**
- * The version agreement (admin-surface "Versioning" 2-4), judged from the
+ * The version agreement (docs/cli.md "Versions"), judged from the
  * session report before every command:
  * - different major.minor: refused, nothing more is sent, because a minor
  *   release may change the administrative contract;

@@ -1,7 +1,8 @@
 /**
- * Loading the configuration: the only reader of the configuration file and
- * of `process.env` for settings (STYLE.md 9; `runtime/secret-ref.ts` reads the
- * environment for `env:` and `systemd:` material, at each use).
+ * Loading the configuration: the only reader of the configuration file and of
+ * `process.env` for settings (no other module reads them;
+ * `runtime/secret-ref.ts` reads the environment for `env:` and `systemd:`
+ * material, at each use).
  *
  * File (default `$MAILCAIRN_CONFIG`, else `./mailcairn.json`; a missing
  * default file is `{}`) → `MAILCAIRN__Section__Key` overrides → refusal of

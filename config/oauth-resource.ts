@@ -1,8 +1,8 @@
 /**
- * The canonical form of an OAuth `Resource` (agent-surface "OAuth block"):
- * scheme and host lower-cased, the default port dropped, and a trailing
- * slash dropped only where the path is empty. The form is what is published
- * in the metadata document and compared with a token's `aud`.
+ * The canonical form of an OAuth `Resource` (docs/security.md "OAuth access
+ * tokens"): scheme and host lower-cased, the default port dropped, and a
+ * trailing slash dropped only where the path is empty. The form is what is
+ * published in the metadata document and compared with a token's `aud`.
  */
 
 export function canonicalResource(written: string): string {

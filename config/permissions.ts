@@ -1,9 +1,10 @@
 /**
- * The permission names of each surface (ARCHITECTURE.md section 6) and the
- * rules of a `Permissions` list (DECISIONS.md): names, or patterns in which
- * `*` stands for one or more whole segments; an absent list grants the whole
- * surface, `[]` grants nothing. Startup refuses an unknown name, a name of
- * the other surface, a duplicate, and a pattern matching nothing here.
+ * The permission names of each surface (docs/security.md "Permissions and
+ * grants", docs/admin-api.md "Credentials") and the rules of a `Permissions`
+ * list (docs/configuration.md "Rules across settings"): names, or patterns in
+ * which `*` stands for one or more whole segments; an absent list grants the
+ * whole surface, `[]` grants nothing. Startup refuses an unknown name, a name
+ * of the other surface, a duplicate, and a pattern matching nothing here.
  *
  * `resolvePermissions` is what the HTTP edge and the posture lines use.
  */

@@ -1,7 +1,7 @@
 /**
  * The resolved posture of a configuration: what the process will serve and
- * run, as lines, and the startup warnings the spec lists (agent-surface
- * Authentication 12 and 16, Limits; admin-surface "What the service does" 8).
+ * run, as lines, and the startup warnings (docs/configuration.md
+ * "Startup warnings").
  * Only an enabled endpoint produces those warnings. Besides them, each
  * setting the configuration writes that this build does not serve
  * (`config/not-served.ts`) gets one warning saying it has no effect. No line

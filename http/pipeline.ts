@@ -72,7 +72,7 @@ export type Limits = {
 };
 
 export type Admission = {
-  /** What is left of the request timeout for an actor `ask`, ending a moment before it (STYLE §3). */
+  /** What is left of the request timeout for an actor `ask` (every `ask` carries a deadline: docs/actors.md), ending a moment before it. */
   readonly deadlineMs: number;
   /** Whether the request timeout answered 504 (or cut the answer off): write nothing more. */
   timedOut(): boolean;

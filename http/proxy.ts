@@ -1,8 +1,7 @@
 /**
- * The origin a request was addressed to, with a TLS-terminating reverse
- * proxy in front (agent-surface "Reverse-proxy settings", Authentication
- * 16): the scheme and host the client used, which the plain-HTTP token
- * refusal and the metadata route read.
+ * The origin a request was addressed to, with a TLS-terminating reverse proxy
+ * in front (docs/security.md "Reverse proxy"): the scheme and host the client
+ * used, which the plain-HTTP token refusal and the metadata route read.
  *
  * The connection's own scheme (TLS socket or not) and `Host` header come
  * first. `X-Forwarded-Proto` and `X-Forwarded-Host` replace them only when

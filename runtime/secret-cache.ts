@@ -3,8 +3,9 @@
  * asynchronously, so that no file is read synchronously on the request path
  * (issue 11: before, every request read every key file synchronously on the
  * main thread) while every request still sees the material as of its own
- * arrival, as the spec asks (agent-surface 3, "re-read per request"): a
- * rotated key takes effect on the very next request, no restart.
+ * arrival (docs/security.md "Credential entries": replacing the file rotates
+ * the key from the next request): a rotated key takes effect on the very next
+ * request, no restart.
  *
  * Freshness. `fresh(refs)` is what a request awaits before judging a
  * credential. It resolves once, for every ref, the material held is known to

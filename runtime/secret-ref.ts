@@ -14,7 +14,8 @@
  *
  * A failure is `E_CONFIG_SECRET_UNREADABLE` naming the scheme and, when the
  * caller gives it, the setting; never the path or variable the reference
- * points at, and never material (spec: the log records neither).
+ * points at, and never material (docs/configuration.md "Secret references":
+ * messages and logs name the setting and the scheme only).
  *
  * This module reads `process.env` at call time for `env:` and `systemd:`
  * references (the one exception to load.ts being its only reader, because

@@ -3,7 +3,7 @@
  * questions (run.ts) against the declared chat endpoint, retrieving through
  * the query pool with the caller's scope bound here, never by the model.
  *
- * - Availability (agent-surface "ask_mail availability"): offered while an
+ * - Availability (docs/ask-mail.md "When it is offered"): offered while an
  *   endpoint is declared, it has not refused its credential within the last
  *   minute, and the embedding actor can place a query.
  * - Before any call a question takes one from the durable period allowance
@@ -167,7 +167,7 @@ async function ask(state: State, ctx: ActorContext, input: AskMailInput, scope: 
   }
 }
 
-/** 71001, 72001 or 73001 in the log; the client sees 54001 (agent-surface, tool behaviour 3). */
+/** 71001, 72001 or 73001 in the log; the client sees 54001 (docs/ask-mail.md, "Failures inside a run"). */
 function providerFailure(ctx: ActorContext, runId: string, outcome: RunOutcome): AppError {
   const failure = outcome.failure;
   ctx.log.warn(

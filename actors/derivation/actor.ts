@@ -2,9 +2,10 @@
  * The derivation writer (`derivation`): parses stored raw MIME and writes
  * what is derived from it, off the accounts' threads (it shares the system
  * actors' thread: a thread of its own measured no faster and cost an
- * isolate, docs/performance.md). One per deployment: the sync actors of
- * every account ask it to catch up (`derivation.catch-up`); their threads go
- * on fetching and storing while it parses and indexes.
+ * isolate, docs/performance-history.md "Derived data off the sync thread").
+ * One per deployment: the sync actors of every account ask it to catch up
+ * (`derivation.catch-up`); their threads go on fetching and storing while it
+ * parses and indexes.
  *
  * Work is done in segments (at most SEGMENT_MESSAGES rows and about
  * SEGMENT_BYTES of raw MIME), each written in one transaction, with a turn
@@ -30,7 +31,8 @@ import { CatchUp, type CatchUpReply, DerivationConfig } from './protocol.ts';
 /**
  * Rows per transaction: one commit per segment, short enough that a sync
  * actor's store waits little for the write lock. 256 rows / 16 MiB measured
- * a little faster in wall time and up to 90 MiB more at peak (docs/performance.md).
+ * a little faster in wall time and up to 90 MiB more at peak
+ * (docs/performance-history.md "Derived data off the sync thread").
  */
 const SEGMENT_MESSAGES = 64;
 /** Raw MIME read per segment (the first row is taken whatever its size). */

@@ -3,7 +3,7 @@
  * turns stored raw MIME into what agents read and search — the derived
  * columns of `messages`, the search document and the passages — off the
  * accounts' threads, so an account's sync thread only fetches and stores raw copies
- * (docs/performance.md, "Derived data off the sync thread").
+ * (docs/performance-history.md, "Derived data off the sync thread").
  *
  * Its queue is the store itself (runtime/store/mailbox/underived.ts): a sync
  * actor asks it to catch up after each stored batch and waits for the

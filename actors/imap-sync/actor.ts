@@ -118,9 +118,9 @@ const PARSE_CHUNK = 16;
  * Re-derivation runs parse messages up to this size on this thread: the copy
  * into shared memory, the two hops through the main thread, the reply's
  * validation and the pool's own threads cost more than the parse (about 5 ms
- * per MB; docs/performance.md). Larger ones go to the pool, which bounds how
- * long one message can hold this thread. New mail is parsed by the
- * derivation writer, not here.
+ * per MB; docs/performance-history.md, "The initial mirror"). Larger ones go
+ * to the pool, which bounds how long one message can hold this thread. New
+ * mail is parsed by the derivation writer, not here.
  */
 const IN_PLACE_MAX_BYTES = 8 * 1024 * 1024;
 

@@ -33,7 +33,8 @@ const BATCH_BYTES = 16 * 1024 * 1024;
 
 /**
  * Batches fetched ahead of the one being stored. Two measured no faster
- * than one (docs/performance.md), and one holds a batch less in memory.
+ * than one (docs/performance-history.md, "The initial mirror"), and one
+ * holds a batch less in memory.
  */
 const BATCHES_AHEAD = 1;
 

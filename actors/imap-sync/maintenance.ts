@@ -1,7 +1,7 @@
 /**
- * The account's maintenance operations (admin-surface "Re-derivation and
- * rewind", "Folder erasure"), handled by the sync actor because it is the
- * sole writer of the account's mail tables:
+ * The account's maintenance operations (docs/admin-api.md "Rewind",
+ * "Re-derivation", "Folder erasure"), handled by the sync actor because it is
+ * the sole writer of the account's mail tables:
  * - rewind: discard folder progress (one checkpoint row per binding); a run
  *   under way has its next advance refused (concurrency conflict);
  * - erasure: one bounded pass over a folder the account no longer mirrors;

@@ -330,7 +330,7 @@ function write<T>(db: Database, fn: () => T): T {
   return db.transaction(fn).immediate();
 }
 
-/** The idempotency key carries the scope and the run (admin-surface "Re-derivation and rewind"). */
+/** The idempotency key carries the scope and the run (docs/admin-api.md "Re-derivation"). */
 function keyOf(record: RederivationRecord): string {
   return `rederivation:${record.run.account}:${record.run.folder ?? '*'}:${record.runId}`;
 }

@@ -9,7 +9,7 @@ import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { RUN_DEGRADATIONS, RUN_ENDINGS } from '../answering/protocol.ts';
 import { AuditPosition } from './mutation-audit-messages.ts';
 
-/** admin-surface "Limits": the answering audit's pages hold 1 to 100 entries. */
+/** The answering audit's pages hold 1 to 100 entries (docs/admin-api.md "Answering audit"). */
 export const ANSWERING_AUDIT_PAGE_MAX = 100;
 
 export const AnsweringAuditRequest = z.strictObject({

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 
-/** The changes this build permits (admin-surface "Mailbox-change audit entry"). */
+/** The changes this build permits (docs/admin-api.md "Mailbox-change audit": the eight kinds). */
 export const MUTATION_KINDS = ['relocate', 'delete', 'set-seen', 'copy', 'set-flagged', 'add-keywords', 'remove-keywords', 'set-keywords'] as const;
 export const MutationKind = z.enum(MUTATION_KINDS);
 export type MutationKind = z.infer<typeof MutationKind>;

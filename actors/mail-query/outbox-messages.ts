@@ -15,7 +15,7 @@ import { OUTGOING_ID_PATTERN, STAGES, outgoingIdOf, outgoingRowOf } from '../../
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export { OUTBOX_PAGE_DEFAULT, OUTBOX_PAGE_MAX, OUTGOING_ID_PATTERN, outgoingIdOf, outgoingRowOf };
-/** The five stages a send can stand at (admin-surface "Outbox stages"), in the order of the lifecycle. */
+/** The five stages a send can stand at (docs/admin-api.md "Outbox", Stages), in the order of the lifecycle. */
 export const OUTBOX_STAGES = STAGES;
 export const OutboxStage = z.enum(STAGES);
 export type OutboxStage = z.infer<typeof OutboxStage>;

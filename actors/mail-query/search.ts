@@ -23,9 +23,9 @@
  * subject or the addresses) is left out.
  *
  * Only derived `stored` mail has a search document. A folder mirrored but
- * not yet text-extracted therefore answers nothing for that mail (spec,
- * "Tool behaviour" 2); unlike the spec's reference, `folderFreshness` says
- * so with `notYetIndexed` (targets.ts).
+ * not yet text-extracted therefore answers nothing for that mail;
+ * `folderFreshness` says so with `notYetIndexed` (targets.ts;
+ * docs/mcp-read-tools.md).
  *
  * Reads only. Importable by `task.ts`.
  */
@@ -52,9 +52,11 @@ export const FUSION_DEPTH = 50;
 export const RRF_K = 60;
 /**
  * List weights of the fusion, score = Σ weight / (RRF_K + rank). Measured on
- * the evaluation set (bench/retrieval-use-lite.ts, branch emb-local): equal
- * weights lost 0.5 point of recall on keyword queries; lexical weight 2 lost
- * nothing there and kept the gain on paraphrased queries. What follows: an
+ * the evaluation set (bench/fixtures/retrieval-eval.json, read by
+ * `npm run bench -- retrieval`; docs/semantic-search.md, "Lexical weight
+ * 2"): equal weights lost 0.5 point of recall on keyword queries; lexical
+ * weight 2 lost nothing there and kept the gain on paraphrased queries.
+ * What follows: an
  * email found only by its vector (at best 1/61) ranks after every email of
  * the lexical list (at worst 2/110); one found both ways rises within it.
  */

@@ -9,8 +9,8 @@
  * alias that is still mirrored; mail of retired generations and withdrawn
  * aliases stays in the store for erasure but no tool shows it.
  *
- * Freshness (spec: `folderFreshness`, entries `wasSynchronized`,
- * `synchronizedAt`):
+ * Freshness (`folderFreshness`, entries `wasSynchronized`,
+ * `synchronizedAt`; docs/mcp-read-tools.md):
  * - `synchronizedAt` is when the latest folder pass that ended `ok` with
  *   nothing left to fetch finished: the last instant the mirror is known to
  *   have been caught up with the server. A pass that stopped at its batch

@@ -24,7 +24,7 @@ export type SchedulerConfig = z.infer<typeof SchedulerConfig>;
 export const SchedulerMessage = z.discriminatedUnion('type', [
   /** From an account's sync actor: the server changed (new mail, flags, expunges) in a mapped folder while it watched. */
   z.strictObject({ type: z.literal('sync-scheduler.wake'), account: z.string() }),
-  /** The synchronization status of admin-surface.md (answered with SynchronizationStatus). */
+  /** The synchronization status of docs/admin-api.md (answered with SynchronizationStatus). */
   z.strictObject({ type: z.literal('sync-scheduler.status') }),
 ]);
 export type SchedulerMessage = z.infer<typeof SchedulerMessage>;

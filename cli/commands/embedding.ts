@@ -1,6 +1,6 @@
 /**
  * `embedding status | activate`: the embedding routes of the administrative
- * surface (admin-surface "Embedding status and activation").
+ * surface (docs/admin-api.md "Embeddings").
  *
  * - `status` prints every status line: the declared profile, the serving
  *   one with how much of the stored mail it covers, the reindex, the next

@@ -1,7 +1,7 @@
 /**
  * `folder erase --account --folder`: erases the mail stored for a folder the
  * account no longer mirrors, one bounded pass per request, repeated until
- * the deployment says nothing remains (admin-surface "Folder erasure").
+ * the deployment says nothing remains (docs/admin-api.md "Folder erasure").
  *
  * The running total goes to standard error after each pass (progress, not
  * the reading); the final total to standard output. An erasure cut short

@@ -1,6 +1,6 @@
 /**
  * `mailcairn login`: verifies a credential against the session route, then
- * stores the profile and selects it (admin-surface "Command-line client").
+ * stores the profile and selects it (docs/cli.md "Signing in").
  *
  * Modes: `key` reads one API key from standard input (never an argument,
  * never echoed); `keypair` stores only the absolute path of a private key

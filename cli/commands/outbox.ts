@@ -1,8 +1,7 @@
 /**
  * `outbox status | list | show | cancel | requeue`: the outbox routes of the
- * administrative surface (admin-surface "Outbox routes"; the spec's command
- * table names status, list, cancel and requeue; `show` is this client's
- * own, for `GET /api/admin/outbox/{id}`).
+ * administrative surface (docs/admin-api.md "Outbox"; docs/cli.md "Commands":
+ * `show`, for `GET /api/admin/outbox/{id}`, is this client's own).
  *
  * - `status` prints one count per stage; `list` a page of sends, newest
  *   first, with a cursor while more follow. Neither prints a recipient or

@@ -1,9 +1,9 @@
 /**
- * Rules over `Accounts` (ARCHITECTURE.md section 4): Ids unique; folder
- * aliases unique within an account; `Security: None` only to a loopback host
- * (a password must not cross a network in clear text); an IMAP server logs
- * in with exactly one of `Password` or `OAuth`, an SMTP server with at most
- * one (none: a relay that takes no login).
+ * Rules over `Accounts` (docs/configuration.md "Rules across settings"): Ids
+ * unique; folder aliases unique within an account; `Security: None` only to a
+ * loopback host (a password must not cross a network in clear text); an IMAP
+ * server logs in with exactly one of `Password` or `OAuth`, an SMTP server
+ * with at most one (none: a relay that takes no login).
  */
 import { isLoopbackHost } from '../ip-address.ts';
 import { type Problem, problem } from '../problem.ts';

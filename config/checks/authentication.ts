@@ -1,7 +1,7 @@
 /**
  * Rules over an endpoint's `Authentication` list that need more than one
- * value (agent-surface "Authentication" 1 and "OAuth block"; admin-surface
- * "Authentication" 2):
+ * value (docs/configuration.md "Rules across settings"; docs/security.md
+ * "Credential entries"):
  * - every entry carries at least one method block;
  * - ApiKey/PublicKey names are unique in the endpoint (they are the
  *   rate-limit partition and the audit identity);

@@ -1,6 +1,6 @@
 /**
  * What can be known about TLS settings without reading a certificate
- * (agent-surface "HTTPS profile", Authentication 11, 14 and 15):
+ * (docs/configuration.md "Listeners", "Rules across settings"):
  * - the transport and the profiles agree (Http terminates no TLS; the TLS
  *   transports need a profile; `Redirect` is written only beside profiles and
  *   only where a clear-text socket stays open);

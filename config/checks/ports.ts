@@ -1,6 +1,6 @@
 /**
  * Two listeners of the process on one port fail startup, naming both
- * sections (admin-surface "What the service does" 4; DECISIONS.md "Ports").
+ * sections (docs/configuration.md "Listeners").
  *
  * Exceptions, both one socket rather than two:
  * - TLS profiles of one endpoint on the same address and port share a

@@ -1,6 +1,6 @@
 /**
- * The relations between rate-limit keys the spec's ranges state
- * (agent-surface "Limits"): a period never restores more than the bucket
+ * The relations between rate-limit keys (docs/configuration.md "Rules
+ * across settings"): a period never restores more than the bucket
  * holds, and one partition's queue can never hold every concurrency permit.
  * Checked on both endpoints, enabled or not: the values are wrong either way.
  */

@@ -1,7 +1,7 @@
 /**
- * `Accounts`: the mailboxes mirrored (ARCHITECTURE.md section 4). Each has an
- * `Id` (a slug used in routes, logs and metric tags), the IMAP server, an
- * optional SMTP server and the folder aliases it mirrors. Credentials are
+ * `Accounts`: the mailboxes mirrored (docs/configuration.md "Accounts"). Each
+ * has an `Id` (a slug used in routes, logs and metric tags), the IMAP server,
+ * an optional SMTP server and the folder aliases it mirrors. Credentials are
  * references only; an OAuth account's refresh token arrives through the admin
  * route and is stored sealed, so none is configured here.
  *

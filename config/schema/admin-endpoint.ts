@@ -1,8 +1,9 @@
 /**
- * `AdminEndpoint`: the administrative listener (admin-surface "What the
- * service does"). Same credential, limit and TLS shapes as `McpEndpoint`;
- * no `Transport` key: writing `Https:Endpoints` closes the clear-text route
- * listener and opens the redirect one (default port 8091), as the spec says.
+ * `AdminEndpoint`: the administrative listener (docs/admin-api.md "The
+ * listener"). Same credential, limit and TLS shapes as `McpEndpoint`; no
+ * `Transport` key: writing `Https:Endpoints` closes the clear-text route
+ * listener and opens the redirect one (default port 8091):
+ * docs/configuration.md "Listeners".
  */
 import { z } from 'zod';
 import { CredentialEntry } from './credential-entry.ts';

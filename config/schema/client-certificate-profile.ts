@@ -1,7 +1,8 @@
 /**
  * `McpEndpoint:ClientCertificateProfiles[]`: client applications whose
- * certificates are accepted on `/mcp` (agent-surface "Client-certificate
- * profile"). Anchor material is read by the listener, never here.
+ * certificates are accepted on `/mcp` (docs/configuration.md
+ * "McpEndpoint:ClientCertificateProfiles"). Anchor material is read by the
+ * listener, never here.
  */
 import { z } from 'zod';
 import { choice, dnsName, list, text } from './fields.ts';

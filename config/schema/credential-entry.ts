@@ -1,13 +1,12 @@
 /**
  * One element of `McpEndpoint:Authentication` or `AdminEndpoint:Authentication`:
  * the method blocks (`ApiKey`, `PublicKey`, `OAuth`; any combination, at
- * least one) and the optional `Permissions` grant. Shapes are the spec's
- * (agent-surface "API key block", "OAuth block"; admin-surface "Credential
- * entry").
+ * least one) and the optional `Permissions` grant. Shapes: docs/security.md
+ * "Credential entries"; docs/admin-api.md "Credentials".
  *
  * Rules spanning values (an entry with no block, Resource agreement, names
  * and issuers unique, MetadataAddress on the issuer's host, the permission
- * list) are in `config/checks/authentication.ts` and `config/checks/permissions.ts`,
+ * list) are in `config/checks/authentication.ts` and `config/permissions.ts`,
  * because several of them depend on the surface. Key material is never read
  * here.
  */

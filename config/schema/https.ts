@@ -1,11 +1,11 @@
 /**
  * `Https` of an endpoint: TLS profiles (`Endpoints`), one per domain, and the
- * clear-text `Redirect` listener (agent-surface "HTTPS profile"). Only the
- * shape and the per-value rules live here; what needs several values
- * (duplicate domains, Bundle beside CertificateChain, Http3, listeners
- * sharing a port) is in `config/checks/https-profiles.ts` and
- * `config/checks/ports.ts`. This release terminates no TLS, so no
- * certificate is read (`config/not-served.ts` refuses the TLS transports).
+ * clear-text `Redirect` listener (docs/configuration.md "Listeners", the
+ * `Https` rows). Only the shape and the per-value rules live here; what needs
+ * several values (duplicate domains, Bundle beside CertificateChain, Http3,
+ * listeners sharing a port) is in `config/checks/https-profiles.ts` and
+ * `config/checks/ports.ts`. This release terminates no TLS, so no certificate
+ * is read (`config/not-served.ts` refuses the TLS transports).
  */
 import { z } from 'zod';
 import { bindAddress, choice, dnsName, flag, list, port, text } from './fields.ts';

@@ -1,8 +1,9 @@
 /**
- * `McpEndpoint`: the agent-facing MCP listener (agent-surface "Settings of
- * McpEndpoint"). Off by default, because it exposes synchronized mailboxes
- * to whoever can reach it. `Tools` is ours: the body-cut budget DECISIONS.md
- * asks for.
+ * `McpEndpoint`: the agent-facing MCP listener (docs/configuration.md
+ * "McpEndpoint"; docs/connecting-agents.md). Off by default, because it
+ * exposes synchronized mailboxes to whoever can reach it. `Tools` is ours: the
+ * character budget at which `get_email_content` cuts a body
+ * (docs/mcp-read-tools.md).
  */
 import { z } from 'zod';
 import { ClientCertificateProfile } from './client-certificate-profile.ts';

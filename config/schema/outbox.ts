@@ -1,7 +1,7 @@
 /**
  * `Outbox`: how recorded sends are offered to SMTP, and the send policy
  * (docs/sending.md). A message whose body began to go out is never retried
- * automatically (admin-surface "TransmissionBegun"); the attempt bounds
+ * automatically (docs/sending.md "Stages"); the attempt bounds
  * apply to attempts that ended with an answer or never began.
  */
 import { z } from 'zod';

@@ -1,10 +1,11 @@
 /**
- * `RateLimiting` of an HTTP endpoint: one concurrency limiter for all
- * callers plus a token bucket per partition (per client on the MCP endpoint,
- * one shared bucket on the administrative one). Keys, defaults and ranges
- * are the spec's (agent-surface "Limits"); the two relations between keys
- * (`TokensPerReplenishmentPeriod` at most `TokenCapacity`, `RequestQueueLimit`
- * below `MaxConcurrentRequests`) are checked in `config/checks/rate-limits.ts`.
+ * `RateLimiting` of an HTTP endpoint: one concurrency limiter for all callers
+ * plus a token bucket per partition (per client on the MCP endpoint, one
+ * shared bucket on the administrative one). Keys, defaults and ranges:
+ * docs/security.md "Rate limits", docs/configuration.md; the two relations
+ * between keys (`TokensPerReplenishmentPeriod` at most `TokenCapacity`,
+ * `RequestQueueLimit` below `MaxConcurrentRequests`) are checked in
+ * `config/checks/rate-limits.ts`.
  */
 import { z } from 'zod';
 import { flag, wholeNumber } from './fields.ts';

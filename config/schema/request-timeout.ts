@@ -1,7 +1,8 @@
 /**
  * `RequestTimeout` of an HTTP endpoint (McpEndpoint and AdminEndpoint each
  * carry their own): how long one request may run before it is abandoned
- * with 504 and its concurrency permit released. Keys fixed in DECISIONS.md.
+ * with 504 and its concurrency permit released. Keys: docs/security.md
+ * "Request timeout".
  */
 import { z } from 'zod';
 import { flag } from './fields.ts';

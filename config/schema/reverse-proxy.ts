@@ -1,6 +1,6 @@
 /**
  * `ReverseProxy`: which peers' `X-Forwarded-Proto`/`X-Forwarded-Host` are
- * believed, for the whole process (agent-surface "Reverse-proxy settings").
+ * believed, for the whole process (docs/security.md "Reverse proxy").
  * A network written with host bits is refused in `config/checks/reverse-proxy.ts`.
  */
 import { z } from 'zod';

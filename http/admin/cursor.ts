@@ -1,8 +1,8 @@
 /**
- * Keyset cursors of the administrative pages (admin-surface "Audit routes":
- * a cursor is bound to the filters it was issued under; presenting it with
- * different filters is 400, changing only `pageSize` is allowed; one not
- * issued by this deployment is 400).
+ * Keyset cursors of the administrative pages (docs/admin-api.md
+ * "Mailbox-change audit": a cursor is bound to the filters it was issued
+ * under; presenting it with different filters is 400, changing only `pageSize`
+ * is allowed; one not issued by this deployment is 400).
  *
  * A cursor is base64url over `a1.<route>.<filters>.<position>.<tag>`:
  * `route` names the page it walks, `filters` is a digest of the filters

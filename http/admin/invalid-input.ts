@@ -1,6 +1,6 @@
 /**
  * The sentence of a 400 from a failed zod parse of a query string or JSON
- * body (admin-surface "Errors": "a sentence naming what to change").
+ * body (docs/admin-api.md "Refusals": a sentence naming what to change).
  *
  * A schema states its own sentences where it can (`error:` on a field); the
  * fallbacks here name the member and what it must be. Never does a sentence

@@ -1,6 +1,6 @@
 /**
- * The answers of the administrative surface (admin-surface "Errors";
- * DECISIONS.md "Administrative surface"): RFC 9457 problem documents for a
+ * The answers of the administrative surface (docs/admin-api.md
+ * "Refusals"): RFC 9457 problem documents for a
  * refusal that has something to say, empty bodies for the rest.
  *
  * - 403: exactly `status`, `detail` (a sentence naming the permission) and

@@ -1,9 +1,8 @@
 /**
  * `GET /attachments/{capability}` (and HEAD): one attachment download,
- * authorized by the signed capability alone (spec: agent-surface
- * "Attachment route"). The listener in front supplies the concurrency
- * permit, the shared anonymous rate bucket and the request timeout; this
- * handler runs after them.
+ * authorized by the signed capability alone (docs/attachment-links.md). The
+ * listener in front supplies the concurrency permit, the shared anonymous rate
+ * bucket and the request timeout; this handler runs after them.
  *
  * Answers:
  * - 200: the decoded bytes, `Content-Disposition: attachment` with the file

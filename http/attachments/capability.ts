@@ -1,8 +1,8 @@
 /**
- * Signed capabilities for attachment links (spec: agent-surface "Signed
- * capability"): a token naming exactly one attachment of one email, with an
- * expiry and an HMAC-SHA256 tag keyed by the key ring's `capability-signing`
- * purpose key of the key id it carries. Whoever holds a valid token may
+ * Signed capabilities for attachment links (docs/attachment-links.md): a
+ * token naming exactly one attachment of one email, with an expiry and an
+ * HMAC-SHA256 tag keyed by the key ring's `capability-signing` purpose key
+ * of the key id it carries. Whoever holds a valid token may
  * download that attachment until it expires; nothing else is checked at the
  * route, so the token is the authorization and must never be logged.
  *
@@ -41,7 +41,7 @@ import { createSecretCache, type SecretCache } from '../../runtime/secret-cache.
 import { purposeKey, type KeyRing } from '../../runtime/keyring/keyring.ts';
 import { loadKeyRing } from '../../runtime/keyring/load.ts';
 
-/** Spec, "Other constants": ten minutes by default, thirty at most. */
+/** Ten minutes by default, thirty at most (docs/attachment-links.md). */
 export const CAPABILITY_DEFAULT_LIFETIME_MS = 10 * 60_000;
 export const CAPABILITY_MAX_LIFETIME_MS = 30 * 60_000;
 

@@ -1,8 +1,8 @@
 /**
- * API keys (agent-surface "API key block", "Authentication" 3-5; DECISIONS:
- * the administrative surface also takes `X-API-Key`): extracting the
- * presented key from a request, judging it against the configured entries,
- * and the startup check of the key material.
+ * API keys (docs/security.md "API key"; the administrative surface also takes
+ * `X-API-Key`: docs/admin-api.md "Credentials"): extracting the presented key
+ * from a request, judging it against the configured entries, and the startup
+ * check of the key material.
  *
  * Judging takes EVERY configured key on every request (through `read`,
  * which the authentication stage serves from memory, the files checked
@@ -35,7 +35,7 @@ export type ReadMaterial = (ref: string) => string;
 
 export type AuthSurface = 'McpEndpoint' | 'AdminEndpoint';
 
-/** The spec's "Time reaches the instant": from that millisecond on, the entry authenticates nothing. */
+/** From the `Lifetime` instant on, the entry authenticates nothing (docs/security.md "Credential entries"). */
 export function hasExpired(entry: Pick<KeyEntry, 'Lifetime'>, now: number): boolean {
   return now >= entry.Lifetime;
 }

@@ -1,7 +1,7 @@
 /**
  * The authentication stage of a surface: which configured entry, if any,
- * admits the request. It tells the credential's shape apart (agent-surface
- * "Authentication" 2) and asks the one judge for it: API key
+ * admits the request. It tells the credential's shape apart (docs/security.md
+ * "Credential entries") and asks the one judge for it: API key
  * (`api-key.ts`), client assertion (`client-assertion.ts`) or access token
  * (`oauth/access-token.ts`). It answers nothing itself: the limiter runs
  * next (a refused credential spends the shared anonymous partition), then

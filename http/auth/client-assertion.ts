@@ -1,7 +1,7 @@
 /**
  * Judging a client assertion: the signed JWT a key-pair client presents as
- * its bearer credential (agent-surface "Client assertion", "Authentication"
- * 4 and 6; admin-surface "Credential entry": only the audience differs).
+ * its bearer credential (docs/security.md "Key pair (signed client
+ * assertion)"; docs/admin-api.md "Credentials": only the audience differs).
  *
  * Rules, in the order they are applied:
  * 1. Shape: a compact JWS whose header and payload are JSON objects; a

@@ -1,8 +1,8 @@
 /**
- * Telling presented bearer credentials apart (agent-surface "Authentication"
- * 2): a client assertion is a JWT whose header `typ` is the assertion media
- * type; an access token is a JWT naming its issuer (`iss` in the payload);
- * anything else is an API key.
+ * Telling presented bearer credentials apart (docs/security.md "Credential
+ * entries"): a client assertion is a JWT whose header `typ` is
+ * the assertion media type; an access token is a JWT naming its issuer (`iss`
+ * in the payload); anything else is an API key.
  *
  * "JWT" here means the JWS compact serialization: three base64url segments,
  * a header that is a JSON object with a string `alg`, and a payload that is a
@@ -19,7 +19,7 @@
  * Pure and total: never throws, never logs. Importable from http/.
  */
 
-/** The header `typ` a client assertion carries (ARCHITECTURE.md section 6 keeps the spec's literal). */
+/** The header `typ` a client assertion carries (docs/security.md "Key pair (signed client assertion)"). */
 export const ASSERTION_MEDIA_TYPE = 'service-client-assertion+jwt';
 
 export type CredentialShape = 'assertion' | 'access-token' | 'api-key';
@@ -71,9 +71,9 @@ export function namesAssertionType(typ: unknown): boolean {
  * Which judge a presented bearer credential goes to.
  *
  * `issuers`, when given, are the issuers configured on the surface: a JWT
- * naming any other issuer is then an API key, since the spec compares "a
- * token-shaped key naming an unconfigured issuer ... as an ordinary opaque
- * key". Without it the literal rule of item 2 applies.
+ * naming any other issuer is then an API key: a token-shaped key naming an
+ * unconfigured issuer is an ordinary key (docs/security.md "API key").
+ * Without it, every JWT naming an issuer is an access token.
  *
  * @example credentialShape(bearer, surfaceIssuers) === 'assertion'
  */

@@ -1,11 +1,11 @@
 /**
- * Principals and grants (admin-surface "Principal", "Permissions";
- * agent-surface "Tools"): who a request is, as use cases are told, and what
- * it may do. A principal is an identity plus the permissions its entry's
- * grant resolved to at startup; no use case learns which credential
- * admitted it. Identity forms: the entry's own name (an API key or a public
- * key), the issuer and subject (a token), or `anonymous` (the surface
- * configures no credential entry).
+ * Principals and grants (docs/security.md "Permissions and grants";
+ * docs/admin-api.md "Credentials", "GET /api/admin/session"): who a request
+ * is, as use cases are told, and what it may do. A principal is an identity
+ * plus the permissions its entry's grant resolved to at startup; no use case
+ * learns which credential admitted it. Identity forms: the entry's own name
+ * (an API key or a public key), the issuer and subject (a token), or
+ * `anonymous` (the surface configures no credential entry).
  *
  * Refusals: every one increments `service.authorization.refusals` (surface,
  * tool or route, the permission that would have sufficed) and logs one

@@ -1,6 +1,6 @@
 /**
- * The public keys of key-pair clients (agent-surface "Public key block",
- * "Authentication" 6): what PEM material is accepted, which signature
+ * The public keys of key-pair clients (docs/security.md "Key pair
+ * (signed client assertion)"): what PEM material is accepted, which signature
  * algorithms each accepted key admits, and the startup check of every
  * configured `PublicKey` entry.
  *
@@ -29,7 +29,7 @@ import { type AuthSurface, type KeyEntry, type ReadMaterial, hasExpired } from '
 
 export type PublicKeyEntry = KeyEntry;
 
-/** The asymmetric allow-list of agent-surface "Authentication" 6. */
+/** The asymmetric allow-list (docs/security.md "Key pair (signed client assertion)"). */
 export const ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512'] as const;
 export type AssertionAlgorithm = (typeof ASSERTION_ALGORITHMS)[number];
 

@@ -1,8 +1,7 @@
 /**
- * The rate-limiting metrics (agent-surface "Events"; ARCHITECTURE §9: the
- * framework's rate-limiting metrics, here OpenTelemetry instruments through
- * `@opentelemetry/api`). They mirror ASP.NET Core's set, under the
- * service's own `service.` prefix:
+ * The rate-limiting metrics (docs/security.md "Rate limits": OpenTelemetry
+ * instruments through `@opentelemetry/api`). They mirror ASP.NET Core's set,
+ * under the service's own `service.` prefix:
  *
  * - `service.rate_limiting.requests` (counter): every admission decision,
  *   `result` = `acquired`, `bucket_exhausted`, `concurrency_exhausted` or

@@ -1,8 +1,9 @@
 /**
- * The rate limiter of one HTTP surface (agent-surface "Limits", admin-surface
- * "Limits"): the pipeline's limit stage, after authentication and before
- * authorization. Owns partitioning, the order of the two limiters, the 429
- * answer and the startup description of what is in force.
+ * The rate limiter of one HTTP surface (docs/security.md "Rate limits";
+ * docs/admin-api.md "The pipeline"): the pipeline's limit stage, after
+ * authentication and before authorization. Owns partitioning, the order of the
+ * two limiters, the 429 answer and the startup description of what is in
+ * force.
  *
  * Order: the partition's token bucket first, then the surface's concurrency
  * limiter. The bucket is what keeps one client from crowding out the rest,

@@ -1,15 +1,16 @@
 /**
- * `RequestTimeout` of an HTTP surface (agent-surface "Limits", "Errors" 504):
+ * `RequestTimeout` of an HTTP surface (docs/security.md "Request timeout"):
  * a request still running after `Duration` is abandoned: answered 504 with
  * an empty body if nothing was sent yet (the connection is destroyed
  * otherwise, since a half-sent answer cannot be turned into a 504), its
  * in-flight work is told through an AbortSignal, and `onTimeout` runs so the
  * caller releases its rate-limiter permit.
  *
- * The same signal also aborts when the client goes away before the answer
- * is complete, so work nobody will read stops either way. `deadline` is the
+ * The same signal also aborts when the client goes away before the answer is
+ * complete, so work nobody will read stops either way. `deadline` is the
  * absolute instant (epoch ms) an actor `ask` made on behalf of the request
- * should carry (STYLE §3), or null when the timeout is off.
+ * should carry (every `ask` carries a deadline: docs/actors.md), or null when
+ * the timeout is off.
  *
  * Start it before the limiter and pass `signal` to `acquire`, so the queue
  * wait counts toward the bound and ends with it.

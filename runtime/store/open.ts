@@ -42,7 +42,7 @@ const BACKGROUND_CHECKPOINT_BYTES = 1024 * 1024 * 1024;
  * Page size of a database this opens first (an existing one keeps its own):
  * raw MIME of tens of KB spans four times fewer overflow pages than at
  * SQLite's 4 KiB default, which cut storing a batch by about 15% of CPU
- * (docs/performance.md).
+ * (docs/performance-history.md, "The initial mirror").
  */
 const NEW_DATABASE_PAGE_SIZE = 16_384;
 

@@ -3,7 +3,7 @@
  * thread (the 25 sync actors of an accounts host). A connection costs about
  * a megabyte or more of native memory (its page cache, parsed schema and
  * prepared statements), so a thread of account actors holds one, not 25
- * (docs/performance.md).
+ * (docs/performance-history.md, "Memory with 100 accounts").
  *
  * Safe because nothing here holds a transaction across an await: every
  * transaction is one synchronous `db.transaction(fn)` call, so the actors of a

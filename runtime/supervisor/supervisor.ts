@@ -8,7 +8,7 @@
  * everything in reverse order within a deadline.
  *
  * Every start, exit, restart, give-up and hang is one log line (events.ts).
- * Importable from runtime/ (app.ts) and tests.
+ * Importable from service/ (app.ts), benches and tests.
  */
 import type { Clock, Random } from '../clock.ts';
 import { systemClock, mathRandom } from '../clock.ts';

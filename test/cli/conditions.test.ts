@@ -1,16 +1,16 @@
 /**
- * The client conditions of admin-surface "Errors" that apply to the key and
- * key-pair modes, each provoked for real and its message checked: nothing
- * listening ("could not be reached", naming the loopback caveat); another
- * HTTP service and a service that does not speak HTTP ("did not identify
- * itself"); the MCP listener ("serves no administrative endpoint"); a server
- * that accepts and never answers ("did not answer in time", after 30 s); a
- * 403 naming the permission; the version agreement across three services of
- * other versions behind a counting proxy (another release line refused with
- * only the session request sent; same line, other build warned; unstamped
- * "is unchecked"); an untrusted certificate refused at login, pinned with
- * --trust-untrusted-certificate, and a replaced one refused ("this profile
- * has not pinned"). No key appears in any output.
+ * The client conditions of docs/cli.md "Conditions and their messages" that
+ * apply to the key and key-pair modes, each provoked for real and its message
+ * checked: nothing listening ("could not be reached", naming the loopback
+ * caveat); another HTTP service and a service that does not speak HTTP ("did
+ * not identify itself"); the MCP listener ("serves no administrative
+ * endpoint"); a server that accepts and never answers ("did not answer in
+ * time", after 30 s); a 403 naming the permission; the version agreement
+ * across three services of other versions behind a counting proxy (another
+ * release line refused with only the session request sent; same line, other
+ * build warned; unstamped "is unchecked"); an untrusted certificate refused at
+ * login, pinned with --trust-untrusted-certificate, and a replaced one refused
+ * ("this profile has not pinned"). No key appears in any output.
  */
 import { createServer } from 'node:http';
 import { readFileSync, existsSync } from 'node:fs';

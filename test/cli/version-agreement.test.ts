@@ -1,4 +1,4 @@
-/** The version agreement judged from two version strings (admin-surface "Versioning" 3-4). */
+/** The version agreement judged from two version strings (docs/cli.md "Versions"). */
 import t from 'tap';
 import { judgeAgreement } from '../../cli/version-agreement.ts';
 

@@ -43,13 +43,15 @@ export type OAuthProviderOptions = {
   /** Path of the issuer (`/tenant/a`, no trailing slash); the provider is mounted there. */
   issuerPath?: string;
   /**
-   * Which discovery addresses answer (agent-surface "Authentication" 7): `authorizationServer`
-   * `/.well-known/oauth-authorization-server{path}`, `openidInserted`
-   * `/.well-known/openid-configuration{path}`, `openidAppended` `{issuer}/.well-known/openid-configuration`
-   * (the provider's own). Each answers with the provider's document when on and 404 when off; for
-   * an issuer without a path the last two are one address, answering when either is on. Not given:
-   * whatever the provider itself serves (for an issuer without a path, the first two; with a path,
-   * the third).
+   * Which discovery addresses answer (docs/security.md "OAuth access tokens"):
+   * `authorizationServer` `/.well-known/oauth-authorization-server{path}`,
+   * `openidInserted` `/.well-known/openid-configuration{path}`,
+   * `openidAppended` `{issuer}/.well-known/openid-configuration` (the
+   * provider's own). Each answers with the provider's document when on and 404
+   * when off; for an issuer without a path the last two are one address,
+   * answering when either is on. Not given: whatever the provider itself
+   * serves (for an issuer without a path, the first two; with a path, the
+   * third).
    */
   discoveryAt?: { authorizationServer?: boolean; openidInserted?: boolean; openidAppended?: boolean };
   /** A resource server whose access tokens are JWTs with `aud` = `indicator`. */

@@ -10,10 +10,10 @@ import { ANSWERING_AUDIT_PATH, answeringAudit } from '../use-cases/answering-aud
 import { MUTATION_AUDIT_PATH, mutationAudit } from '../use-cases/mutation-audit.ts';
 import { AccountField } from './mailbox.ts';
 
-/** admin-surface "Audit routes": 1 to 200, default 50. */
+/** The mailbox-change audit's `pageSize`: 1 to 200, default 50 (docs/admin-api.md "Mailbox-change audit"). */
 export const MUTATION_AUDIT_PAGE_MAX = 200;
 export const MUTATION_AUDIT_PAGE_DEFAULT = 50;
-/** admin-surface "Limits": the answering audit takes 1 to 100, default 50. */
+/** The answering audit's `pageSize`: 1 to 100, default 50 (docs/admin-api.md "Answering audit"). */
 export const ANSWERING_AUDIT_PAGE_DEFAULT = 50;
 
 const NextCursor = z.string().optional().describe('Present while more remain: send it as cursor, with the same filters, for the next page');

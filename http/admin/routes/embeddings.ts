@@ -1,5 +1,5 @@
 /**
- * Embedding routes (admin-surface "Embedding routes"): the status of
+ * Embedding routes (docs/admin-api.md "Embeddings"): the status of
  * semantic search, what activating the declared profile would do and cost,
  * the activation, and the cancellation of a reindex. The answers are the
  * embedding actor's reply schemas (actors/embedding/protocol.ts), each

@@ -1,8 +1,8 @@
 /**
  * Job routes: dead letters (background work that stopped), newest first, a
- * keyset page at a time; and retry or drop of one of them. Shapes:
- * DECISIONS.md "Administrative surface"; behaviour: docs/admin-api.md
- * "Dead letters".
+ * keyset page at a time; and retry or drop of one of them. Shapes and
+ * behaviour: docs/admin-api.md "Dead letters" (its reference section is
+ * generated from these schemas).
  */
 import { z } from 'zod';
 import { DeadLetter, JOB_ID_PATTERN, JOB_TYPES } from '../../../actors/mail-query/protocol.ts';

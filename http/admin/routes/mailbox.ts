@@ -1,7 +1,7 @@
 /**
  * Mailbox routes: the synchronization status, the refresh-token grant,
- * rewind and re-derivation (DECISIONS.md "Administrative surface" for the
- * shapes).
+ * rewind and re-derivation (docs/admin-api.md for the
+ * shapes; its reference section is generated from these schemas).
  */
 import { z } from 'zod';
 import { SynchronizationStatus } from '../../../runtime/store/mailbox/status.ts';

@@ -1,9 +1,9 @@
 /**
- * Outbox routes (admin-surface "Outbox routes"): one count per stage; a
+ * Outbox routes (docs/admin-api.md "Outbox"): one count per stage; a
  * keyset page of sends newest first, naming no recipient and no subject;
  * one send with its recipients; and the withdrawal and re-offer of one
- * send. Shapes: DECISIONS.md "Administrative surface"; behaviour:
- * docs/admin-api.md "Outbox".
+ * send. Shapes: this file (the reference section of
+ * docs/admin-api.md is generated from it).
  */
 import { z } from 'zod';
 import {

@@ -1,2 +1,2 @@
-/** Every administrative route lives under this prefix (admin-surface "Versioning" 1: no version segment). */
+/** Every administrative route lives under this prefix (no version segment: docs/admin-api.md "The listener"). */
 export const ADMIN_PREFIX = '/api/admin';

@@ -1,6 +1,6 @@
 /**
- * One account's answering audit, a page at a time (admin-surface
- * "Answering audit entry", "Audit routes (common rules)"): the questions
+ * One account's answering audit, a page at a time (docs/admin-api.md
+ * "Answering audit"): the questions
  * answered from the account's mail, newest first by when each run ended,
  * keyset-paginated through the read-only query pool. An entry names the
  * run, the endpoint, the instruction version, the instants, the ending and
@@ -60,7 +60,7 @@ export async function answeringAudit(
   };
   const page = await deps.queryPool.ask(request, { reply: AnsweringAuditReply, deadlineMs });
   if (page.omittedCount > 0) {
-    // A later build wrote runs this one cannot interpret (admin-surface "Versioning" 5).
+    // A later build wrote runs this one cannot interpret (docs/admin-api.md "Answering audit": left out, with a warning).
     deps.log.warn({ event: 'admin.answering-audit-entries-omitted', account, omittedCount: page.omittedCount }, 'admin.answering-audit-entries-omitted');
   }
   return { entries: page.entries, ...nextCursorOf(deps.cursors, ANSWERING_AUDIT_PATH, filters, page.next) };

@@ -1,5 +1,6 @@
 /**
- * What the audit pages share (admin-surface "Audit routes (common rules)"):
+ * What the audit pages share (docs/admin-api.md "Mailbox-change audit",
+ * "Answering audit"):
  * the range check, the keyset position read back from a cursor, and the
  * walk step that binds a cursor to the page's path and filters. Both audit
  * use cases (mutation-audit.ts, answering-audit.ts) import it.

@@ -1,5 +1,5 @@
 /**
- * Dead letters (admin-surface "Other records", docs/admin-api.md "Dead
+ * Dead letters (docs/admin-api.md "Dead
  * letters"): background work that stopped, newest first, a keyset page at a
  * time through the read-only query pool; and the operator's decision on one
  * of them, made by the sync actor of the job's account (the writer of its

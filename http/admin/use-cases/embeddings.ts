@@ -1,6 +1,6 @@
 /**
- * Embedding status and activation (admin-surface "Embedding status and
- * activation", "Embedding routes"), each answered by the embedding actor,
+ * Embedding status and activation (docs/admin-api.md
+ * "Embeddings"), each answered by the embedding actor,
  * the one writer of generations and holder of the provider:
  * - the status lines, and the activation forecast (writes nothing), under
  *   `service.admin.read`;

@@ -1,5 +1,5 @@
 /**
- * Folder erasure (admin-surface "Folder erasure"): one bounded pass of the
+ * Folder erasure (docs/admin-api.md "Folder erasure"): one bounded pass of the
  * stored mail of a folder the account no longer mirrors, by the account's
  * sync actor (the writer of the mail tables). The client repeats until
  * `emailsRemain` is false; an interrupted erasure resumes by asking again.

@@ -1,10 +1,10 @@
 /**
- * The second check every administrative use case makes (admin-surface
- * "Authentication" 6): the route filter already read the permission the
+ * The second check every administrative use case makes (docs/admin-api.md "The
+ * pipeline", Permission): the route filter already read the permission the
  * route publishes, and the use case asks again. A refusal here is the
- * application failure E_APP_REFUSED (14001) carrying the permission, which
- * the listener answers in the same 403 shape as the filter's. A use case
- * reached under no principal at all is refused with no permission named.
+ * application failure E_APP_REFUSED (14001) carrying the permission, which the
+ * listener answers in the same 403 shape as the filter's. A use case reached
+ * under no principal at all is refused with no permission named.
  *
  * `InvalidRequest` carries the sentence of a 400: what to change;
  * `NotFound` the sentence of the 404 of a route naming a record in its path.

@@ -1,6 +1,6 @@
 /**
- * One account's mailbox-change audit, a page at a time (admin-surface
- * "Mailbox-change audit entry", "Audit routes (common rules)"): newest first
+ * One account's mailbox-change audit, a page at a time (docs/admin-api.md
+ * "Mailbox-change audit"): newest first
  * by when each change ended, keyset-paginated through the read-only query
  * pool. `nextCursor` is present while more remain; it is signed and bound
  * to the filters (account, mutation, from, before), so only `pageSize` may
@@ -58,7 +58,7 @@ export async function mutationAudit(
   };
   const page = await deps.queryPool.ask(request, { reply: MutationAuditReply, deadlineMs });
   if (page.omittedCount > 0) {
-    // A later build wrote changes this one cannot interpret (admin-surface "Versioning" 5).
+    // A later build wrote changes this one cannot interpret: left out, with a warning (docs/admin-api.md "Mailbox-change audit").
     deps.log.warn({ event: 'admin.audit-entries-omitted', account, omittedCount: page.omittedCount }, 'admin.audit-entries-omitted');
   }
   return { entries: page.entries, ...nextCursorOf(deps.cursors, MUTATION_AUDIT_PATH, filters, page.next) };

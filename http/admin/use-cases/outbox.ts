@@ -1,10 +1,9 @@
 /**
- * The outbox on the administrative surface (admin-surface "Outbox message",
- * "Outbox stages", "Outbox routes"; docs/admin-api.md "Outbox"): one count
- * per stage, a keyset page of sends newest first, one send with its
- * recipients — all read through the read-only query pool — and the
- * operator's withdrawal and re-offer of one send, made by the outbox actor
- * (the writer of the outbox), which the query pool names first.
+ * The outbox on the administrative surface (docs/admin-api.md "Outbox"): one
+ * count per stage, a keyset page of sends newest first, one send with its
+ * recipients — all read through the read-only query pool — and the operator's
+ * withdrawal and re-offer of one send, made by the outbox actor (the writer of
+ * the outbox), which the query pool names first.
  *
  * Only sends of a configured account exist here: a send of an account taken
  * out of the configuration is neither counted, listed, shown nor decided

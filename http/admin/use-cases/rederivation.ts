@@ -1,5 +1,5 @@
 /**
- * Re-derivation (admin-surface "Re-derivation and rewind"): the POST records
+ * Re-derivation (docs/admin-api.md "Re-derivation"): the POST records
  * a run for the scope, or returns the one under way (`started: false`); the
  * account's sync actor carries it across bounded segments. The GET reads the
  * scope's latest run; a scope never asked about answers `run: null` (and

@@ -22,7 +22,7 @@ export async function storeRefreshToken(
     deps.config.Accounts.map((a) => a.Id),
     grant.account,
   );
-  // Nothing about the request was wrong: a generic failure (admin-surface "Refresh-token route" 4).
+  // Nothing about the request was wrong: a generic failure (docs/admin-api.md "POST /api/admin/mailbox/refresh-token", 500).
   if (deps.config.DataEncryption.KeyRing === undefined) throw new AppError('E_KEYRING_MISSING');
   await deps
     .actor(syncActorId(grant.account))

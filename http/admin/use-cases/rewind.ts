@@ -1,5 +1,5 @@
 /**
- * Rewind (admin-surface "Re-derivation and rewind"): the GET estimates what
+ * Rewind (docs/admin-api.md "Rewind"): the GET estimates what
  * discarding progress would fetch again and discards nothing; the POST
  * discards the progress of the scope's folder bindings. Both are answered
  * by the account's sync actor, the writer of the rows a rewind touches.

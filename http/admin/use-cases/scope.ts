@@ -1,7 +1,7 @@
 /**
- * The scope of the maintenance routes (admin-surface "Re-derivation and
- * rewind", "Folder erasure"): a configured account, and a folder alias that
- * is optional for rewind and re-derivation (blank is an omission) and
+ * The scope of the maintenance routes (docs/admin-api.md "Rewind",
+ * "Re-derivation", "Folder erasure"): a configured account, and a folder alias
+ * that is optional for rewind and re-derivation (blank is an omission) and
  * required for erasure. An alias is written as configuration writes it
  * (config/schema/fields.ts `slug`), so text of any other shape is refused
  * before an actor is asked, and a sentence may name a well-formed alias.

@@ -1,5 +1,5 @@
 /**
- * Judging an OAuth access token (agent-surface "Authentication" 7-10): the
+ * Judging an OAuth access token (docs/security.md "OAuth access tokens"): the
  * service is a protected resource only, so a token is checked, never
  * redeemed, forwarded or stored. In order:
  *   1. the request arrived over TLS (after trusted forwarded headers), else a
@@ -27,13 +27,13 @@ import { decodeJwt, decodeProtectedHeader, type JWTPayload, jwtVerify, type JWTV
 import { type AuthorizationServer, distinct, type OAuthBlock, type OAuthEntry } from './entries.ts';
 import type { KeySet, KeySets } from './key-sets.ts';
 
-/** The asymmetric allow-list (agent-surface "Authentication" 6, 8). */
+/** The asymmetric allow-list (docs/security.md "OAuth access tokens"). */
 export const ACCESS_TOKEN_ALGORITHMS: readonly string[] = Object.freeze(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512']);
-/** Token clock skew (agent-surface "Other constants"). */
+/** Token clock skew (docs/security.md "OAuth access tokens": 60 s). */
 export const CLOCK_SKEW_SECONDS = 60;
 /** Longest token looked at; anything longer is refused unread. */
 const MAX_TOKEN_LENGTH = 16 * 1024;
-/** The client assertion's media type may be presented nowhere else (agent-surface "Client assertion"). */
+/** A JWT whose `typ` is the client assertion's media type is never admitted as a token (docs/security.md "Credential entries"). */
 const ASSERTION_TYPE = 'service-client-assertion+jwt';
 
 export type RefusalCause =

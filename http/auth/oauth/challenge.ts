@@ -1,6 +1,7 @@
 /**
- * The `WWW-Authenticate` challenges of the Bearer scheme (agent-surface
- * "Errors"; DECISIONS.md: realm `mailcairn`, every parameter value quoted):
+ * The `WWW-Authenticate` challenges of the Bearer scheme (docs/security.md
+ * "What a refusal looks like": realm `mailcairn`, every parameter value
+ * quoted):
  * - 401, every refusal alike: `Bearer realm="mailcairn"`, plus
  *   `resource_metadata="<absolute https URL>"` where a metadata document is
  *   published (some entry carries OAuth; API keys alone publish nothing);

@@ -1,6 +1,6 @@
 /**
- * Finding an authorization server's metadata document (agent-surface
- * "Authentication" 7): the addresses are tried in the spec's order
+ * Finding an authorization server's metadata document (docs/security.md
+ * "OAuth access tokens"): the addresses are tried in this order
  *   1. `{issuer_origin}/.well-known/oauth-authorization-server{issuer_path}`
  *   2. `{issuer_origin}/.well-known/openid-configuration{issuer_path}`
  *   3. `{issuer}/.well-known/openid-configuration` (dropped when the issuer has no path)

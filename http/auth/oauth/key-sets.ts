@@ -1,8 +1,8 @@
 /**
- * One key set per authorization server (agent-surface "Authentication" 7:
- * servers are isolated), read from the `jwks_uri` of the server's metadata
- * document (`discovery.ts`). A token is only ever checked against the set of
- * the server its `iss` names, so one server's keys never vouch for
+ * One key set per authorization server (docs/security.md "OAuth access
+ * tokens": servers are isolated), read from the `jwks_uri` of the server's
+ * metadata document (`discovery.ts`). A token is only ever checked against the
+ * set of the server its `iss` names, so one server's keys never vouch for
  * another's tokens.
  *
  * Sets are cached (`maxAgeMs`, default 10 min; a stale set keeps serving

@@ -1,6 +1,6 @@
 /**
- * The protected-resource metadata document (RFC 9728; agent-surface
- * "Protected-resource metadata document"): what a client reads, from the
+ * The protected-resource metadata document (RFC 9728; docs/security.md
+ * "OAuth access tokens"): what a client reads, from the
  * address in a 401 challenge, to learn which authorization servers to ask
  * and for which scopes.
  *

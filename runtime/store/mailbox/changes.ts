@@ -71,7 +71,7 @@ export type ChangeOutcome =
   /** It kept failing and was dead-lettered. */
   | 'failed';
 
-/** The tool's view of one change (DECISIONS.md "Write tools' inputs"). */
+/** The tool's view of one change (`set_mail_flags` in docs/mcp-tools.md: pending, converging, completed, dead-lettered). */
 export type ChangeState = 'pending' | 'converging' | 'completed' | 'dead-lettered';
 export type ChangeView = { changeId: string; change: ChangeKind; state: ChangeState; effect: ChangeEffect; outcome: ChangeOutcome | null };
 

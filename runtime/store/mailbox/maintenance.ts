@@ -1,6 +1,6 @@
 /**
- * The operator's maintenance operations on stored mail (spec
- * admin-surface: "Re-derivation and rewind", "Folder erasure"), gathered as
+ * The operator's maintenance operations on stored mail (docs/admin-api.md
+ * "Rewind", "Re-derivation", "Folder erasure"), gathered as
  * one import surface. Each lives in its own module, which names its sole
  * writer: rewind, folder erasure and re-derivation segments are written by
  * the account's sync actor (asked by the admin route; re-derivation

@@ -1,8 +1,9 @@
 /**
  * The bindings an operator's scope (an account, optionally a folder alias)
  * covers: every generation of the alias, or every binding of the account —
- * retired generations and withdrawn mappings included, since the spec's
- * scopes cover "every folder the account holds mail in". Writes nothing.
+ * retired generations and withdrawn mappings included, since a scope
+ * without a folder covers every folder the account holds mail in
+ * (docs/admin-api.md "Rewind"). Writes nothing.
  *
  * Importable by modules under `runtime/store/mailbox/` only.
  */
@@ -17,7 +18,7 @@ const statements = perConnection((db: Database) => ({
   alias: db.prepare('SELECT id, alias, mirrored, retired_at FROM folder_bindings WHERE account_id = ? AND alias = ? ORDER BY id'),
 }));
 
-/** A blank folder is an omission (spec: "Re-derivation and rewind"). */
+/** A blank folder is an omission (docs/admin-api.md "Rewind": absent, `null` or blank). */
 export function folderOf(alias: string | null | undefined): string | null {
   return alias === undefined || alias === null || alias.trim() === '' ? null : alias;
 }

@@ -8,14 +8,14 @@
  * pool (admin listing, detail, summary; `get_outgoing_email`).
  *
  * - `outgoing_emails`: one send, its MIME composed once (Message-ID minted
- *   once) and its stage (admin-surface "Outbox stages"). `claimed_at` is set
- *   while an attempt is under way, so a cancellation (one conditional write)
- *   cannot withdraw a send whose attempt began. `body_began_at` is written,
- *   durably, before the first byte of the body goes out: a send that has it
- *   and no final answer is `TransmissionBegun`, never retried by itself.
- *   The caller's idempotency key is unique per account and caller; the
- *   fingerprint is of what was asked, so the same key for another message
- *   is refused rather than answered with the first.
+ *   once) and its stage (docs/admin-api.md "Outbox", Stages). `claimed_at` is
+ *   set while an attempt is under way, so a cancellation (one conditional
+ *   write) cannot withdraw a send whose attempt began. `body_began_at` is
+ *   written, durably, before the first byte of the body goes out: a send that
+ *   has it and no final answer is `TransmissionBegun`, never retried by
+ *   itself. The caller's idempotency key is unique per account and caller; the
+ *   fingerprint is of what was asked, so the same key for another message is
+ *   refused rather than answered with the first.
  * - `outgoing_recipients`: every address offered, with the header it came
  *   from (`bcc` is in no header of the MIME) and what the server said last.
  *   An `accepted` recipient is never offered again.

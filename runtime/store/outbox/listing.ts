@@ -1,6 +1,6 @@
 /**
- * What the administrative surface reads of the outbox (admin-surface
- * "Outbox message", "Outbox routes"): one count per stage, a keyset page of
+ * What the administrative surface reads of the outbox (docs/admin-api.md
+ * "Outbox"): one count per stage, a keyset page of
  * sends newest first, and one send with its recipients. Reads only, on the
  * query pool's connection; the writer is the outbox actor (outgoing.ts).
  *
@@ -21,7 +21,7 @@ import { many, one } from '../rows.ts';
 import { perConnection } from '../mailbox/prepared.ts';
 import { STAGES, type RecipientHeader, type RecipientState, type Stage } from './outgoing.ts';
 
-/** admin-surface "Limits": an outbox page holds 1 to 200 sends, 50 unless asked. */
+/** An outbox page holds 1 to 200 sends, 50 unless asked (docs/admin-api.md "Outbox", Listing). */
 export const OUTBOX_PAGE_MAX = 200;
 export const OUTBOX_PAGE_DEFAULT = 50;
 

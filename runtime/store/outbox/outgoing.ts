@@ -1,7 +1,7 @@
 /**
  * The outbox's sends (migration 5): recording, the attempt lifecycle, and
  * the operator's withdrawal and re-offer. Sole writer: the outbox actor
- * (actors/outbox/). Stages are the spec's (admin-surface "Outbox stages"):
+ * (actors/outbox/). Stages as docs/admin-api.md "Outbox" names them:
  *
  *   Recorded ──claim──► (attempt) ──body begins──► TransmissionBegun
  *      ▲   │                │                            │

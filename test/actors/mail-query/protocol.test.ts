@@ -1,7 +1,7 @@
 /**
- * The tool input schemas refuse what DECISIONS.md refuses (never clamping),
- * every field is described for agents, and the two opaque strings — the
- * storedEmailId and the cursor — decode strictly.
+ * The tool input schemas refuse what docs/mcp-tools.md says they refuse (never
+ * clamping), every field is described for agents, and the two opaque strings —
+ * the storedEmailId and the cursor — decode strictly.
  */
 import t from 'tap';
 import { decodeCursor, encodeCursor } from '../../../actors/mail-query/cursor.ts';

@@ -1,10 +1,10 @@
 /**
- * The startup refusals of rate limiting (agent-surface "Limits"), on both
- * endpoints and whether limits are enabled or not: a limit of zero or
- * below, an unbounded queue, a period below timer resolution, a period
- * restoring more than the bucket holds, a client queue that could hold
- * every concurrency permit. And which proxy lists count as trusting
- * everyone (the startup warning).
+ * The startup refusals of rate limiting (docs/configuration.md "Rules across
+ * settings"), on both endpoints and whether limits are enabled or not: a limit
+ * of zero or below, an unbounded queue, a period below timer resolution, a
+ * period restoring more than the bucket holds, a client queue that could hold
+ * every concurrency permit. And which proxy lists count as trusting everyone
+ * (the startup warning).
  */
 import t from 'tap';
 import { trustsEveryone } from '../../../config/checks/reverse-proxy.ts';

@@ -1,9 +1,9 @@
 /**
- * The administrative listener's body limits (admin-surface "Body limits";
- * issue 11, point 3) through a service started for real (a private Dovecot
- * behind one account), asked by undici: the refresh-token route takes 16 KB,
- * every other write 4 KB (the rewind route here); past either, declared by
- * Content-Length or arriving chunked and growing past it, the answer is the
+ * The administrative listener's body limits (docs/admin-api.md "The pipeline",
+ * Body; issue 11, point 3) through a service started for real (a private
+ * Dovecot behind one account), asked by undici: the refresh-token route takes
+ * 16 KB, every other write 4 KB (the rewind route here); past either, declared
+ * by Content-Length or arriving chunked and growing past it, the answer is the
  * 413 problem document naming the limit, with `Connection: close`, and the
  * client reads it rather than a reset. Nothing refused is stored or logged.
  */

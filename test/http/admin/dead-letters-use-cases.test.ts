@@ -1,11 +1,11 @@
 /**
- * The second check of the dead-letter use cases (admin-surface
- * "Authentication" 6), reached without the route filter: each refuses a
+ * The second check of the dead-letter use cases (docs/admin-api.md "The
+ * pipeline", Permission), reached without the route filter: each refuses a
  * principal lacking its permission, and one under no principal, with
  * E_APP_REFUSED (14001); an unconfigured account, a foreign cursor and a
- * malformed job id are invalid requests; none of these reaches the query
- * pool or an actor. A job the pool does not find is JobUnknown without
- * asking any actor; one it finds is decided by its account's sync actor.
+ * malformed job id are invalid requests; none of these reaches the query pool
+ * or an actor. A job the pool does not find is JobUnknown without asking any
+ * actor; one it finds is decided by its account's sync actor.
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';

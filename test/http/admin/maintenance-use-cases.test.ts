@@ -1,13 +1,13 @@
 /**
- * The second check of the maintenance and audit use cases (admin-surface
- * "Authentication" 6), reached without the route filter: each refuses a
- * principal lacking its own permission, and one reached under no principal,
+ * The second check of the maintenance and audit use cases (docs/admin-api.md
+ * "The pipeline", Permission), reached without the route filter: each refuses
+ * a principal lacking its own permission, and one reached under no principal,
  * with E_APP_REFUSED (14001) naming the permission; the scope's refusals
  * (unconfigured account, folder text that is not an alias, an empty audit
  * range, a foreign cursor, a cursor of the other audit page) are invalid
- * requests; the erasure of a folder the account still mirrors is refused
- * with the sentence the client matches, whether the configuration or the sync actor finds it mirrored.
- * None of the refusals reaches an actor or the query pool.
+ * requests; the erasure of a folder the account still mirrors is refused with
+ * the sentence the client matches, whether the configuration or the sync actor
+ * finds it mirrored. None of the refusals reaches an actor or the query pool.
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';

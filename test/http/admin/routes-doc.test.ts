@@ -10,7 +10,7 @@ import t from 'tap';
 import { withCurrentRoutes } from '../../../http/admin/routes-doc.ts';
 import { ROUTES } from '../../../http/admin/routes/index.ts';
 
-/** admin-surface "Endpoints": the one permission each route publishes (null: none). */
+/** The one permission each route publishes, as docs/admin-api.md "Routes" states it (null: none). */
 const SPEC: Record<string, string | null> = {
   'GET /api/admin/session': null,
   'POST /api/admin/mailbox/refresh-token': 'service.admin.credentials.write',

@@ -1,10 +1,10 @@
 /**
- * The second check of the administrative use cases (admin-surface
- * "Authentication" 6): reached without the route filter, a use case still
+ * The second check of the administrative use cases (docs/admin-api.md "The
+ * pipeline", Permission): reached without the route filter, a use case still
  * refuses a principal lacking the permission, and one reached under no
  * principal at all, with E_APP_REFUSED (14001) carrying the permission; an
- * unconfigured account is an invalid request; no key ring is E_KEYRING_MISSING;
- * none of them reaches an actor.
+ * unconfigured account is an invalid request; no key ring is
+ * E_KEYRING_MISSING; none of them reaches an actor.
  */
 import t from 'tap';
 import { loadConfig } from '../../../config/load.ts';

@@ -1,5 +1,5 @@
 /**
- * API keys (agent-surface "API key block", "Authentication" 3-5): judging
+ * API keys (docs/security.md "API key"): judging
  * against every configured entry, expiry, rotation through a file without
  * restart, unreadable material beside a working key, extracting the
  * presented key, and the startup refusal of token-shaped material.

@@ -1,5 +1,6 @@
 /**
- * Client assertions (agent-surface "Client assertion", "Authentication" 6):
+ * Client assertions (docs/security.md "Key pair (signed client
+ * assertion)"):
  * jose-signed assertions for every permitted key kind are admitted; every
  * refusal has its own log cause; a served identifier is refused again, also
  * after the replay guard restarts on the same database file.

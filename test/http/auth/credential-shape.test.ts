@@ -1,4 +1,4 @@
-/** Telling an assertion, an access token and an API key apart (agent-surface "Authentication" 2). */
+/** Telling an assertion, an access token and an API key apart (docs/security.md "Credential entries"). */
 import t from 'tap';
 import { ASSERTION_MEDIA_TYPE, credentialShape, jwtParts, namesAssertionType } from '../../../http/auth/credential-shape.ts';
 

@@ -1,5 +1,6 @@
 /**
- * Public keys of key-pair clients (agent-surface "Public key block"): what
+ * Public keys of key-pair clients (docs/security.md "Key pair (signed client
+ * assertion)"): what
  * is accepted, every kind refused at startup by position, and which
  * algorithms an accepted key admits.
  */

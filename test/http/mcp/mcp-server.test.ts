@@ -1,8 +1,8 @@
 /**
  * One MCP exchange, through the SDK's own client over a real node:http
- * server: refusals in the shape of DECISIONS.md, the single 54001 for an
- * undiagnosed failure (logged in full with the trace id the caller gets),
- * the one answer for unknown tools, and one log line per call.
+ * server: refusals in the shape of docs/mcp-tools.md "Errors", the single
+ * 54001 for an undiagnosed failure (logged in full with the trace id the
+ * caller gets), the one answer for unknown tools, and one log line per call.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
