@@ -162,6 +162,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       // Every core: parsing overlaps the sync threads' waits on the network and the disk.
       maxThreads: availableParallelism(),
       maxQueue: 4_096,
+      logLevel: config.Logging.Level,
     });
     // Read-only queries of the agent surface: the main thread never runs SQL.
     const queryPool = createPool({
@@ -170,6 +171,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
       maxThreads: availableParallelism(),
       maxQueue: 1_024,
+      logLevel: config.Logging.Level,
       // Not parked between tasks: each thread loads its in-memory vector index in the background, in
       // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
       atomics: 'disabled',
@@ -182,6 +184,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       minThreads: 0,
       maxThreads: 1,
       maxQueue: 64,
+      logLevel: config.Logging.Level,
     });
     teardown.push(() => Promise.all([parsePool.close(), queryPool.close(), extractPool.close()]).then(() => undefined));
     supervisor.router.registerPool(parsePool);
