@@ -30,7 +30,7 @@ const MAX_DEPTH = 4;
 const MAX_ERRORS = 8;
 const FRAME = /^\s+at \S/;
 
-/** An Error of this realm or another (a vm context, an error thrown by a native addon). */
+/** An Error of this realm or of another (a vm context), where `instanceof Error` is false. */
 export function isError(value: unknown): value is Error {
   return value instanceof Error || types.isNativeError(value);
 }

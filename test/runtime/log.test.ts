@@ -1,4 +1,5 @@
 /** Secret and personal fields never reach a log line, at any depth, whoever logs them. */
+import { runInNewContext } from 'node:vm';
 import t from 'tap';
 import { AppError } from '../../runtime/errors.ts';
 import { captureLog } from '../helpers/log-capture.ts';
@@ -56,6 +57,15 @@ t.test('errors are reduced to class, code, frames and causes, however they are p
   t.match(lines[3], { err: expected });
   t.match(lines[5], { err: expected, because: expected, event: 'child' }, 'fields bound by child()');
   t.same(lines[6]!.err, { type: 'thrown-string' }, 'whatever is under err is read as something thrown');
+});
+
+t.test('an error of another realm is reduced too', async (t) => {
+  const { log, raw, lines } = captureLog();
+  const foreign: unknown = runInNewContext(`Object.assign(new RangeError(${JSON.stringify(ADDRESS)}), { code: 'ERR_OUT_OF_RANGE' })`);
+  t.notOk(foreign instanceof Error, 'not an Error of this realm');
+  log.error({ err: foreign, nested: { foreign } }, 'foreign');
+  t.notOk(raw().includes(ADDRESS));
+  t.match(lines[0], { err: { type: 'RangeError', code: 'ERR_OUT_OF_RANGE' }, nested: { foreign: { type: 'RangeError', code: 'ERR_OUT_OF_RANGE' } } });
 });
 
 t.test('the stack loses its first line; a stack whose first line cannot be told apart is dropped', async (t) => {
