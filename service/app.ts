@@ -186,6 +186,7 @@ function createPools(config: Config, supervisor: Supervisor, teardown: Teardown)
     // Every core: parsing overlaps the sync threads' waits on the network and the disk.
     maxThreads: availableParallelism(),
     maxQueue: 4_096,
+    logLevel: config.Logging.Level,
   });
   // Read-only queries of the agent surface: the main thread never runs SQL.
   const query = createPool({
@@ -194,6 +195,7 @@ function createPools(config: Config, supervisor: Supervisor, teardown: Teardown)
     minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
     maxThreads: availableParallelism(),
     maxQueue: 1_024,
+    logLevel: config.Logging.Level,
     // Not parked between tasks: each thread loads its in-memory vector index in the background, in
     // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
     atomics: 'disabled',
@@ -206,6 +208,7 @@ function createPools(config: Config, supervisor: Supervisor, teardown: Teardown)
     minThreads: 0,
     maxThreads: 1,
     maxQueue: 64,
+    logLevel: config.Logging.Level,
   });
   teardown.push(() => Promise.all([parse.close(), query.close(), downloads.close()]).then(() => undefined));
   supervisor.router.registerPool(parse);

@@ -26,6 +26,7 @@
  */
 import { createRequire } from 'node:module';
 import { type Clock, systemClock } from '../../runtime/clock.ts';
+import { errorClass } from '../../runtime/error-class.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { Distance } from '../../runtime/store/mailbox/vectors.ts';
 import { LOCAL_DIMENSIONS, LOCAL_MODEL } from './protocol.ts';
@@ -171,7 +172,7 @@ export class LocalUseLite implements EmbeddingProvider {
         },
         (err: unknown) => {
           if (this.loading === loading) this.loading = null;
-          this.log?.warn({ event: 'embedding.model-load-failed', provider: this.id, error: errorName(err) }, 'embedding.model-load-failed');
+          this.log?.warn({ event: 'embedding.model-load-failed', provider: this.id, error: errorClass(err) }, 'embedding.model-load-failed');
           throw err;
         },
       );
@@ -247,9 +248,4 @@ function normalised(v: Float32Array): Float32Array {
 
 function yieldToEvents(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-/** The error's class name only: its message may hold a path. */
-function errorName(err: unknown): string {
-  return err instanceof Error ? err.name : typeof err;
 }

@@ -12,7 +12,7 @@
  * An attempt that fails on the wire is retried after 1, 2, 4, 8 s (jobs.ts);
  * the fifth failure dead-letters the change (`failed`). A server refusal
  * dead-letters it at once (`refused`). A failure that is neither (a defect,
- * the database) is logged in full at error and counted the same way, so one
+ * the database) is logged at error and counted the same way, so one
  * change cannot stop the account. Restarted after a crash, the actor
  * carries on from the journal: a change found `running` is attempted again,
  * and change-apply.ts ends it as recorded.
@@ -251,7 +251,7 @@ export function classifyChangeFailure(err: unknown): JobFailure {
   try {
     imap = classifyImapFailure(err);
   } catch {
-    // Not from the wire: a defect. Counted like any failure, logged in full at error.
+    // Not from the wire: a defect. Counted like any failure, logged at error.
   }
   if (imap !== null && (imap.code.startsWith('E_IMAP_') || imap.code.startsWith('E_OAUTH'))) return failure('server-unresponsive', imap.code);
   return failure('unexpected', err instanceof AppError ? err.code : 'E_INTERNAL');

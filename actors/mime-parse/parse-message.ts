@@ -19,6 +19,7 @@
  *
  * Importable by the parse pool task (task.ts), tests and benches.
  */
+import { errorClass } from '../../runtime/error-class.ts';
 import { addresses } from './addresses.ts';
 import { listAttachments } from './attachments.ts';
 import { bodyText } from './body-text.ts';
@@ -32,15 +33,6 @@ import { threadId } from './thread-id.ts';
 
 const EMPTY: ParseReply = { ok: false, unreadable: true, reason: 'empty' };
 const NO_HEADER: ParseReply = { ok: false, unreadable: true, reason: 'no-header' };
-
-/** What was thrown, by class and code only: `TypeError`, `RangeError:ERR_OUT_OF_RANGE`. */
-export function errorClass(err: unknown): string {
-  const safe = (v: unknown): string | null => (typeof v === 'string' && /^[A-Za-z0-9_$.-]{1,38}$/.test(v) ? v : null);
-  if (err === null || (typeof err !== 'object' && typeof err !== 'function')) return `thrown-${typeof err}`;
-  const name = safe((err as { constructor?: { name?: unknown } }).constructor?.name) ?? 'unknown';
-  const code = safe((err as { code?: unknown }).code);
-  return code ? `${name}:${code}` : name;
-}
 
 function joined(fields: HeaderFields, name: string): string | null {
   const values = fields.get(name);

@@ -20,7 +20,8 @@
  * the surface has one bucket, so nothing about the caller is needed to pick
  * it, and a throttled guesser costs no judgement.
  *
- * Logged: the route template, the refusal (principal.ts), failures by code.
+ * Logged: the route template, the refusal (principal.ts), failures by class
+ * and code (the logger reduces every error: runtime/log.ts).
  * Never a body, a credential or a refresh token.
  */
 import type { IncomingMessage, Server } from 'node:http';
@@ -168,7 +169,7 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     failed(err, path) {
       // Only a known route's template reaches the log; any other path is the caller's text.
       const template = routesAt(routes, path).routes[0]?.path ?? ADMIN_PREFIX;
-      log.error({ err: describe(err), event: 'http.failed', route: template }, 'http.failed');
+      log.error({ err, event: 'http.failed', route: template }, 'http.failed');
     },
   });
 }
@@ -220,15 +221,6 @@ function queryOf(url: string | undefined): Record<string, string> | null {
     out[name] = value;
   }
   return out;
-}
-
-/** A failure for the log: an AppError by code and constant message; anything else by its name (a message might quote input). */
-function describe(err: unknown): Record<string, unknown> {
-  if (err instanceof AppError) return { code: err.code, message: err.message };
-  return {
-    type: err instanceof Error ? err.name : typeof err,
-    ...(err instanceof Error && err.stack ? { stack: err.stack.split('\n').slice(1, 6).join('\n') } : {}),
-  };
 }
 
 /** A request declaring no body: a zero Content-Length, or neither a length nor chunks (RFC 9112 6.3). */

@@ -12,8 +12,9 @@
  *
  * Telemetry: each tool call is logged once with the tool's name, whether it
  * ended in error (with its five-digit code), and its duration; nothing the
- * caller wrote. An undiagnosed failure is logged in full at error level with
- * a trace id the caller also receives, and answered 54001.
+ * caller wrote. An undiagnosed failure is logged at error level (class,
+ * code and frames: runtime/log.ts) with a trace id the caller also
+ * receives, and answered 54001.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -18,6 +18,7 @@ import { Reply, type ToHost } from '../protocol/envelope.ts';
 import { encodeToHost } from '../protocol/wire.ts';
 import { parseReply, type Askable } from '../ref.ts';
 import { DEFAULT_ASK_MS } from '../router.ts';
+import type { PoolData } from './pool-data.ts';
 
 export type PoolOptions = {
   id: string;
@@ -29,6 +30,8 @@ export type PoolOptions = {
   maxQueue?: number;
   idleTimeoutMs?: number;
   atomics?: 'sync' | 'async' | 'disabled';
+  /** Level of the pool threads' loggers (Logging:Level); `info` when not given. */
+  logLevel?: PoolData['logLevel'];
 };
 
 export type PoolRef = Askable & { close(): Promise<void>; readonly threads: number };
@@ -40,7 +43,7 @@ export function createPool(options: PoolOptions): PoolRef {
   const maxThreads = options.maxThreads ?? Math.max(1, availableParallelism() - 1);
   const piscina = new Piscina({
     filename: fileURLToPath(fromSource ? sourceTask : options.entry),
-    workerData: { entry: options.entry.href },
+    workerData: { entry: options.entry.href, logLevel: options.logLevel ?? 'info' } satisfies PoolData,
     minThreads: Math.min(options.minThreads ?? 1, maxThreads),
     maxThreads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,

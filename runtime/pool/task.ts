@@ -6,16 +6,18 @@
  * a pool looks to callers exactly like an actor (`ask`).
  *
  * A handler that throws an AppError answers with it; anything else is logged
- * here in full and answered as E_INTERNAL (a pool thread has no state to
- * restart, and piscina replaces a thread that dies).
+ * here (by class, code and frames: log.ts) and answered as E_INTERNAL (a
+ * pool thread has no state to restart, and piscina replaces a thread that
+ * dies). The thread logs at the level createPool was given (Logging:Level).
  */
-import { move, transferableSymbol, valueSymbol } from 'piscina';
+import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import type { z } from 'zod';
 import { isWithTransfer, TRANSFER, type WithTransfer } from '../actor.ts';
 import { AppError, toPayload } from '../errors.ts';
-import { createLogger } from '../log.ts';
+import { createLogger, type LogLevel } from '../log.ts';
 import type { Reply } from '../protocol/envelope.ts';
 import { decodeToHost } from '../protocol/wire.ts';
+import { PoolData } from './pool-data.ts';
 
 export type PoolTaskDefinition<Msg> = {
   readonly name: string;
@@ -26,7 +28,7 @@ export type PoolTaskDefinition<Msg> = {
 export type PoolTaskFunction = (raw: unknown) => Promise<unknown>;
 
 export function definePoolTask<Msg>(definition: PoolTaskDefinition<Msg>): PoolTaskFunction {
-  const log = createLogger({ format: 'Json' }).child({ pool: definition.name });
+  const log = createLogger({ level: poolLogLevel(), format: 'Json' }).child({ pool: definition.name });
   return async (raw) => {
     const envelope = decodeToHost(raw);
     if (envelope === null || envelope.kind !== 'ask') {
@@ -49,6 +51,11 @@ export function definePoolTask<Msg>(definition: PoolTaskDefinition<Msg>): PoolTa
       return answer({ ok: false, error: toPayload(err) });
     }
   };
+}
+
+/** The level createPool passed; `info` where no pool loaded the module (a test importing a task's helpers). */
+function poolLogLevel(): LogLevel {
+  return workerData === undefined || workerData === null ? 'info' : PoolData.parse(workerData).logLevel;
 }
 
 function answer(reply: Reply, moved?: WithTransfer<unknown>): unknown {
