@@ -30,6 +30,7 @@ import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
 import { close, listen } from '../http/listen.ts';
 import { AppError } from '../runtime/errors.ts';
 import { createLogger, type Logger } from '../runtime/log.ts';
+import { reduceError } from '../runtime/log-error.ts';
 import { migrate } from '../runtime/store/migrate.ts';
 import { openSlice } from '../runtime/store/open-slice.ts';
 import { acquireWriterLock } from '../runtime/store/writer-lock.ts';
@@ -369,6 +370,7 @@ function reportStartFailure(err: unknown): void {
   if (err instanceof AppError) {
     process.stderr.write(`mailcairnd: refused to start (${err.code})\n${err.message}\n`);
   } else {
-    process.stderr.write(`mailcairnd: failed to start\n${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    // A defect: its class, code and frames, as a log line shows them (runtime/log-error.ts), never its message.
+    process.stderr.write(`mailcairnd: failed to start\n${JSON.stringify(reduceError(err), null, 2)}\n`);
   }
 }
