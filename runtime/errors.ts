@@ -42,7 +42,7 @@ export const Codes = {
   E_CONFIG_INVALID: { status: 500, retryable: false, public: null, msg: 'Configuration is invalid' },
   E_CONFIG_SECRET_UNREADABLE: { status: 500, retryable: false, public: null, msg: 'A secret reference could not be read' },
 
-  // The HTTP edge (the administrative listener's own refusals; problem documents of http/admin/problem.ts)
+  // The HTTP edge: a request refused for its shape (a problem document on the administrative surface, empty on MCP)
   E_HTTP_BAD_REQUEST: { status: 400, retryable: false, public: null, msg: 'The request is invalid' },
   E_HTTP_BODY_TOO_LARGE: { status: 413, retryable: false, public: null, msg: "The request body is larger than the route's limit" },
 
