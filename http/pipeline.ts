@@ -25,6 +25,7 @@
  * Imported by the listeners and the routes they run.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Codes } from '../runtime/errors.ts';
 import type { Judgement } from './auth/authenticate.ts';
 import { answerTokenRefusal, unauthorizedChallenge } from './auth/oauth/challenge.ts';
 import type { Principal } from './auth/principal.ts';
@@ -58,7 +59,7 @@ export function createListener(options: ListenerOptions): Server {
     }
     handler(req, res).catch((err: unknown) => {
       options.failed(err, path);
-      if (!res.headersSent) answerEmpty(res, 500);
+      if (!res.headersSent) answerEmpty(res, Codes.E_INTERNAL.status);
       else res.destroy();
     });
   });

@@ -6,6 +6,12 @@
  * boundary shows to a client, where one applies. Nothing else invents codes:
  * `docs/errors.md` mirrors this table and a test keeps the two in step.
  *
+ * Each surface reads its answer from here and nowhere else: an MCP tool
+ * error shows `toldCode` (http/mcp/tool-result.ts); the administrative
+ * surface answers `status`, with a problem document for a 4xx
+ * (http/admin/failure-answer.ts). A message given to a 4xx code, or to one
+ * a client is told, is a sentence written for that client: it reaches it.
+ *
  * Errors cross threads as data (`ErrorPayload`), never as `Error` objects:
  * structured clone drops custom fields such as `code`.
  *
@@ -20,6 +26,13 @@ type Row = {
   readonly retryable: boolean;
   /** Five-digit public code of the spec, or null when the code stays internal. */
   readonly public: number | null;
+  /**
+   * Set where a client is told only that something went wrong (54001) and
+   * the error itself stays in the log: E_INTERNAL, whose message may quote
+   * anything, and the chat provider's codes, which the spec keeps for the
+   * log (agent-surface "Errors": 71001–73001 logged, the client sees 54001).
+   */
+  readonly undiagnosed?: true;
   /** Constant message; never carries mail content, secrets or addresses. */
   readonly msg: string;
 };
@@ -28,6 +41,10 @@ export const Codes = {
   // Configuration
   E_CONFIG_INVALID: { status: 500, retryable: false, public: null, msg: 'Configuration is invalid' },
   E_CONFIG_SECRET_UNREADABLE: { status: 500, retryable: false, public: null, msg: 'A secret reference could not be read' },
+
+  // The HTTP edge: a request refused for its shape (a problem document on the administrative surface, empty on MCP)
+  E_HTTP_BAD_REQUEST: { status: 400, retryable: false, public: null, msg: 'The request is invalid' },
+  E_HTTP_BODY_TOO_LARGE: { status: 413, retryable: false, public: null, msg: "The request body is larger than the route's limit" },
 
   // Protocol between threads
   E_PROTOCOL_INVALID: { status: 500, retryable: false, public: null, msg: 'A message between threads failed validation' },
@@ -63,6 +80,8 @@ export const Codes = {
   E_IMAP_PROTOCOL: { status: 502, retryable: true, public: null, msg: 'The mail server answered in a way the client could not use' },
   E_OAUTH_REFRESH_MISSING: { status: 502, retryable: false, public: null, msg: 'No mailbox refresh token is stored for this account' },
   E_OAUTH_REFRESH_REFUSED: { status: 502, retryable: false, public: null, msg: 'The token endpoint refused the stored refresh token' },
+  // A dead-lettered mailbox change's failure code (actors/imap-sync/change-journal.ts): the server answered NO, so no retry.
+  E_CHANGE_REFUSED: { status: 502, retryable: false, public: null, msg: 'The mail server refused the change' },
 
   // Embedding provider (classified in one place: actors/embedding/openai-compatible.ts; internal, never shown to agents)
   E_EMBED_CREDENTIAL_REFUSED: { status: 502, retryable: false, public: null, msg: 'The embedding provider refused the credential' },
@@ -109,7 +128,7 @@ export const Codes = {
   },
   E_NOT_FOUND: { status: 404, retryable: false, public: 53001, msg: 'No such account, folder or email is available to this caller' },
   E_SEND_POLICY_REFUSED: { status: 403, retryable: false, public: 53002, msg: "A recipient is not permitted by this deployment's sending policy" },
-  E_INTERNAL: { status: 500, retryable: false, public: 54001, msg: 'Something went wrong; the reason is in the server log' },
+  E_INTERNAL: { status: 500, retryable: false, public: 54001, undiagnosed: true, msg: 'Something went wrong; the reason is in the server log' },
   E_CONTENT_DAMAGED: { status: 500, retryable: false, public: 55001, msg: 'The stored content of this email is missing or damaged' },
   E_ASK_FAILED: { status: 502, retryable: true, public: 54001, msg: 'The question could not be answered; the reason is in the server log' },
   E_ASK_UNAVAILABLE: { status: 503, retryable: true, public: 56001, msg: 'Questions over mail cannot be answered now' },
@@ -121,9 +140,9 @@ export const Codes = {
     public: 58001,
     msg: 'It is too late for that: transmission has begun or the message already ended',
   },
-  E_LLM_CREDENTIAL_REFUSED: { status: 502, retryable: false, public: 71001, msg: 'The chat provider refused the credential' },
-  E_LLM_NO_ANSWER: { status: 504, retryable: true, public: 72001, msg: 'The chat provider did not answer' },
-  E_LLM_NO_TEXT: { status: 502, retryable: true, public: 73001, msg: 'The chat provider produced no text' },
+  E_LLM_CREDENTIAL_REFUSED: { status: 502, retryable: false, public: 71001, undiagnosed: true, msg: 'The chat provider refused the credential' },
+  E_LLM_NO_ANSWER: { status: 504, retryable: true, public: 72001, undiagnosed: true, msg: 'The chat provider did not answer' },
+  E_LLM_NO_TEXT: { status: 502, retryable: true, public: 73001, undiagnosed: true, msg: 'The chat provider produced no text' },
 } as const satisfies Record<string, Row>;
 
 export type Code = keyof typeof Codes;
@@ -131,6 +150,19 @@ export const codeNames = Object.keys(Codes) as Code[];
 
 export function isCode(value: string): value is Code {
   return Object.hasOwn(Codes, value);
+}
+
+/** The five-digit code a client is given for an undiagnosed failure: the reason is only in the log. */
+export const UNDIAGNOSED = Codes.E_INTERNAL.public;
+
+/**
+ * The five-digit code a client is told for `code`, or null when the client
+ * is told only that something went wrong (UNDIAGNOSED): the code is
+ * internal, or its public code is for the log only.
+ */
+export function toldCode(code: Code): number | null {
+  const row: Row = Codes[code];
+  return row.undiagnosed === true ? null : row.public;
 }
 
 /** What crosses a thread boundary in place of an `Error`. */

@@ -26,7 +26,7 @@
 import type { ImapFlow } from 'imapflow';
 import { z } from 'zod';
 import type { ActorContext } from '../../runtime/actor.ts';
-import { AppError } from '../../runtime/errors.ts';
+import { AppError, type Code } from '../../runtime/errors.ts';
 import { dropJob, jobById, jobIdOf, jobRetryDelayMs, MAX_JOB_ATTEMPTS, recordAttemptFailure, retryJob, type JobFailure } from '../../runtime/store/jobs.ts';
 import {
   CHANGE_JOB_TYPE,
@@ -214,7 +214,7 @@ async function applyPlacementStep(state: JournalState, ctx: ActorContext, client
 }
 
 function refusal(reason: RefusalReason): JobFailure {
-  return { classification: 'server-refused', code: 'E_CHANGE_REFUSED', reason: REFUSALS[reason] };
+  return { classification: 'server-refused', code: 'E_CHANGE_REFUSED' satisfies Code, reason: REFUSALS[reason] };
 }
 
 function attemptFailed(state: JournalState, ctx: ActorContext, change: JournalEntry, err: unknown): void {

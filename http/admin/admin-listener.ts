@@ -13,7 +13,9 @@
  *   published permission (403 problem document, counted by recordRefusal)
  *   → body (writes: application/json, else 400; past the route's limit, 413;
  *   a route taking no input also takes no body at all, read as `{}`)
- *   → use case, which checks again (same 403 shape) → answer.
+ *   → use case, which checks again (same 403 shape) → answer. A use case's
+ *   failure is answered with its status in the error table, through
+ *   problem.ts `failureAnswerOf` (an actor's time-out is 504, its absence 503).
  *
  * The limiter stands before the credential check (admin-surface
  * "Authentication" 3: the credential is judged behind the rate limiter):
@@ -37,11 +39,10 @@ import { admit, admitCredential, ANSWERED, answerEmpty, answerUnauthenticated, c
 import { effectiveOrigin } from '../proxy.ts';
 import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
-import { answerForbidden, answerInvalid, answerJson, answerNotFound, answerTooLarge } from './problem.ts';
+import { answerForbidden, answerInvalid, answerJson, answerProblem, answerTooLarge, failureAnswerOf } from './problem.ts';
 import { WRITE_BODY_BYTES, type AdminDeps, type Route } from './route.ts';
 import { ROUTES } from './routes/index.ts';
 import { ADMIN_PREFIX } from './routes/prefix.ts';
-import { InvalidRequest, NotFound } from './use-cases/guard.ts';
 
 export { ADMIN_PREFIX };
 
@@ -139,23 +140,22 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
       else answerJson(res, 200, answer.json);
     } catch (err) {
       if (admitted.timedOut()) return;
-      if (err instanceof InvalidRequest) return answerInvalid(res, err.message);
-      if (err instanceof NotFound) return answerNotFound(res, err.message);
-      if (err instanceof AppError && err.code === 'E_APP_REFUSED') {
-        const permission = err.details?.permission;
-        if (typeof permission !== 'string') return answerUnauthenticated(res, metadataUrl);
-        recordRefusal(log, { surface: 'admin', target: `${route.method} ${route.path}`, permission, principal });
-        return answerForbidden(res, permission);
+      // Anything but an AppError is a defect: the pipeline logs it by type and answers the empty 500.
+      if (!(err instanceof AppError)) throw err;
+      const target = `${route.method} ${route.path}`;
+      const answer = failureAnswerOf(err);
+      switch (answer.kind) {
+        case 'forbidden':
+          recordRefusal(log, { surface: 'admin', target, permission: answer.problem.permission, principal });
+          return answerProblem(res, answer.problem);
+        case 'unauthenticated':
+          return answerUnauthenticated(res, metadataUrl);
+        case 'problem':
+          return answerProblem(res, answer.problem);
+        case 'empty':
+          logFailure(log, route, err, answer.status);
+          return answerEmpty(res, answer.status);
       }
-      if (err instanceof AppError && err.code === 'E_KEYRING_MISSING') {
-        log.error({ event: 'admin.keyring-missing', route: `${route.method} ${route.path}`, setting: 'DataEncryption:KeyRing' }, 'admin.keyring-missing');
-        return answerEmpty(res, 500);
-      }
-      if (err instanceof AppError && (err.code === 'E_ACTOR_DOWN' || err.code === 'E_ACTOR_STOPPING' || err.code === 'E_ACTOR_MAILBOX_FULL')) {
-        log.warn({ event: 'admin.unavailable', route: `${route.method} ${route.path}`, code: err.code }, 'admin.unavailable');
-        return answerEmpty(res, 503);
-      }
-      throw err;
     }
   };
 
@@ -221,6 +221,23 @@ function queryOf(url: string | undefined): Record<string, string> | null {
     out[name] = value;
   }
   return out;
+}
+
+/**
+ * A route's failure answered with an empty 5xx, logged once by code: the
+ * setting to write where one is missing; 503 and 504 (the part doing the
+ * work is not running, or did not answer in time) at warn, since asking
+ * again may succeed; any other at error with its constant message.
+ */
+function logFailure(log: Logger, route: Route, err: AppError, status: number): void {
+  const target = `${route.method} ${route.path}`;
+  if (err.code === 'E_KEYRING_MISSING') {
+    log.error({ event: 'admin.keyring-missing', route: target, setting: 'DataEncryption:KeyRing' }, 'admin.keyring-missing');
+  } else if (status === 503 || status === 504) {
+    log.warn({ event: 'admin.unavailable', route: target, code: err.code }, 'admin.unavailable');
+  } else {
+    log.error({ err, event: 'http.failed', route: route.path }, 'http.failed');
+  }
 }
 
 /** A request declaring no body: a zero Content-Length, or neither a length nor chunks (RFC 9112 6.3). */

@@ -17,14 +17,14 @@
  * Pure apart from the key. Importable by admin use cases.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { InvalidRequest } from './use-cases/guard.ts';
+import { invalidRequest } from './use-cases/guard.ts';
 
 export type Position = ReadonlyArray<string | number>;
 
 export type Cursors = {
   /** A cursor resuming after `position`, for the page `route` under `filters`. */
   issue(route: string, filters: Readonly<Record<string, unknown>>, position: Position): string;
-  /** The position a cursor resumes after; InvalidRequest (400) when not ours, or issued under other filters. */
+  /** The position a cursor resumes after; the 400 (invalidRequest) when not ours, or issued under other filters. */
   read(route: string, filters: Readonly<Record<string, unknown>>, cursor: string): Position;
 };
 
@@ -43,12 +43,12 @@ export function createCursors(key: Buffer): Cursors {
       return Buffer.from(`${body}.${tag(body).toString('base64url')}`).toString('base64url');
     },
     read(route, filters, cursor) {
-      if (cursor.length > 2_000 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw new InvalidRequest(NOT_ISSUED_HERE);
+      if (cursor.length > 2_000 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalidRequest(NOT_ISSUED_HERE);
       const text = Buffer.from(cursor, 'base64url').toString('latin1');
       // One spelling per cursor: trailing bits or stray characters are refused.
-      if (Buffer.from(text, 'latin1').toString('base64url') !== cursor) throw new InvalidRequest(NOT_ISSUED_HERE);
+      if (Buffer.from(text, 'latin1').toString('base64url') !== cursor) throw invalidRequest(NOT_ISSUED_HERE);
       const parts = text.split('.');
-      if (parts.length !== 5) throw new InvalidRequest(NOT_ISSUED_HERE);
+      if (parts.length !== 5) throw invalidRequest(NOT_ISSUED_HERE);
       const [version, name, issuedFor, position, sent] = parts as [string, string, string, string, string];
       const expected = tag(parts.slice(0, 4).join('.'));
       const given = Buffer.from(sent, 'base64url');
@@ -59,11 +59,11 @@ export function createCursors(key: Buffer): Cursors {
         version !== VERSION ||
         name !== routeName(route)
       ) {
-        throw new InvalidRequest(NOT_ISSUED_HERE);
+        throw invalidRequest(NOT_ISSUED_HERE);
       }
-      if (issuedFor !== digest(filters)) throw new InvalidRequest(OTHER_FILTERS);
+      if (issuedFor !== digest(filters)) throw invalidRequest(OTHER_FILTERS);
       const value: unknown = JSON.parse(Buffer.from(position, 'base64url').toString('utf8'));
-      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' || typeof v === 'number')) throw new InvalidRequest(NOT_ISSUED_HERE);
+      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' || typeof v === 'number')) throw invalidRequest(NOT_ISSUED_HERE);
       return value as Position;
     },
   };

@@ -23,7 +23,7 @@ import type { Askable } from '../../runtime/ref.ts';
 import { EMBEDDING_ID, type EmbeddingAsk, PlacedQuery } from '../../actors/embedding/protocol.ts';
 import { OUTBOX_ID } from '../../actors/outbox/protocol.ts';
 import { ANSWERING_ID, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
-import { AppError } from '../../runtime/errors.ts';
+import { AppError, Codes } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
@@ -109,7 +109,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
     if (req.method !== 'POST') return answerEmpty(res, 405, { Allow: 'POST' });
     const body = await readJson(req, res, MAX_BODY_BYTES);
     if (body.kind === 'gone' || admitted.timedOut()) return;
-    if (body.kind === 'too-large') return answerEmpty(res, 413);
+    if (body.kind === 'too-large') return answerEmpty(res, Codes.E_HTTP_BODY_TOO_LARGE.status);
     if (body.kind === 'malformed') return answerParseError(res);
     await handleMcpRequest(req, res, body.value, {
       tools,

@@ -14,7 +14,8 @@
  * ended in error (with its five-digit code), and its duration; nothing the
  * caller wrote. An undiagnosed failure is logged at error level (class,
  * code and frames: runtime/log.ts) with a trace id the caller also
- * receives, and answered 54001.
+ * receives, and answered 54001. Which code a failure shows is the error
+ * table's (tool-result.ts `toolFailure`).
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -28,7 +29,7 @@ import { describeIssues } from '../../runtime/input-issues.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { holds, recordRefusal, type Principal } from '../auth/principal.ts';
 import { JsonExchangeTransport } from './json-exchange.ts';
-import { toolRefusal, toolSuccess, publicCodeOf } from './tool-result.ts';
+import { toolFailure, toolSuccess } from './tool-result.ts';
 import type { Tool, ToolContext } from './tools.ts';
 
 export type McpExchange = {
@@ -114,16 +115,10 @@ async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promi
     if (!parsed.success) throw new AppError('E_TOOL_INVALID_INPUT', { message: `The tool input is invalid: ${describeIssues(parsed.error, 'input')}` });
     result = toolSuccess(await tool.run(parsed.data, exchange.context));
   } catch (err) {
-    const known = err instanceof AppError && err.publicCode !== null && err.code !== 'E_INTERNAL';
-    if (known) {
-      code = publicCodeOf(err.code);
-      result = toolRefusal(err);
-    } else {
-      const traceId = randomBytes(8).toString('hex');
-      code = 54001;
-      exchange.log.error({ err, event: 'mcp.tool-failed', tool: tool.name, traceId }, 'mcp.tool-failed');
-      result = toolRefusal(new AppError('E_INTERNAL'), traceId);
-    }
+    const failure = toolFailure(err, () => randomBytes(8).toString('hex'));
+    code = failure.code;
+    result = failure.result;
+    if (failure.kind === 'undiagnosed') exchange.log.error({ err, event: 'mcp.tool-failed', tool: tool.name, traceId: failure.traceId }, 'mcp.tool-failed');
   }
   const durationMs = Math.round((performance.now() - started) * 10) / 10;
   exchange.log.info({ event: 'mcp.tool-call', tool: tool.name, isError: code !== null, ...(code !== null ? { code } : {}), durationMs }, 'mcp.tool-call');

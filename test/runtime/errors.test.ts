@@ -1,7 +1,7 @@
 /** The error table and docs/errors.md stay in step; errors cross threads as data. */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import t from 'tap';
-import { AppError, Codes, fromPayload, toPayload } from '../../runtime/errors.ts';
+import { AppError, Codes, fromPayload, isCode, toPayload } from '../../runtime/errors.ts';
 import { withCurrentTable } from '../../runtime/errors-doc.ts';
 
 t.test('docs/errors.md carries the current table (npm run docs:errors rewrites it)', async (t) => {
@@ -42,4 +42,24 @@ t.test('errors cross threads as plain data; unknown errors become E_INTERNAL wit
   t.equal(foreign.code, 'E_INTERNAL');
   t.notMatch(JSON.stringify(foreign), /alice|quarterly/, 'a foreign message never crosses');
   t.equal(fromPayload({ code: 'E_NOT_A_CODE', message: 'x', retryable: false }).code, 'E_INTERNAL');
+});
+
+t.test('every code the source names is a row of the table (nothing invents codes outside it)', async (t) => {
+  const root = new URL('../../', import.meta.url);
+  const unknown: string[] = [];
+  let named = 0;
+  for (const dir of ['actors', 'bin', 'cli', 'config', 'http', 'runtime', 'service']) {
+    for (const file of readdirSync(new URL(dir, root), { recursive: true, encoding: 'utf8' })) {
+      if (!file.endsWith('.ts')) continue;
+      const text = readFileSync(new URL(`${dir}/${file}`, root), 'utf8');
+      // A quoted whole code; a family test (`startsWith('E_OAUTH')`) names a prefix, not a code.
+      for (const [, family, code] of text.matchAll(/(startsWith\()?['"`](E_[A-Z][A-Z0-9_]*[A-Z0-9])['"`]/g)) {
+        named += 1;
+        const known = family ? Object.keys(Codes).some((c) => c.startsWith(code!)) : isCode(code!);
+        if (!known) unknown.push(`${dir}/${file}: ${code}`);
+      }
+    }
+  }
+  t.ok(named > 100, `the scan found the codes in use (${named})`);
+  t.same(unknown, [], 'no code outside runtime/errors.ts');
 });

@@ -6,19 +6,19 @@
  * use cases (mutation-audit.ts, answering-audit.ts) import it.
  */
 import { NOT_ISSUED_HERE, type Cursors } from '../cursor.ts';
-import { InvalidRequest } from './guard.ts';
+import { invalidRequest } from './guard.ts';
 
 export const EMPTY_RANGE = 'The range ends where it begins or earlier; send a before later than from, or leave one of them out.';
 
 /** `from` (inclusive) and `before` (exclusive), epoch ms: refused when the range is empty. */
 export function checkRange(from: number | undefined, before: number | undefined): void {
-  if (from !== undefined && before !== undefined && before <= from) throw new InvalidRequest(EMPTY_RANGE);
+  if (from !== undefined && before !== undefined && before <= from) throw invalidRequest(EMPTY_RANGE);
 }
 
 /** Our own signature vouches for the cursor; its position is still checked before it reaches SQL. */
 export function positionOf(position: ReadonlyArray<string | number>): [number, number] {
   const [endedAt, id] = position;
-  if (position.length !== 2 || !Number.isSafeInteger(endedAt) || !Number.isSafeInteger(id) || (id as number) < 1) throw new InvalidRequest(NOT_ISSUED_HERE);
+  if (position.length !== 2 || !Number.isSafeInteger(endedAt) || !Number.isSafeInteger(id) || (id as number) < 1) throw invalidRequest(NOT_ISSUED_HERE);
   return [endedAt as number, id as number];
 }
 

@@ -15,7 +15,7 @@ import type { Principal } from '../../auth/principal.ts';
 import { NOT_ISSUED_HERE } from '../cursor.ts';
 import type { AdminDeps } from '../route.ts';
 import { ADMIN_PREFIX } from '../routes/prefix.ts';
-import { InvalidRequest, requirePrincipal } from './guard.ts';
+import { invalidRequest, requirePrincipal } from './guard.ts';
 import { configuredAccount } from './scope.ts';
 
 /** The page's path, which its cursors are bound to. */
@@ -60,7 +60,7 @@ export async function decideDeadLetter(
 ): Promise<JobDecisionAnswer> {
   requirePrincipal(principal, 'service.admin.operate');
   const row = jobRowOf(body.job);
-  if (row === null) throw new InvalidRequest(JOB_SHAPE);
+  if (row === null) throw invalidRequest(JOB_SHAPE);
   const lookup = { type: 'mail-query.job', store: storeSlice(deps.config), accounts: deps.config.Accounts.map((a) => a.Id), job: row } as const;
   const { account } = await deps.queryPool.ask(lookup, { reply: JobLookupReply, deadlineMs });
   if (account === null) return { job: body.job, outcome: 'JobUnknown' };
@@ -73,6 +73,6 @@ export const JOB_SHAPE = 'Name the job in job as the dead-letter listing gives i
 /** Our own signature vouches for the cursor; its position is still checked before it reaches SQL. */
 function positionOf(position: ReadonlyArray<string | number>): [number, number] {
   const [at, id] = position;
-  if (position.length !== 2 || !Number.isSafeInteger(at) || !Number.isSafeInteger(id) || (id as number) < 1) throw new InvalidRequest(NOT_ISSUED_HERE);
+  if (position.length !== 2 || !Number.isSafeInteger(at) || !Number.isSafeInteger(id) || (id as number) < 1) throw invalidRequest(NOT_ISSUED_HERE);
   return [at as number, id as number];
 }

@@ -26,7 +26,7 @@ import {
 import { AppError } from '../../../runtime/errors.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { AdminDeps } from '../route.ts';
-import { InvalidRequest, requirePrincipal } from './guard.ts';
+import { invalidRequest, requirePrincipal } from './guard.ts';
 
 type Deps = Pick<AdminDeps, 'actor'>;
 
@@ -50,7 +50,7 @@ export async function activate(deps: Deps, principal: Principal | null, deadline
     return await ask(deps, { type: 'embedding.activate' }, ActivationResult, deadlineMs);
   } catch (err) {
     // The code's sentence names the settings to write; nothing of the request is in it.
-    if (err instanceof AppError && err.code === 'E_EMBED_NOT_DECLARED') throw new InvalidRequest(err.message);
+    if (err instanceof AppError && err.code === 'E_EMBED_NOT_DECLARED') throw invalidRequest(err.message);
     throw err;
   }
 }

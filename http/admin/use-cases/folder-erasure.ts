@@ -13,7 +13,7 @@ import { ErasePassReply, syncActorId } from '../../../actors/imap-sync/protocol.
 import { AppError } from '../../../runtime/errors.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { AdminDeps } from '../route.ts';
-import { InvalidRequest, requirePrincipal } from './guard.ts';
+import { invalidRequest, requirePrincipal } from './guard.ts';
 import { configuredAccount, requiredFolder } from './scope.ts';
 
 /**
@@ -37,8 +37,8 @@ export async function eraseFolderPass(
   const account = configuredAccount(deps.config, request.account);
   const folder = requiredFolder(request.folder);
   const index = deps.config.Accounts.findIndex((a) => a.Id === account);
-  const stillMirrored = (): InvalidRequest =>
-    new InvalidRequest(`The folder ${folder} of account ${account} is still mirrored; remove it from Accounts:${index}:Folders and restart, then erase it.`);
+  const stillMirrored = (): AppError =>
+    invalidRequest(`The folder ${folder} of account ${account} is still mirrored; remove it from Accounts:${index}:Folders and restart, then erase it.`);
   // The configuration read at startup is what the account mirrors, even before its first run made a binding.
   if (deps.config.Accounts[index]!.Folders.some((f) => f.Alias === folder)) throw stillMirrored();
   try {

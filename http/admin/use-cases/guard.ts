@@ -6,21 +6,23 @@
  * listener answers in the same 403 shape as the filter's. A use case reached
  * under no principal at all is refused with no permission named.
  *
- * `InvalidRequest` carries the sentence of a 400: what to change;
- * `NotFound` the sentence of the 404 of a route naming a record in its path.
+ * `invalidRequest` is the 400 (E_HTTP_BAD_REQUEST) whose sentence says
+ * what to change; `notFound` the 404 (E_NOT_FOUND) of a route naming a
+ * record in its path. Both are AppErrors: the listener answers every
+ * failure by its code's row in the error table, with no class of its own.
  */
 import { AppError } from '../../../runtime/errors.ts';
 import { holds, type Principal } from '../../auth/principal.ts';
 import type { AdminPermission } from '../route.ts';
 
-/** A request the use case refuses as invalid; `message` is the sentence of the 400 (what to change). */
-export class InvalidRequest extends Error {
-  override readonly name = 'InvalidRequest';
+/** A request the use case refuses as invalid; `sentence` is the 400's detail (what to change), never text the caller sent beyond an identifier. */
+export function invalidRequest(sentence: string): AppError {
+  return new AppError('E_HTTP_BAD_REQUEST', { message: sentence });
 }
 
-/** A route naming a record in its path found none by that name: `message` is the sentence of the 404 (a problem document). */
-export class NotFound extends Error {
-  override readonly name = 'NotFound';
+/** A route naming a record in its path found none by that name: `sentence` is the 404's detail (a problem document). */
+export function notFound(sentence: string): AppError {
+  return new AppError('E_NOT_FOUND', { message: sentence });
 }
 
 /** The principal, or E_APP_REFUSED: no principal at all, or (when named) a permission not held. */
@@ -41,5 +43,5 @@ export function requireAccount(accounts: ReadonlySet<string> | readonly string[]
   const known = accounts instanceof Set ? accounts.has(account) : (accounts as readonly string[]).includes(account);
   if (known) return account;
   const named = /^[A-Za-z0-9._@-]{1,64}$/.test(account) ? ` '${account}'` : ' by that name';
-  throw new InvalidRequest(`The deployment configures no mail account named${named}; name one of the configured Accounts:Id values.`);
+  throw invalidRequest(`The deployment configures no mail account named${named}; name one of the configured Accounts:Id values.`);
 }

@@ -35,7 +35,7 @@ import type { Principal } from '../../auth/principal.ts';
 import { NOT_ISSUED_HERE } from '../cursor.ts';
 import type { AdminDeps } from '../route.ts';
 import { ADMIN_PREFIX } from '../routes/prefix.ts';
-import { InvalidRequest, NotFound, requirePrincipal } from './guard.ts';
+import { invalidRequest, notFound, requirePrincipal } from './guard.ts';
 import { configuredAccount } from './scope.ts';
 
 /** The listing's path, which its cursors are bound to. */
@@ -83,14 +83,14 @@ export async function listOutbox(
   return { outgoingEmails: page.outgoingEmails, ...(page.next !== null ? { nextCursor: deps.cursors.issue(OUTBOX_PATH, filters, [page.next]) } : {}) };
 }
 
-/** One send with its recipients; NotFound (404) for text that names no send, or a send the deployment does not hold. */
+/** One send with its recipients; the 404 problem (notFound) for text that names no send, or a send the deployment does not hold. */
 export async function showOutgoingEmail(deps: Reads, principal: Principal | null, id: string, deadlineMs: number): Promise<OutgoingEmailDetail> {
   requirePrincipal(principal, 'service.admin.audit.read');
   const row = outgoingRowOf(id);
-  if (row === null) throw new NotFound(OUTGOING_NOT_FOUND);
+  if (row === null) throw notFound(OUTGOING_NOT_FOUND);
   const request = { type: 'mail-query.outgoing-email', store: storeSlice(deps.config), accounts: configuredAccounts(deps), outgoing: row } as const;
   const { outgoingEmail } = await deps.queryPool.ask(request, { reply: OutgoingEmailReply, deadlineMs });
-  if (outgoingEmail === null) throw new NotFound(OUTGOING_NOT_FOUND);
+  if (outgoingEmail === null) throw notFound(OUTGOING_NOT_FOUND);
   return outgoingEmail;
 }
 
@@ -108,7 +108,7 @@ export async function decideOutgoingEmail(
 ): Promise<OutboxDecisionAnswer> {
   const caller = requirePrincipal(principal, 'service.admin.operate');
   const row = outgoingRowOf(body.outgoingEmail);
-  if (row === null) throw new InvalidRequest(OUTGOING_SHAPE);
+  if (row === null) throw invalidRequest(OUTGOING_SHAPE);
   const lookup = { type: 'mail-query.outgoing-lookup', store: storeSlice(deps.config), accounts: configuredAccounts(deps), outgoing: row } as const;
   const { account } = await deps.queryPool.ask(lookup, { reply: OutgoingLookupReply, deadlineMs });
   if (account === null) return { outgoingEmail: body.outgoingEmail, outcome: 'RecordUnknown' };
@@ -123,6 +123,6 @@ export async function decideOutgoingEmail(
 /** Our own signature vouches for the cursor; its position is still checked before it reaches SQL. */
 function positionOf(position: ReadonlyArray<string | number>): number {
   const [id] = position;
-  if (position.length !== 1 || !Number.isSafeInteger(id) || (id as number) < 1) throw new InvalidRequest(NOT_ISSUED_HERE);
+  if (position.length !== 1 || !Number.isSafeInteger(id) || (id as number) < 1) throw invalidRequest(NOT_ISSUED_HERE);
   return id as number;
 }

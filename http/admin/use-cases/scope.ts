@@ -11,7 +11,7 @@ import { syncActorId, type SyncMessage } from '../../../actors/imap-sync/protoco
 import type { Config } from '../../../config/schema.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { AdminDeps, AdminPermission } from '../route.ts';
-import { InvalidRequest, requireAccount, requirePrincipal } from './guard.ts';
+import { invalidRequest, requireAccount, requirePrincipal } from './guard.ts';
 
 /** What an alias looks like (the `slug` of config/schema/fields.ts). */
 export const ALIAS_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -37,13 +37,13 @@ export function configuredAccount(config: Config, account: string): string {
 /** The alias, or null for "every folder": absent and blank are the same omission. */
 export function optionalFolder(folder: string | null | undefined): string | null {
   if (folder === undefined || folder === null || folder.trim() === '') return null;
-  if (!ALIAS_PATTERN.test(folder)) throw new InvalidRequest(FOLDER_SHAPE_OR_OMIT);
+  if (!ALIAS_PATTERN.test(folder)) throw invalidRequest(FOLDER_SHAPE_OR_OMIT);
   return folder;
 }
 
 export function requiredFolder(folder: string | null | undefined): string {
-  if (folder === undefined || folder === null || folder.trim() === '') throw new InvalidRequest(FOLDER_REQUIRED);
-  if (!ALIAS_PATTERN.test(folder)) throw new InvalidRequest(FOLDER_SHAPE);
+  if (folder === undefined || folder === null || folder.trim() === '') throw invalidRequest(FOLDER_REQUIRED);
+  if (!ALIAS_PATTERN.test(folder)) throw invalidRequest(FOLDER_SHAPE);
   return folder;
 }
 

@@ -21,7 +21,7 @@ t.test('bound to route, filters and deployment', async (t) => {
     [1_700_000_000_000, 42],
     'member order and the cursor itself do not matter',
   );
-  t.throws(() => ours.read(route, { ...filters, mutation: 'copy' }, cursor), { name: 'InvalidRequest', message: OTHER_FILTERS });
+  t.throws(() => ours.read(route, { ...filters, mutation: 'copy' }, cursor), { code: 'E_HTTP_BAD_REQUEST', message: OTHER_FILTERS });
   t.throws(() => ours.read(route, { account: 'pat' }, cursor), { message: OTHER_FILTERS }, 'a filter dropped is another filter');
   t.throws(() => theirs.read(route, filters, cursor), { message: NOT_ISSUED_HERE }, 'another deployment');
   t.throws(() => ours.read('/api/admin/jobs/dead-letters', filters, cursor), { message: NOT_ISSUED_HERE }, 'another page');

@@ -53,15 +53,15 @@ t.test('dead-letter use cases ask again', async (t) => {
   await t.rejects(decideDeadLetter(deps, reader, { job: 'j1' }, 'retry', 1_000), refusal('service.admin.operate'));
   await t.rejects(decideDeadLetter(deps, reader, { job: 'j1' }, 'drop', 1_000), refusal('service.admin.operate'));
   await t.rejects(listDeadLetters(deps, reader, { account: 'nobody', pageSize: 50 }, 1_000), {
-    name: 'InvalidRequest',
+    code: 'E_HTTP_BAD_REQUEST',
     message: /configures no mail account named 'nobody'/,
   });
   const foreign = createCursors(randomBytes(32)).issue(DEAD_LETTERS_PATH, { type: undefined, account: undefined }, [1, 1]);
   await t.rejects(listDeadLetters(deps, reader, { pageSize: 50, cursor: foreign }, 1_000), {
-    name: 'InvalidRequest',
+    code: 'E_HTTP_BAD_REQUEST',
     message: /not issued by this deployment/,
   });
-  await t.rejects(decideDeadLetter(deps, operator, { job: '42' }, 'retry', 1_000), { name: 'InvalidRequest', message: /such as j42/ });
+  await t.rejects(decideDeadLetter(deps, operator, { job: '42' }, 'retry', 1_000), { code: 'E_HTTP_BAD_REQUEST', message: /such as j42/ });
   t.same(asked, [], 'no refusal reached the pool or an actor');
 
   t.same(await listDeadLetters(deps, reader, { pageSize: 50 }, 1_000), { jobs: [] }, 'no nextCursor when nothing follows');

@@ -90,7 +90,7 @@ t.test('maintenance and audit use cases ask again', async (t) => {
 
   // Invalid requests, before anything is asked.
   const everything = holding(...ALL);
-  const invalid = (message: RegExp) => ({ name: 'InvalidRequest', message });
+  const invalid = (message: RegExp) => ({ code: 'E_HTTP_BAD_REQUEST', message });
   await t.rejects(rewindAssessment(deps, everything, { account: 'nobody' }, 1_000), invalid(/configures no mail account named 'nobody'/));
   await t.rejects(rewind(deps, everything, { account: 'pat', folder: 'INBOX/Sub' }, 1_000), invalid(/^Send folder as a folder alias .*or leave it out/));
   await t.rejects(requestRederivation(deps, everything, { account: 'pat', folder: 'a b' }, 1_000), invalid(/^Send folder as a folder alias/));

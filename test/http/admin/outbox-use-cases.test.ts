@@ -4,7 +4,7 @@
  * with the permission; without a principal, none named); an unconfigured
  * account, a foreign cursor, a cursor under other filters and a body
  * naming no send are invalid requests; text naming no send on the detail
- * is NotFound; none of these reaches the pool or an actor. A send the pool
+ * is the 404 (E_NOT_FOUND); none of these reaches the pool or an actor. A send the pool
  * does not find is RecordUnknown without asking the actor; one it finds is
  * decided by the outbox actor, told the send's row, the caller's identity
  * as `by`, `requester: null` (cancel) or the refusal restated (requeue),
@@ -89,28 +89,37 @@ t.test('outbox use cases', async (t) => {
     await t.rejects(decideOutgoingEmail(deps, auditor, { outgoingEmail: 'o7' }, 'requeue', 1_000), refusal('service.admin.operate'));
     await t.rejects(decideOutgoingEmail(deps, null, { outgoingEmail: 'o7' }, 'requeue', 1_000), refusal(undefined));
     await t.rejects(listOutbox(deps, reader, { account: 'nobody', pageSize: 50 }, 1_000), {
-      name: 'InvalidRequest',
+      code: 'E_HTTP_BAD_REQUEST',
       message: /configures no mail account named 'nobody'/,
     });
     const foreign = createCursors(randomBytes(32)).issue(OUTBOX_PATH, {}, [5]);
-    await t.rejects(listOutbox(deps, reader, { pageSize: 50, cursor: foreign }, 1_000), { name: 'InvalidRequest', message: /not issued by this deployment/ });
+    await t.rejects(listOutbox(deps, reader, { pageSize: 50, cursor: foreign }, 1_000), {
+      code: 'E_HTTP_BAD_REQUEST',
+      message: /not issued by this deployment/,
+    });
     const otherFilters = cursors.issue(OUTBOX_PATH, { account: 'pat' }, [5]);
-    await t.rejects(listOutbox(deps, reader, { pageSize: 50, cursor: otherFilters }, 1_000), { name: 'InvalidRequest', message: /issued under other filters/ });
+    await t.rejects(listOutbox(deps, reader, { pageSize: 50, cursor: otherFilters }, 1_000), {
+      code: 'E_HTTP_BAD_REQUEST',
+      message: /issued under other filters/,
+    });
     await t.rejects(listOutbox(deps, reader, { account: 'pat', stage: 'Sent', pageSize: 50, cursor: otherFilters }, 1_000), {
-      name: 'InvalidRequest',
+      code: 'E_HTTP_BAD_REQUEST',
       message: /issued under other filters/,
     });
     const badPosition = cursors.issue(OUTBOX_PATH, {}, [0]);
     await t.rejects(listOutbox(deps, reader, { pageSize: 50, cursor: badPosition }, 1_000), {
-      name: 'InvalidRequest',
+      code: 'E_HTTP_BAD_REQUEST',
       message: /not issued by this deployment/,
     });
     for (const text of ['12', 'o0', 'x', '', 'o12/recipients']) {
-      await t.rejects(showOutgoingEmail(deps, auditor, text, 1_000), { name: 'NotFound', message: /holds no send of a configured account by that identifier/ });
+      await t.rejects(showOutgoingEmail(deps, auditor, text, 1_000), {
+        code: 'E_NOT_FOUND',
+        message: /holds no send of a configured account by that identifier/,
+      });
     }
     for (const text of ['12', 'o0', 'O12', '']) {
       await t.rejects(decideOutgoingEmail(deps, operator, { outgoingEmail: text }, 'cancel', 1_000), {
-        name: 'InvalidRequest',
+        code: 'E_HTTP_BAD_REQUEST',
         message: 'Name the send in outgoingEmail as the outbox listing gives it: o followed by digits, such as o12.',
       });
     }
@@ -139,7 +148,7 @@ t.test('outbox use cases', async (t) => {
     await t.rejects(listOutbox(deps, reader, { stage: 'Recorded', pageSize: 1, cursor: page.nextCursor }, 1_000), { message: /other filters/ });
     t.match(await showOutgoingEmail(deps, auditor, 'o7', 1_000), { outgoingEmail: 'o7', recipients: [] });
     t.match(asked.at(-1), { to: 'mail-query', msg: { type: 'mail-query.outgoing-email', outgoing: 7, accounts: ['pat', 'quinn'] } });
-    await t.rejects(showOutgoingEmail(deps, auditor, 'o8', 1_000), { name: 'NotFound' }, 'a well-formed id the pool does not find');
+    await t.rejects(showOutgoingEmail(deps, auditor, 'o8', 1_000), { code: 'E_NOT_FOUND' }, 'a well-formed id the pool does not find');
   });
 
   await t.test('decisions: unknown without the actor; else the outbox actor decides', async (t) => {

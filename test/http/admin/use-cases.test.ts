@@ -45,7 +45,7 @@ t.test('use cases ask again', async (t) => {
   t.same(sessionReport('1.2.3', reader), { service: 'mailcairn', version: '1.2.3', credential: 'reader', permissions: ['service.admin.read'] });
 
   await t.rejects(storeRefreshToken(deps, writer, { account: 'nobody', refreshToken: 'r' }, 1_000), {
-    name: 'InvalidRequest',
+    code: 'E_HTTP_BAD_REQUEST',
     message: /configures no mail account named 'nobody'/,
   });
   await t.rejects(storeRefreshToken(deps, writer, { account: 'pat', refreshToken: 'r' }, 1_000), { code: 'E_KEYRING_MISSING' }, 'no key ring: nothing asked');
