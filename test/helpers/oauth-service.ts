@@ -124,7 +124,8 @@ export async function startOAuthService(
   };
   return {
     database,
-    async firstRun(account, timeoutMs = 30_000) {
+    // Wide enough for a loaded machine (seen to take over 30 s at load average 20 on two cores).
+    async firstRun(account, timeoutMs = 90_000) {
       let row: RunRow | undefined;
       let gone = false;
       void daemon.exited.then(() => (gone = true));
