@@ -16,22 +16,25 @@
  *   modules they are made of);
  * - bench/ imports itself, test/helpers/, test/harness/, runtime/, config/
  *   and actors' protocol.ts; an actor's internals only where a benchmark
- *   measures them, each such import listed below.
+ *   measures them, each such import listed below; and it starts the
+ *   compiled daemon in one module, bench/peers/daemon.ts.
  *
  * A failure names the import (file:line → target) and the rule it breaks.
  * Every list of exceptions fails when an entry no longer happens, so it
  * only shrinks.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { edgesOf, sourceFiles } from './import-graph.ts';
 import {
   against,
+  BENCH_DAEMON_STARTER,
   benchBreaks,
   CONTRACTS_BY_NAME,
   contractCycles,
+  daemonStarters,
   type Finding,
   LAYERS,
   layerBreaks,
@@ -123,4 +126,9 @@ const KNOWN_BENCH_REACH_INS: Record<string, string> = {
 
 t.test('bench/ imports only test helpers, the kernel, configuration and protocols', async (t) => {
   holds(t, benchBreaks(edges), { ...BENCH_MEASURES, ...KNOWN_BENCH_REACH_INS }, 'bench/ stays out of internals it does not measure');
+});
+
+t.test('bench/ starts the daemon in one place', async (t) => {
+  const sources = files.filter((file) => file.startsWith('bench/')).map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
+  t.same(daemonStarters(sources), [BENCH_DAEMON_STARTER], `only ${BENCH_DAEMON_STARTER} names bin/mailcairnd; scenarios start daemons through it`);
 });

@@ -116,6 +116,7 @@ t.test('bench/ importing what it may not is reported', async (t) => {
       ...[
         '../peers/daemon.ts',
         '../../test/helpers/ports.ts',
+        '../../test/helpers/daemon.ts',
         '../../test/harness/dovecot.ts',
         '../../runtime/store/open.ts',
         '../../config/schema/outbox.ts',
@@ -135,9 +136,22 @@ t.test('bench/ importing what it may not is reported', async (t) => {
     'bench/scenarios/s.ts → actors/query/search.ts',
     'bench/scenarios/s.ts → http/mcp/tools.ts',
     'bench/scenarios/s.ts → service/app.ts',
+    'bench/scenarios/s.ts → test/helpers/daemon.ts',
     'bench/scenarios/s.ts → test/runtime/store/helpers.ts',
   ]);
   t.same(rules.reachIns(edges), [], 'bench/ is judged by its own rule, not the reach-in rule');
+});
+
+t.test('a bench module that names the daemon binary in its code starts a daemon of its own', async (t) => {
+  const sources = [
+    { file: 'bench/peers/daemon.ts', text: "const bin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));" },
+    { file: 'bench/scenarios/own.ts', text: "spawn(process.execPath, [join(root, 'dist/bin/mailcairnd.js')]);" },
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the source of a module that builds the path in a template literal
+    { file: 'bench/scenarios/template.ts', text: 'spawn(process.execPath, [`${root}/bin/mailcairnd.js`, "--config", config]);' },
+    { file: 'bench/scenarios/told.ts', text: '// the compiled daemon (dist/bin/mailcairnd.js), started by peers/daemon.ts\nexport {};' },
+    { file: 'test/helpers/daemon.ts', text: "join(root, 'bin/mailcairnd.ts');" },
+  ];
+  t.same(rules.daemonStarters(sources), ['bench/peers/daemon.ts', 'bench/scenarios/own.ts', 'bench/scenarios/template.ts']);
 });
 
 t.test('a list of exceptions reports what it does not name and what no longer happens', async (t) => {

@@ -8,6 +8,7 @@
  * names) and a `message` (what a failure prints: file:line → target and the
  * rule it breaks).
  */
+import ts from 'typescript';
 import type { Edge } from './import-graph.ts';
 
 export const LAYERS = ['bin', 'service', 'http', 'cli', 'actors', 'runtime', 'config'] as const;
@@ -198,13 +199,16 @@ export function contractCycles(edges: readonly Edge[]): Finding[] {
 
 /**
  * What bench/ may import: itself; the shared test helpers (test/helpers/,
- * test/harness/: the peers, the corpus, ports); the kernel and the
- * configuration (runtime/, config/: libraries every layer builds on); and
- * an actor's protocol.ts. Not an actor's internals, other test files,
- * http/, cli/, service/ or bin/: the daemon is started as a process
- * (bench/peers/daemon.ts) and reached through its listeners.
+ * test/harness/: the peers, the corpus, ports) except
+ * test/helpers/daemon.ts, which starts the daemon from its sources; the
+ * kernel and the configuration (runtime/, config/: libraries every layer
+ * builds on); and an actor's protocol.ts. Not an actor's internals, other
+ * test files, http/, cli/, service/ or bin/: the compiled daemon is started
+ * as a process by bench/peers/daemon.ts (see BENCH_DAEMON_STARTER) and
+ * reached through its listeners.
  */
 export function benchAllows(to: string): boolean {
+  if (to === 'test/helpers/daemon.ts') return false;
   return /^(bench|test\/helpers|test\/harness|runtime|config)\//.test(to) || isActorPublic(to);
 }
 
@@ -213,8 +217,23 @@ export function benchBreaks(edges: readonly Edge[]): Finding[] {
     .filter((e) => isModule(e) && layerOf(e.from) === 'bench' && !benchAllows(e.to))
     .map((e) => ({
       key: edgeKey(e),
-      message: `${where(e)}: bench/ imports bench/, test/helpers/, test/harness/, runtime/, config/ and actors' protocol.ts only`,
+      message: `${where(e)}: bench/ imports bench/, test/helpers/ (not daemon.ts), test/harness/, runtime/, config/ and actors' protocol.ts only`,
     }));
+}
+
+/** The one bench module that names the daemon's binary: every bench daemon starts there, alike. */
+export const BENCH_DAEMON_STARTER = 'bench/peers/daemon.ts';
+
+/** Bench modules whose code (not comments) names `bin/mailcairnd` in a string: each starts a daemon of its own. */
+export function daemonStarters(sources: ReadonlyArray<{ file: string; text: string }>): string[] {
+  const naming = (node: ts.Node): boolean =>
+    ((ts.isStringLiteralLike(node) || ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) &&
+      /bin\/mailcairnd\b/.test(node.text)) ||
+    ts.forEachChild(node, naming) === true;
+  return sources
+    .filter(({ file }) => layerOf(file) === 'bench')
+    .filter(({ file, text }) => naming(ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true)))
+    .map(({ file }) => file);
 }
 
 /**
