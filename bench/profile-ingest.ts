@@ -19,11 +19,9 @@ import { performance } from 'node:perf_hooks';
 import { startDovecot } from '../test/harness/dovecot.ts';
 import { generateMailbox } from '../test/harness/generator.ts';
 import { writeMaildir } from '../test/harness/place-mail.ts';
-import { fileURLToPath } from 'node:url';
+import { daemonCommand } from './peers/daemon.ts';
 import { clockTicks, readStats, spawnTimed, type Timed } from './peers/process-stats.ts';
 import { type DaemonConfig, daemonConfig, lastEndedRun, PASSWORD, USER, visible } from './scenarios/sync-sides.ts';
-
-const daemonBin = fileURLToPath(new URL('../bin/mailcairnd.js', import.meta.url));
 
 const count = Number(process.env.PROFILE_MESSAGES ?? '3000');
 const repeat = Number(process.env.PROFILE_REPEAT ?? '1');
@@ -44,7 +42,8 @@ async function once(
   nodeArgs: string[],
 ): Promise<Timed & { visibleMs: number; maxThreads: number; cpuAtVisibleMs: number; threads: string }> {
   const runBefore = lastEndedRun(d.database);
-  const t = spawnTimed(process.execPath, [...nodeArgs, daemonBin, '--config', d.config], { stdout: process.env.PROFILE_STDOUT !== undefined });
+  const { command, args } = daemonCommand(d.config, nodeArgs);
+  const t = spawnTimed(command, args, { stdout: process.env.PROFILE_STDOUT !== undefined });
   const pid = await t.targetPid();
   let maxThreads = 0;
   let rssAt = '';

@@ -1,13 +1,10 @@
 /**
  * Configuration pieces every bench daemon shares, so a scenario states only
- * what is its own (accounts, intervals, logging).
+ * what is its own (accounts, intervals, logging). The daemon itself is
+ * started by daemon.ts.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { trackPid, watchdog } from '../../test/harness/processes.ts';
-
-const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** An agent's API key, read from a secret reference (`file:…`), never expiring. */
 export function apiKeyEntry(name: string, secretReference: string): Record<string, unknown> {
@@ -30,17 +27,15 @@ export function benchMcpEndpoint(port: number, authentication?: readonly unknown
   };
 }
 
-/** A daemon the bench started: its PID is tracked and a watchdog ends it should the bench itself die. */
-export type BenchDaemon = { child: ChildProcess; pid: number; exited: Promise<unknown>; disarm: () => void };
-
-/** Starts the compiled daemon on `config`, its output appended to `logFile`. */
-export function spawnBenchDaemon(config: string, logFile: string): BenchDaemon {
-  const logFd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [daemonBin, '--config', config], { stdio: ['ignore', logFd, logFd] });
-  closeSync(logFd);
-  const pid = child.pid!;
-  trackPid(pid);
-  const disarm = watchdog(pid, config);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return { child, pid, exited, disarm };
+/**
+ * Writes `<dir>/mailcairn.json`: `sections`, with the database in `dir` and
+ * the health listener off (its fixed default port, 8081, would clash
+ * between daemons; the MCP listener answers `/readyz` too). Returns the
+ * configuration's path and the database's.
+ */
+export function writeBenchConfig(dir: string, sections: Record<string, unknown>): { config: string; database: string } {
+  const config = join(dir, 'mailcairn.json');
+  const database = join(dir, 'mailcairn.db');
+  writeFileSync(config, JSON.stringify({ HealthEndpoints: { Enabled: false }, Storage: { Database: database }, ...sections }));
+  return { config, database };
 }

@@ -32,7 +32,6 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startDovecot, type Dovecot, type DovecotUser } from '../../test/harness/dovecot.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
-import { untrackPid } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import { boundGoal, mebibytes, millis } from '../goals.ts';
 import { mbsyncConfig } from '../peers/mbsync.ts';
@@ -40,7 +39,8 @@ import { readStats, type Timed } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
 import { mbsyncOnce } from './sync-sides.ts';
-import { apiKeyEntry, benchMcpEndpoint, spawnBenchDaemon } from '../peers/daemon-config.ts';
+import { apiKeyEntry, benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
+import { startBenchDaemon } from '../peers/daemon.ts';
 
 /** How often the database and /proc are read while the accounts mirror. */
 const POLL_MS = 250;
@@ -78,7 +78,6 @@ type Daemon = {
 };
 
 async function startDaemon(dir: string, dovecot: Dovecot, users: DovecotUser[]): Promise<Daemon> {
-  const database = join(dir, 'mailcairn.db');
   const apiKey = `mc_${randomBytes(24).toString('base64url')}`;
   writeFileSync(join(dir, 'agent.key'), apiKey);
   const accounts = users.map((u, i) => {
@@ -90,42 +89,18 @@ async function startDaemon(dir: string, dovecot: Dovecot, users: DovecotUser[]):
     };
   });
   const mcpPort = await reservePort();
-  const config = join(dir, 'mailcairn.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      HealthEndpoints: { Enabled: false },
-      McpEndpoint: benchMcpEndpoint(mcpPort, [apiKeyEntry('agent', `file:${join(dir, 'agent.key')}`)]),
-      Logging: { Level: 'warn', Format: 'Json' },
-      Storage: { Database: database },
-      // One run per account: the first run is what is measured; no later run disturbs the searches after.
-      MailSynchronization: { Interval: '1.00:00:00' },
-      Accounts: accounts,
-    }),
-  );
+  const { config, database } = writeBenchConfig(dir, {
+    McpEndpoint: benchMcpEndpoint(mcpPort, [apiKeyEntry('agent', `file:${join(dir, 'agent.key')}`)]),
+    Logging: { Level: 'warn', Format: 'Json' },
+    // One run per account: the first run is what is measured; no later run disturbs the searches after.
+    MailSynchronization: { Interval: '1.00:00:00' },
+    Accounts: accounts,
+  });
   const startedAt = performance.now();
   const startedEpochMs = Date.now();
-  const { child, pid, exited, disarm } = spawnBenchDaemon(config, process.env.BENCH_DAEMON_LOG ?? join(dir, 'mailcairnd.log'));
-  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
-  return {
-    pid,
-    startedAt,
-    startedEpochMs,
-    mcpPort,
-    apiKey,
-    database,
-    alive,
-    async stop() {
-      if (alive()) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      untrackPid(pid);
-      disarm();
-    },
-  };
+  // A drain of a hundred accounts may take longer than the default grace.
+  const d = startBenchDaemon({ config, output: { logFile: process.env.BENCH_DAEMON_LOG ?? join(dir, 'mailcairnd.log') }, stopGraceMs: 60_000 });
+  return { pid: d.pid, startedAt, startedEpochMs, mcpPort, apiKey, database, alive: d.alive, stop: d.stop };
 }
 
 /** Per account: messages stored with text derived, and its first ended run's end (daemon clock, epoch ms). */

@@ -41,23 +41,21 @@
  * BENCH_CPU_PROF=<dir>: the daemons run under `node --cpu-prof` and write
  * `auth-overhead-<method>.cpuprofile` there when they stop.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
 import { Client } from 'undici';
 import { startOAuthProvider } from '../../test/harness/oauth-provider.ts';
-import { trackDir, trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
+import { trackDir } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
-import { benchMcpEndpoint } from '../peers/daemon-config.ts';
+import { benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
+import { cpuProfileArgs, startBenchDaemon } from '../peers/daemon.ts';
 
-const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 const RESOURCE = 'https://mail.example.test/mcp';
 const SCOPE = 'mail.read';
 const SUBJECT = 'bench-agent';
@@ -88,55 +86,26 @@ async function startDaemon(dir: string, method: Method, authentication: unknown[
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'pw'), 'nobody-reads-this');
   const port = await reservePort();
-  const config = join(dir, 'mailcairn.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      HealthEndpoints: { Enabled: false },
-      McpEndpoint: benchMcpEndpoint(port, authentication),
-      Logging: { Level: 'warn', Format: 'Json' },
-      Storage: { Database: join(dir, 'mailcairn.db') },
-      MailSynchronization: { Enabled: false },
-      // No mail server: the account points at a closed port and is never synchronized.
-      Accounts: [
-        {
-          Id: 'bench',
-          Imap: { Host: '127.0.0.1', Port: await reservePort(), Security: 'None', Username: 'nobody', Password: `file:${join(dir, 'pw')}` },
-          Folders: [{ Alias: 'inbox' }],
-        },
-      ],
-    }),
-  );
-  const profileDir = process.env.BENCH_CPU_PROF;
-  const profile = profileDir
-    ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`, `--cpu-prof-name=auth-overhead-${method.replace(/[ ×]+/g, '-').toLowerCase()}.cpuprofile`]
-    : [];
-  let stderr = '';
-  const child: ChildProcess = spawn(process.execPath, [...profile, daemonBin, '--config', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-  child.stderr!.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    process.stderr.write(d);
+  const { config } = writeBenchConfig(dir, {
+    McpEndpoint: benchMcpEndpoint(port, authentication),
+    Logging: { Level: 'warn', Format: 'Json' },
+    MailSynchronization: { Enabled: false },
+    // No mail server: the account points at a closed port and is never synchronized.
+    Accounts: [
+      {
+        Id: 'bench',
+        Imap: { Host: '127.0.0.1', Port: await reservePort(), Security: 'None', Username: 'nobody', Password: `file:${join(dir, 'pw')}` },
+        Folders: [{ Alias: 'inbox' }],
+      },
+    ],
   });
-  const pid = child.pid!;
-  trackPid(pid);
-  const disarm = watchdog(pid, config);
-  const exited = new Promise((r) => child.once('exit', r));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    untrackPid(pid);
-    disarm();
-  };
+  const d = startBenchDaemon({ config, output: 'stderr', nodeArgs: cpuProfileArgs(`auth-overhead-${method.replace(/[ ×]+/g, '-').toLowerCase()}`) });
   // Ready once the listener answers its readiness route.
   const started = performance.now();
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`mailcairnd (${method}) exited (${child.exitCode}): ${stderr.trim()}`);
+    if (d.child.exitCode !== null) throw new Error(`mailcairnd (${method}) exited (${d.child.exitCode}): ${d.logTail(Number.POSITIVE_INFINITY).trim()}`);
     if (performance.now() - started > START_LIMIT_MS) {
-      await stop();
+      await d.stop();
       throw new Error(`mailcairnd (${method}) not ready within ${START_LIMIT_MS / 1000} s`);
     }
     try {
@@ -148,7 +117,7 @@ async function startDaemon(dir: string, method: Method, authentication: unknown[
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { port, pid, stop };
+  return { port, pid: d.pid, stop: d.stop };
 }
 
 /** One method under test: its daemon, its connection, and how a request's credential is made (untimed). */

@@ -19,7 +19,7 @@
  * warmed by a first untimed change, as the floor's client is connected
  * before timing.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -32,11 +32,11 @@ import { encodeStoredEmailId } from '../../actors/mail-query/protocol.ts';
 import { startDovecot, type Dovecot } from '../../test/harness/dovecot.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
-import { untrackPid } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import type { Row } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
-import { benchMcpEndpoint, spawnBenchDaemon } from '../peers/daemon-config.ts';
+import { benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
+import { startBenchDaemon } from '../peers/daemon.ts';
 
 const USER = 'bench';
 const PASSWORD = 'pw-bench';
@@ -68,33 +68,21 @@ export async function toolToServerRows(): Promise<Row[]> {
     const port = await reservePort();
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'pw'), PASSWORD);
-    const config = join(dir, 'mailcairn.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        HealthEndpoints: { Enabled: false },
-        McpEndpoint: benchMcpEndpoint(port),
-        Logging: { Level: 'warn', Format: 'Json' },
-        Storage: { Database: join(dir, 'mailcairn.db') },
-        MailSynchronization: { Interval: '1.00:00:00' },
-        Accounts: [
-          {
-            Id: USER,
-            Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` },
-            Folders: [{ Alias: 'inbox' }],
-          },
-        ],
-      }),
-    );
-    const logFile = join(dir, 'mailcairnd.log');
-    const { child, pid, exited, disarm } = spawnBenchDaemon(config, logFile);
-    daemonLog = () => readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-20).join('\n');
-    stopDaemon = async () => {
-      child.kill('SIGTERM');
-      await exited;
-      disarm();
-      untrackPid(pid);
-    };
+    const { config } = writeBenchConfig(dir, {
+      McpEndpoint: benchMcpEndpoint(port),
+      Logging: { Level: 'warn', Format: 'Json' },
+      MailSynchronization: { Interval: '1.00:00:00' },
+      Accounts: [
+        {
+          Id: USER,
+          Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` },
+          Folders: [{ Alias: 'inbox' }],
+        },
+      ],
+    });
+    const d = startBenchDaemon({ config, output: { logFile: join(dir, 'mailcairnd.log') } });
+    daemonLog = () => d.logTail(20);
+    stopDaemon = d.stop;
 
     const mcp = new Client({ name: 'bench-mailbox-changes', version: '1.0.0' });
     const connectUntil = Date.now() + 60_000;

@@ -25,7 +25,7 @@
  *   call until the server holds the change, beside the same change made by
  *   a plain imapflow client, observed the same way.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -39,12 +39,13 @@ import { seededRandom } from '../../runtime/clock.ts';
 import { mailAdmin } from '../../test/harness/doveadm.ts';
 import { type Dovecot, startDovecot } from '../../test/harness/dovecot.ts';
 import { saveMessage, writeMaildir } from '../../test/harness/place-mail.ts';
-import { trackDir, untrackPid } from '../../test/harness/processes.ts';
+import { trackDir } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import { type ImapCounter, startImapCounter } from '../peers/imap-counter.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round } from '../stats.ts';
-import { benchMcpEndpoint, spawnBenchDaemon } from '../peers/daemon-config.ts';
+import { benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
+import { startBenchDaemon } from '../peers/daemon.ts';
 
 const USER = 'bench';
 const FLOOR_USER = 'floor';
@@ -153,46 +154,23 @@ function changeFor(dovecot: Dovecot, user: string, folders: Folder[], i: number)
 type Daemon = { pid: number; database: string; mcpPort: number; stop(): Promise<void>; logTail(): string };
 
 async function startDaemon(dir: string, imapPort: number, user: string, folders: Folder[]): Promise<Daemon> {
-  const database = join(dir, 'mailcairn.db');
   writeFileSync(join(dir, 'pw'), PASSWORD);
-  const config = join(dir, 'mailcairn.json');
   const mcpPort = await reservePort();
-  writeFileSync(
-    config,
-    JSON.stringify({
-      HealthEndpoints: { Enabled: false },
-      McpEndpoint: benchMcpEndpoint(mcpPort),
-      Logging: { Level: 'warn', Format: 'Json' },
-      Storage: { Database: database },
-      // Only the change watch can make a change show within a sample.
-      MailSynchronization: { Interval: '1.00:00:00' },
-      Accounts: [
-        {
-          Id: ACCOUNT,
-          Imap: { Host: '127.0.0.1', Port: imapPort, Security: 'None', Username: user, Password: `file:${join(dir, 'pw')}` },
-          Folders: folders.map((f) => (f.path === 'INBOX' ? { Alias: 'inbox' } : { Alias: f.alias, Path: f.path })),
-        },
-      ],
-    }),
-  );
-  const logFile = join(dir, 'mailcairnd.log');
-  const { child, pid, exited, disarm } = spawnBenchDaemon(config, logFile);
-  return {
-    pid,
-    database,
-    mcpPort,
-    logTail: () => readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-20).join('\n'),
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      untrackPid(pid);
-      disarm();
-    },
-  };
+  const { config, database } = writeBenchConfig(dir, {
+    McpEndpoint: benchMcpEndpoint(mcpPort),
+    Logging: { Level: 'warn', Format: 'Json' },
+    // Only the change watch can make a change show within a sample.
+    MailSynchronization: { Interval: '1.00:00:00' },
+    Accounts: [
+      {
+        Id: ACCOUNT,
+        Imap: { Host: '127.0.0.1', Port: imapPort, Security: 'None', Username: user, Password: `file:${join(dir, 'pw')}` },
+        Folders: folders.map((f) => (f.path === 'INBOX' ? { Alias: 'inbox' } : { Alias: f.alias, Path: f.path })),
+      },
+    ],
+  });
+  const d = startBenchDaemon({ config, output: { logFile: join(dir, 'mailcairnd.log') } });
+  return { pid: d.pid, database, mcpPort, logTail: () => d.logTail(20), stop: d.stop };
 }
 
 async function list(client: Client, alias: string): Promise<Summary[]> {

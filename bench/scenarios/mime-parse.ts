@@ -18,8 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { simpleParser } from 'mailparser';
 import { htmlToText } from '../../actors/mime-parse/html-text.ts';
 import { parseMessage } from '../../actors/mime-parse/parse-message.ts';
-import { ParseReply } from '../../actors/mime-parse/protocol.ts';
-import { moduleUrl } from '../../runtime/module-url.ts';
+import { MIME_PARSE_TASK, ParseReply } from '../../actors/mime-parse/protocol.ts';
 import { createPool } from '../../runtime/pool/pool.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
@@ -123,7 +122,7 @@ function warmUp(set: MessageSet, count: number): MessageSet {
  * then moved; measured once both threads' JIT is warm.
  */
 async function timePool(set: MessageSet): Promise<{ samples: number[]; wall: number }> {
-  const pool = createPool({ id: 'mime-parse', entry: moduleUrl('../../actors/mime-parse/task.ts', import.meta.url), minThreads: 2, maxThreads: 2 });
+  const pool = createPool({ id: 'mime-parse', entry: MIME_PARSE_TASK, minThreads: 2, maxThreads: 2 });
   try {
     const ask = async (raw: Buffer, into: number[] | null): Promise<void> => {
       const copy = new Uint8Array(raw);

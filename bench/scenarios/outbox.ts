@@ -45,7 +45,7 @@
  * clients: the throughput a sender bound by CPU would reach. A peak is VmHWM after a reset at the start of the
  * run: the highest resident size during it, the baseline included.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -54,14 +54,14 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import Libsql from 'libsql';
 import nodemailer from 'nodemailer';
 import { type Dovecot, startDovecot } from '../../test/harness/dovecot.ts';
-import { untrackPid } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import { interval, type ProcessStats } from '../peers/process-stats.ts';
 import { now, type SinkProcess, startSinkProcess } from '../peers/smtp-sink.ts';
 import { Outbox } from '../../config/schema/outbox.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round } from '../stats.ts';
-import { apiKeyEntry, benchMcpEndpoint, spawnBenchDaemon } from '../peers/daemon-config.ts';
+import { apiKeyEntry, benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
+import { startBenchDaemon } from '../peers/daemon.ts';
 
 /** `Outbox:Concurrency` when the configuration does not set it. */
 const DEFAULT_CONCURRENCY = Outbox.parse({}).Concurrency;
@@ -140,44 +140,33 @@ async function startDaemon(dovecot: Dovecot, sink: SinkProcess, concurrency: num
     return `file:${join(dir, name)}`;
   };
   const port = await reservePort();
-  const config = join(dir, 'mailcairn.json');
-  const database = join(dir, 'mailcairn.db');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      HealthEndpoints: { Enabled: false },
-      McpEndpoint: benchMcpEndpoint(port, [apiKeyEntry('bench-agents', file('mcp.key', KEY))]),
-      Logging: { Format: 'Json' },
-      Storage: { Database: database },
-      MailSynchronization: { Interval: '1.00:00:00' },
-      Outbox: { Concurrency: concurrency },
-      Accounts: [
-        {
-          Id: USER,
-          Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: file('imap.pw', PASSWORD) },
-          Smtp: {
-            Host: '127.0.0.1',
-            Port: sink.port,
-            Security: 'StartTls',
-            Username: SMTP_LOGIN.username,
-            Password: file('smtp.pw', SMTP_LOGIN.password),
-            TrustedCertificate: file('smtp.ca.pem', sink.certificatePem),
-            From: FROM,
-          },
-          Folders: [{ Alias: 'inbox' }],
+  const { config, database } = writeBenchConfig(dir, {
+    McpEndpoint: benchMcpEndpoint(port, [apiKeyEntry('bench-agents', file('mcp.key', KEY))]),
+    Logging: { Format: 'Json' },
+    MailSynchronization: { Interval: '1.00:00:00' },
+    Outbox: { Concurrency: concurrency },
+    Accounts: [
+      {
+        Id: USER,
+        Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: file('imap.pw', PASSWORD) },
+        Smtp: {
+          Host: '127.0.0.1',
+          Port: sink.port,
+          Security: 'StartTls',
+          Username: SMTP_LOGIN.username,
+          Password: file('smtp.pw', SMTP_LOGIN.password),
+          TrustedCertificate: file('smtp.ca.pem', sink.certificatePem),
+          From: FROM,
         },
-      ],
-    }),
-  );
-  const logFile = join(dir, 'mailcairnd.log');
-  const { child, pid, exited, disarm } = spawnBenchDaemon(config, logFile);
+        Folders: [{ Alias: 'inbox' }],
+      },
+    ],
+  });
+  const d = startBenchDaemon({ config, output: { logFile: join(dir, 'mailcairnd.log') } });
   const mcp: Client[] = [];
   const stop = async (): Promise<void> => {
     await Promise.allSettled(mcp.map((c) => c.close()));
-    child.kill('SIGTERM');
-    await exited;
-    disarm();
-    untrackPid(pid);
+    await d.stop();
     rmSync(dir, { recursive: true, force: true });
   };
   try {
@@ -192,7 +181,7 @@ async function startDaemon(dovecot: Dovecot, sink: SinkProcess, concurrency: num
           mcp.push(client);
           break;
         } catch (err) {
-          if (Date.now() > until || child.exitCode !== null) throw err;
+          if (Date.now() > until || d.child.exitCode !== null) throw err;
           await sleep(200);
         }
       }
@@ -210,11 +199,11 @@ async function startDaemon(dovecot: Dovecot, sink: SinkProcess, concurrency: num
       await sleep(100);
     }
   } catch (err) {
-    process.stderr.write(`mailcairnd's last lines:\n${readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-20).join('\n')}\n`);
+    process.stderr.write(`mailcairnd's last lines:\n${d.logTail(20)}\n`);
     await stop();
     throw err;
   }
-  return { pid, mcp, stop };
+  return { pid: d.pid, mcp, stop };
 }
 
 async function sendEmail(client: Client, to: string, n: number, key: string): Promise<void> {

@@ -43,12 +43,10 @@
  * search-hybrid.ts imports the daemon, the mirror wait, the shapes and the
  * MCP client from here.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import Libsql from 'libsql';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -57,7 +55,7 @@ import { startDovecot } from '../../test/harness/dovecot.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { subjectBigrams } from '../../test/harness/generator-words.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
-import { trackDir, trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
+import { trackDir } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import { filterClauses } from '../../actors/mail-query/filters.ts';
 import { SearchEmailsInput, type QueryScope } from '../../actors/mail-query/protocol.ts';
@@ -70,7 +68,8 @@ import { readStats, resetPeak, timed } from '../peers/process-stats.ts';
 import { boundGoal, millis, ratioGoal } from '../goals.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
-import { apiKeyEntry, benchMcpEndpoint } from '../peers/daemon-config.ts';
+import { apiKeyEntry, benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
+import { cpuProfileArgs, startBenchDaemon } from '../peers/daemon.ts';
 
 export const USER = 'bench';
 export const PASSWORD = 'pw-bench';
@@ -79,7 +78,6 @@ const FOLDER = 'inbox';
 export const RESULTS = 20;
 /** Each side's samples are taken in this many turns, interleaved with the other sides'. */
 const ROUNDS = 4;
-const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 const WAIT_LIMIT_MS = 60 * 60_000;
 const scope: QueryScope = { accounts: [{ id: ACCOUNT, folders: [FOLDER] }] };
 /** The bench agent's key: every MCP call presents it (`Authorization: Bearer`). */
@@ -123,76 +121,45 @@ function count(database: string, sql: string, params: unknown[] = []): number {
 /** The compiled daemon mirroring the bench folder; `sections` adds configuration sections of a scenario's own (search-hybrid's embeddings). */
 export async function startDaemon(dir: string, imapPort: number, sections: Record<string, unknown> = {}): Promise<Daemon> {
   mkdirSync(dir, { recursive: true });
-  const database = join(dir, 'mailcairn.db');
   writeFileSync(join(dir, 'pw'), PASSWORD);
   writeFileSync(join(dir, 'agent.key'), API_KEY);
   writeFileSync(join(dir, 'reader.key'), READER_API_KEY);
-  const config = join(dir, 'mailcairn.json');
   const port = await reservePort();
-  writeFileSync(
-    config,
-    JSON.stringify({
-      HealthEndpoints: { Enabled: false },
-      // Agents authenticate: API keys (file: references), judged on every call as in production; the reader key is granted reading only.
-      McpEndpoint: benchMcpEndpoint(port, [
-        apiKeyEntry('bench-agent', `file:${join(dir, 'agent.key')}`),
-        { ...apiKeyEntry('bench-reader', `file:${join(dir, 'reader.key')}`), Permissions: ['service.mail.read'] },
-      ]),
-      Logging: { Level: 'warn', Format: 'Json' },
-      Storage: { Database: database },
-      // One run mirrors the folder; no further run disturbs the measurements.
-      MailSynchronization: { Interval: '1.00:00:00' },
-      Accounts: [
-        {
-          Id: ACCOUNT,
-          Imap: { Host: '127.0.0.1', Port: imapPort, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` },
-          Folders: [{ Alias: FOLDER }],
-        },
-      ],
-      ...sections,
-    }),
-  );
-  const logFile = join(dir, 'mailcairnd.log');
-  const logFd = openSync(logFile, 'a');
-  const profileDir = process.env.BENCH_CPU_PROF;
-  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`, '--cpu-prof-name=search-mailcairnd.cpuprofile'] : [];
-  const child: ChildProcess = spawn(process.execPath, [...profile, daemonBin, '--config', config], { stdio: ['ignore', logFd, logFd] });
-  closeSync(logFd);
-  const pid = child.pid!;
-  trackPid(pid);
-  const disarm = watchdog(pid, config);
-  const exited = new Promise((r) => child.once('exit', r));
+  const { config, database } = writeBenchConfig(dir, {
+    // Agents authenticate: API keys (file: references), judged on every call as in production; the reader key is granted reading only.
+    McpEndpoint: benchMcpEndpoint(port, [
+      apiKeyEntry('bench-agent', `file:${join(dir, 'agent.key')}`),
+      { ...apiKeyEntry('bench-reader', `file:${join(dir, 'reader.key')}`), Permissions: ['service.mail.read'] },
+    ]),
+    Logging: { Level: 'warn', Format: 'Json' },
+    // One run mirrors the folder; no further run disturbs the measurements.
+    MailSynchronization: { Interval: '1.00:00:00' },
+    Accounts: [
+      {
+        Id: ACCOUNT,
+        Imap: { Host: '127.0.0.1', Port: imapPort, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` },
+        Folders: [{ Alias: FOLDER }],
+      },
+    ],
+    ...sections,
+  });
+  const d = startBenchDaemon({ config, output: { logFile: join(dir, 'mailcairnd.log') }, nodeArgs: cpuProfileArgs('search-mailcairnd') });
   return {
-    pid,
+    pid: d.pid,
     database,
     port,
-    state: () => (child.exitCode === null && child.signalCode === null ? 'running' : `exited (code ${child.exitCode}, signal ${child.signalCode})`),
-    logTail(lines) {
-      try {
-        return readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-      } catch {
-        return '';
-      }
-    },
+    state: d.state,
+    logTail: d.logTail,
     async waitFor(what, predicate) {
       const started = performance.now();
       while (!predicate()) {
-        if (child.exitCode !== null) throw new Error(`mailcairnd exited (${child.exitCode}) while waiting for ${what}`);
+        if (d.child.exitCode !== null) throw new Error(`mailcairnd exited (${d.child.exitCode}) while waiting for ${what}`);
         if (performance.now() - started > WAIT_LIMIT_MS) throw new Error(`mailcairnd: no ${what} within ${WAIT_LIMIT_MS / 60_000} min`);
         await new Promise((r) => setTimeout(r, 100));
       }
       return performance.now() - started;
     },
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      untrackPid(pid);
-      disarm();
-    },
+    stop: d.stop,
   };
 }
 

@@ -15,18 +15,17 @@
  * polling every POLL_MS: stored (raw MIME and derived text) and, for a flag
  * change, the flag on every message it was set on.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import Libsql from 'libsql';
 import type { Dovecot } from '../../test/harness/dovecot.ts';
+import { writeBenchConfig } from '../peers/daemon-config.ts';
+import { daemonCommand, startBenchDaemon } from '../peers/daemon.ts';
 import { readStats, spawnTimed, timed, type Timed } from '../peers/process-stats.ts';
 
 export const USER = 'bench';
 export const PASSWORD = 'pw-bench';
-const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 const WAIT_LIMIT_MS = 30 * 60_000;
 /** How often the database is polled for "visible"; a one-shot daemon's wall can include up to this much of the poll. */
 export const POLL_MS = 20;
@@ -88,26 +87,18 @@ export type DaemonConfig = { config: string; database: string };
 
 export function daemonConfig(dir: string, dovecot: Dovecot): DaemonConfig {
   mkdirSync(dir, { recursive: true });
-  const database = join(dir, 'mailcairn.db');
   writeFileSync(join(dir, 'pw'), PASSWORD);
-  const config = join(dir, 'mailcairn.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      HealthEndpoints: { Enabled: false },
-      Logging: { Level: 'warn', Format: 'Json' },
-      Storage: { Database: database },
-      MailSynchronization: { Interval: '00:00:10' },
-      Accounts: [
-        {
-          Id: 'bench',
-          Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` },
-          Folders: [{ Alias: 'inbox' }],
-        },
-      ],
-    }),
-  );
-  return { config, database };
+  return writeBenchConfig(dir, {
+    Logging: { Level: 'warn', Format: 'Json' },
+    MailSynchronization: { Interval: '00:00:10' },
+    Accounts: [
+      {
+        Id: 'bench',
+        Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` },
+        Folders: [{ Alias: 'inbox' }],
+      },
+    ],
+  });
 }
 
 /** A one-shot process: spawn to exit, CPU and peak from wait4; `visibleMs` from spawn to the result seen in the database, `cpuAtVisibleMs` the CPU by then (/proc). */
@@ -115,7 +106,8 @@ export type Once = Timed & { visibleMs: number; cpuAtVisibleMs: number };
 
 export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<Once> {
   const runBefore = lastEndedRun(d.database);
-  const t = spawnTimed(process.execPath, [daemonBin, '--config', d.config]);
+  const { command, args } = daemonCommand(d.config);
+  const t = spawnTimed(command, args);
   const pid = await t.targetPid();
   let cpuAtVisibleMs = NaN;
   let visibleAt: number;
@@ -164,17 +156,12 @@ export type Service = {
 /** The daemon running as an operator runs it (no wrapper: it is measured over intervals from /proc). */
 export async function startService(d: DaemonConfig): Promise<Service> {
   const runBefore = lastEndedRun(d.database);
-  const child = spawn(process.execPath, [daemonBin, '--config', d.config], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
+  const daemon = startBenchDaemon({ config: d.config, output: 'stderr' });
   const service: Service = {
-    pid: child.pid!,
-    settled: (afterRun = 0) => until('the end of the run under way', () => lastEndedRun(d.database) > afterRun && !runInProgress(d.database), alive),
-    waitVisible: (expect) => until('the change', () => visible(d.database, expect), alive),
-    async stop() {
-      if (!alive()) return;
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    },
+    pid: daemon.pid,
+    settled: (afterRun = 0) => until('the end of the run under way', () => lastEndedRun(d.database) > afterRun && !runInProgress(d.database), daemon.alive),
+    waitVisible: (expect) => until('the change', () => visible(d.database, expect), daemon.alive),
+    stop: daemon.stop,
   };
   await service.settled(runBefore);
   return service;

@@ -1,0 +1,112 @@
+/**
+ * The one way bench/ starts the compiled daemon (dist/bin/mailcairnd.js):
+ * `startBenchDaemon` for a daemon left running and watched (its PID tracked,
+ * a watchdog that ends it should the bench die, a bounded stop), and
+ * `daemonCommand` for the command line of a one-shot run, which the
+ * accounting wrapper (process-stats.ts `spawnTimed`) starts so that wait4
+ * measures the daemon itself. Scenarios differ only in their configuration,
+ * node flags, where the output goes and how long a stop may take.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
+
+const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
+
+/** The daemon on `config` as a command: node, its flags (`--cpu-prof …`), the entry. */
+export function daemonCommand(config: string, nodeArgs: readonly string[] = []): { command: string; args: string[] } {
+  return { command: process.execPath, args: [...nodeArgs, daemonBin, '--config', config] };
+}
+
+/** `--cpu-prof` flags when BENCH_CPU_PROF names a directory: the daemon writes `<name>.cpuprofile` there when it stops. */
+export function cpuProfileArgs(name: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir)}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+}
+
+/**
+ * Where the daemon's output goes: both streams appended to a log file (what
+ * it logs at info can be large), or its standard error echoed to ours and
+ * kept in memory (its standard output discarded) for a short-lived daemon.
+ */
+export type DaemonOutput = { logFile: string } | 'stderr';
+
+export type DaemonStart = {
+  config: string;
+  output: DaemonOutput;
+  nodeArgs?: readonly string[];
+  /** How long a stop waits after SIGTERM before SIGKILL (a drain of many accounts takes longer). */
+  stopGraceMs?: number;
+};
+
+export type BenchDaemon = {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<void>;
+  alive(): boolean;
+  /** `running`, or how it ended. */
+  state(): string;
+  /** Its last `lines` lines of output ('' when there are none yet). */
+  logTail(lines: number): string;
+  /** SIGTERM, SIGKILL after the grace; then its PID is forgotten and the watchdog disarmed. Once: a second call waits for the first. */
+  stop(): Promise<void>;
+};
+
+const DEFAULT_STOP_GRACE_MS = 30_000;
+
+/** Starts the compiled daemon on `config`; the caller waits for whatever readiness it measures from. */
+export function startBenchDaemon(start: DaemonStart): BenchDaemon {
+  const { command, args } = daemonCommand(start.config, start.nodeArgs);
+  let kept = '';
+  let child: ChildProcess;
+  if (start.output === 'stderr') {
+    child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr!.on('data', (d: Buffer) => {
+      kept += d.toString();
+      process.stderr.write(d);
+    });
+  } else {
+    const logFd = openSync(start.output.logFile, 'a');
+    child = spawn(command, args, { stdio: ['ignore', logFd, logFd] });
+    closeSync(logFd);
+  }
+  const logFile = start.output === 'stderr' ? null : start.output.logFile;
+  const pid = child.pid!;
+  trackPid(pid);
+  const disarm = watchdog(pid, start.config);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let stopping: Promise<void> | null = null;
+  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
+  return {
+    child,
+    pid,
+    exited,
+    alive,
+    state: () => (alive() ? 'running' : `exited (code ${child.exitCode}, signal ${child.signalCode})`),
+    logTail(lines) {
+      let text = kept;
+      try {
+        if (logFile !== null) text = readFileSync(logFile, 'utf8');
+      } catch {
+        // not written yet
+      }
+      return text.trimEnd().split('\n').slice(-lines).join('\n');
+    },
+    stop() {
+      stopping ??= (async () => {
+        if (alive()) {
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), start.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+          await exited;
+          clearTimeout(timer);
+        }
+        untrackPid(pid);
+        disarm();
+      })();
+      return stopping;
+    },
+  };
+}
