@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `mailcairn`: the operator client of the administrative endpoint
- * (admin-surface.md, `<cli>`; docs/cli.md). A thin entry: the program is
+ * (docs/cli.md). A thin entry: the program is
  * cli/main.ts.
  */
 import { main } from '../cli/main.ts';

@@ -2,7 +2,7 @@
  * The single error-code table of Mailcairn, and the one error class.
  *
  * Internal named codes (`E_*`) are what code switches on; `public` is the
- * five-digit code of the spec (`agent-surface.md`, `admin-surface.md`) that a
+ * five-digit code (docs/errors.md) that a
  * boundary shows to a client, where one applies. Nothing else invents codes:
  * `docs/errors.md` mirrors this table and a test keeps the two in step.
  *
@@ -30,7 +30,7 @@ type Row = {
    * Set where a client is told only that something went wrong (54001) and
    * the error itself stays in the log: E_INTERNAL, whose message may quote
    * anything, and the chat provider's codes, which the spec keeps for the
-   * log (agent-surface "Errors": 71001–73001 logged, the client sees 54001).
+   * log (docs/errors.md: 71001–73001 are logged, the client sees 54001).
    */
   readonly undiagnosed?: true;
   /** Constant message; never carries mail content, secrets or addresses. */
@@ -101,10 +101,10 @@ export const Codes = {
   E_SYNC_CONFLICT: { status: 409, retryable: true, public: null, msg: 'The folder checkpoint moved during the run (a rewind); the run deferred' },
   E_SYNC_FOLDER_MIRRORED: { status: 400, retryable: false, public: null, msg: 'The folder is still mirrored, so it cannot be erased' },
 
-  // Application refusals (spec: admin-surface "Principal")
+  // Application refusals (docs/admin-api.md "The pipeline")
   E_APP_REFUSED: { status: 403, retryable: false, public: 14001, msg: 'The operation is not permitted to this principal' },
 
-  // Agent surface (spec: agent-surface "Errors"; families fixed in DECISIONS.md)
+  // Agent surface (docs/mcp-tools.md "Errors": one family of codes per kind of failure)
   E_TOOL_INVALID_INPUT: { status: 400, retryable: false, public: 51001, msg: 'The tool input is invalid' },
   E_TOOL_RESULT_LIMIT: { status: 400, retryable: false, public: 51003, msg: 'At most 50 ranked results may be requested' },
   E_TOOL_REQUEST_CONFLICT: {

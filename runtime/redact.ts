@@ -1,7 +1,7 @@
 /**
  * Field names that are never logged, at any depth, lower-cased: secrets and
- * credential material, and personal data taken from mail (ARCHITECTURE.md
- * section 5: nothing from a mail is a log field). `log.ts` censors
+ * credential material, and personal data taken from mail (docs/security.md
+ * "What is logged, and what never is": nothing from a mail is a log field). `log.ts` censors
  * every field whose lower-cased name is listed; a new secret-bearing or
  * personal field is added here, once. Generic names (`name`, `key`) are left
  * out on purpose: they carry credential names and error names the spec wants

@@ -1,6 +1,6 @@
 /**
  * The administrative listener (`AdminEndpoint`, clear text at
- * BindAddress:Port; admin-surface.md, docs/admin-api.md). Routes live only
+ * BindAddress:Port; docs/admin-api.md). Routes live only
  * under `/api/admin`; everything else, `/mcp` first of all, is an empty 404
  * before any credential is looked at. The OAuth protected-resource metadata
  * document is served as on the MCP listener when an entry carries OAuth.
@@ -17,8 +17,8 @@
  *   failure is answered with its status in the error table, through
  *   problem.ts `failureAnswerOf` (an actor's time-out is 504, its absence 503).
  *
- * The limiter stands before the credential check (admin-surface
- * "Authentication" 3: the credential is judged behind the rate limiter):
+ * The limiter stands before the credential check (docs/admin-api.md "The
+ * pipeline": the credential is judged behind the rate limiter):
  * the surface has one bucket, so nothing about the caller is needed to pick
  * it, and a throttled guesser costs no judgement.
  *

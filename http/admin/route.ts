@@ -17,7 +17,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { AdminPermissions } from '../../config/permissions.ts';
 import type { Cursors } from './cursor.ts';
 
-/** Body limits (admin-surface "Body limits"): the refresh-token route, and every other write (the default of a POST). */
+/** Body limits (docs/admin-api.md "The pipeline"): the refresh-token route, and every other write (the default of a POST). */
 export const REFRESH_TOKEN_BODY_BYTES = 16 * 1024;
 export const WRITE_BODY_BYTES = 4 * 1024;
 
