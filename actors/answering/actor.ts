@@ -18,7 +18,7 @@
  * question, the answer, an extract, a subject or an address.
  */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
@@ -26,11 +26,12 @@ import { openSlice } from '../../runtime/store/open-slice.ts';
 import { allowancePeriodStart, takeQuestion } from '../../runtime/store/answering/allowance.ts';
 import { pruneAnsweringRuns, recordAnsweringRuns } from '../../runtime/store/answering/audit.ts';
 import { PlacedQuery, Readiness } from '../embedding/protocol.ts';
-import { GetContentReply, QueryScope, SearchEmailsResult, decodeStoredEmailId } from '../mail-query/protocol.ts';
+import { GetContentReply, type QueryScope, SearchEmailsResult, decodeStoredEmailId } from '../mail-query/protocol.ts';
 import { createChatClient, type ChatClient } from './chat-client.ts';
 import {
   AnsweringConfig,
-  AskMailInput,
+  AnsweringMessage,
+  type AskMailInput,
   type AskMailResult,
   type Availability,
   INSTRUCTION_VERSION,
@@ -44,11 +45,7 @@ const PLACE_QUERY_DEADLINE_MS = 5_000;
 /** Audit entries pruned per run written, at most. */
 const PRUNE_ROWS = 500;
 
-const Msg = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('answering.availability') }),
-  z.strictObject({ type: z.literal('answering.ask'), input: AskMailInput, scope: QueryScope }),
-]);
-type Msg = z.infer<typeof Msg>;
+type Msg = z.infer<typeof AnsweringMessage>;
 
 type State = {
   config: AnsweringConfig;
@@ -276,7 +273,7 @@ function record(state: State, ctx: ActorContext, run: Ended): void {
 export default defineActor({
   name: 'answering',
   config: AnsweringConfig,
-  messages: Msg,
+  messages: AnsweringMessage,
   init(config, ctx) {
     const db = openSlice(config.store, { checkpoints: 'background' });
     const e = config.endpoint;

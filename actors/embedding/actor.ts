@@ -51,6 +51,7 @@ import {
   CHARACTERS_PER_TOKEN,
   type CancellationResult,
   EmbeddingConfig,
+  EmbeddingMessage,
   type EmbeddingStatus,
   type PlacedQuery,
   type Readiness,
@@ -71,17 +72,9 @@ const DEFAULT_BATCH_SIZE = 64;
 /** Characters reserved for query placement at a time (about a hundred searches). */
 const QUERY_ALLOWANCE = 2_000;
 
-const Msg = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('embedding.status') }),
-  z.strictObject({ type: z.literal('embedding.readiness') }),
-  z.strictObject({ type: z.literal('embedding.forecast') }),
-  z.strictObject({ type: z.literal('embedding.activate') }),
-  z.strictObject({ type: z.literal('embedding.cancel-reindex') }),
-  z.strictObject({ type: z.literal('embedding.place-query'), text: z.string() }),
-  z.strictObject({ type: z.literal('embedding.derived') }),
-  // Private: the timer of the next pass.
-  z.strictObject({ type: z.literal('embedding.pass') }),
-]);
+// Private: the timer of the next pass.
+const Pass = z.strictObject({ type: z.literal('embedding.pass') });
+const Msg = z.discriminatedUnion('type', [...EmbeddingMessage.options, Pass]);
 type Msg = z.infer<typeof Msg>;
 
 type Cursor = {

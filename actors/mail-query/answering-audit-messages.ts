@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
-import { RUN_DEGRADATIONS, RUN_ENDINGS } from '../answering/protocol.ts';
+import { RUN_DEGRADATIONS, RUN_ENDINGS } from '../../runtime/store/answering/run-vocabulary.ts';
 import { AuditPosition } from './mutation-audit-messages.ts';
 
 /** admin-surface "Limits": the answering audit's pages hold 1 to 100 entries. */

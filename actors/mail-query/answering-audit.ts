@@ -21,7 +21,7 @@
 import type { Database } from '../../runtime/store/open.ts';
 import { many } from '../../runtime/store/rows.ts';
 import { auditWindow } from './audit-window.ts';
-import { RUN_DEGRADATIONS, RUN_ENDINGS, type RunDegradation, type RunEnding } from '../answering/protocol.ts';
+import { RUN_DEGRADATIONS, RUN_ENDINGS, type RunDegradation, type RunEnding } from '../../runtime/store/answering/run-vocabulary.ts';
 import type { AnsweringAuditEntry, AnsweringAuditReply, AnsweringAuditRequest } from './answering-audit-messages.ts';
 import { iso, prepared } from './statements.ts';
 import { encodeStoredEmailId } from './stored-email-id.ts';

@@ -18,15 +18,26 @@
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
-import { AnsweringAuditRequest } from './answering-audit-messages.ts';
-import { AttachmentSourceRequest } from './attachment-messages.ts';
-import { DeadLettersRequest, JobLookupRequest } from './dead-letter-messages.ts';
-import { MutationAuditRequest } from './mutation-audit-messages.ts';
-import { OutboxPageRequest, OutboxSummaryRequest, OutgoingEmailRequest, OutgoingLookupRequest } from './outbox-messages.ts';
+import type { PoolEntry } from '../../runtime/pool/pool.ts';
+import type { ProtocolOf } from '../../runtime/ref.ts';
+import { type AnsweringAuditReply, AnsweringAuditRequest } from './answering-audit-messages.ts';
+import { type AttachmentSourceReply, AttachmentSourceRequest } from './attachment-messages.ts';
+import { type DeadLettersReply, DeadLettersRequest, type JobLookupReply, JobLookupRequest } from './dead-letter-messages.ts';
+import { type MutationAuditReply, MutationAuditRequest } from './mutation-audit-messages.ts';
+import {
+  type OutboxPageReply,
+  OutboxPageRequest,
+  type OutboxSummaryReply,
+  OutboxSummaryRequest,
+  type OutgoingEmailReply,
+  OutgoingEmailRequest,
+  type OutgoingLookupReply,
+  OutgoingLookupRequest,
+} from './outbox-messages.ts';
 import { StoredEmailId } from './stored-email-id.ts';
 
 /** The task module of the read-only query pool. Named here, as a URL, so that the composition root starts it without importing it. */
-export const MAIL_QUERY_TASK = moduleUrl('./task.ts', import.meta.url);
+export const MAIL_QUERY_TASK: PoolEntry<MailQueryProtocol> = moduleUrl('./task.ts', import.meta.url);
 
 export { StoredEmailId, decodeStoredEmailId, encodeStoredEmailId } from './stored-email-id.ts';
 export { AttachmentSourceReply, AttachmentSourceRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
@@ -207,6 +218,27 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   OutgoingLookupRequest,
 ]);
 export type MailQueryMessage = z.infer<typeof MailQueryMessage>;
+
+/** What the pool answers to each message. */
+export type MailQueryProtocol = ProtocolOf<
+  z.input<typeof MailQueryMessage>,
+  {
+    'mail-query.list-accounts': ListAccountsResult;
+    'mail-query.list-emails': ListEmailsResult;
+    'mail-query.search': SearchEmailsResult;
+    'mail-query.get-content': GetContentReply;
+    'mail-query.attachment': AttachmentSourceReply;
+    'mail-query.mutation-audit': MutationAuditReply;
+    'mail-query.answering-audit': AnsweringAuditReply;
+    'mail-query.dead-letters': DeadLettersReply;
+    'mail-query.job': JobLookupReply;
+    'mail-query.locate-email': LocateEmailReply;
+    'mail-query.outbox-summary': OutboxSummaryReply;
+    'mail-query.outbox': OutboxPageReply;
+    'mail-query.outgoing-email': OutgoingEmailReply;
+    'mail-query.outgoing-lookup': OutgoingLookupReply;
+  }
+>;
 
 // -------------------------------------------------------------------- answers
 

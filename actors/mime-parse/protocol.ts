@@ -12,9 +12,11 @@
 import { z } from 'zod';
 import { DerivedMessage, StoredAddress, StoredAttachment } from '../../runtime/store/mailbox/derived-message.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import type { PoolEntry } from '../../runtime/pool/pool.ts';
+import type { ProtocolOf } from '../../runtime/ref.ts';
 
 /** The task module of the MIME parse pool. Named here, as a URL, so that the composition root starts it without importing it. */
-export const MIME_PARSE_TASK = moduleUrl('./task.ts', import.meta.url);
+export const MIME_PARSE_TASK: PoolEntry<MimeParseProtocol> = moduleUrl('./task.ts', import.meta.url);
 
 /**
  * The parser itself (`parseMessage`, a `ParseInPlace`), named as a URL for a
@@ -28,11 +30,14 @@ export type ParseInPlace = (raw: Uint8Array, account: string) => ParseReply;
 
 export const PARSE_VERSION = 1;
 
+/** Raw bytes as any thread hands them over: a Buffer, or a view of a shared or moved buffer. */
+const Bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, { error: 'must be bytes' });
+
 export const ParseRequest = z.strictObject({
   type: z.literal('mime-parse.parse'),
   /** The account id, mixed into the thread id so threads never join across accounts. */
   account: z.string(),
-  raw: z.instanceof(Uint8Array),
+  raw: Bytes,
 });
 export type ParseRequest = z.infer<typeof ParseRequest>;
 
@@ -43,7 +48,7 @@ export type ParseRequest = z.infer<typeof ParseRequest>;
 export const ParseBatchRequest = z.strictObject({
   type: z.literal('mime-parse.parse-batch'),
   account: z.string(),
-  raws: z.array(z.instanceof(Uint8Array)).min(1).max(1_000),
+  raws: z.array(Bytes).min(1).max(1_000),
 });
 export type ParseBatchRequest = z.infer<typeof ParseBatchRequest>;
 
@@ -57,7 +62,7 @@ export const MAX_ATTACHMENT_INDEX = 65_535;
 export const ExtractAttachmentRequest = z.strictObject({
   type: z.literal('mime-parse.extract-attachment'),
   /** The whole raw message; moved, not copied, like `mime-parse.parse`. */
-  raw: z.instanceof(Uint8Array),
+  raw: Bytes,
   /** Position in the message's attachment list, from 0. */
   index: z.number().int().nonnegative().max(MAX_ATTACHMENT_INDEX),
 });
@@ -113,3 +118,8 @@ export type ExtractedAttachment = z.infer<typeof ExtractedAttachment>;
 /** null: no attachment at that index, or a message the parser calls unreadable. */
 export const ExtractAttachmentReply = ExtractedAttachment.nullable();
 export type ExtractAttachmentReply = z.infer<typeof ExtractAttachmentReply>;
+
+export type MimeParseProtocol = ProtocolOf<
+  z.input<typeof ParseMessage>,
+  { 'mime-parse.parse': ParseReply; 'mime-parse.parse-batch': ParseBatchReply; 'mime-parse.extract-attachment': ExtractAttachmentReply }
+>;

@@ -27,7 +27,8 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Config } from '../../config/schema.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
-import type { Askable } from '../../runtime/ref.ts';
+import type { MailQueryProtocol } from '../../actors/mail-query/protocol.ts';
+import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { holds, recordRefusal } from '../auth/principal.ts';
@@ -49,9 +50,9 @@ export type AdminListenerDeps = {
   log: Logger;
   version: string;
   /** An actor by id (the scheduler answers the status; an account's sync actor does its account's work). */
-  actor(id: string): Askable;
+  actor<P extends Protocol>(id: ActorId<P>): Askable<P>;
   /** The read-only query pool. */
-  queryPool: Askable;
+  queryPool: Askable<MailQueryProtocol>;
   /** The deployment's cursor-signing secret (runtime/store/deployment-secrets.ts). */
   cursorKey: Buffer;
   /** The authentication stage of this surface: `createAuthenticator('admin', …)`. */

@@ -12,7 +12,8 @@
 import type { z } from 'zod';
 import type { Config } from '../../config/schema.ts';
 import type { Logger } from '../../runtime/log.ts';
-import type { Askable } from '../../runtime/ref.ts';
+import type { MailQueryProtocol } from '../../actors/mail-query/protocol.ts';
+import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AdminPermissions } from '../../config/permissions.ts';
 import type { Cursors } from './cursor.ts';
@@ -28,9 +29,9 @@ export type AdminDeps = {
   config: Config;
   version: string;
   /** An actor by id: the scheduler, an account's sync actor. */
-  actor(id: string): Askable;
+  actor<P extends Protocol>(id: ActorId<P>): Askable<P>;
   /** The read-only query pool (actors/mail-query): the main thread never runs SQL. */
-  queryPool: Askable;
+  queryPool: Askable<MailQueryProtocol>;
   /** Page cursors signed with this deployment's own secret. */
   cursors: Cursors;
   /** For what the operator must learn beside the answer (constant messages, no mail content). */

@@ -17,10 +17,11 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Config } from '../../config/schema.ts';
-import type { QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
+import type { MailQueryProtocol, QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
+import type { MimeParseProtocol } from '../../actors/mime-parse/protocol.ts';
 import { type ChangeAsk, RecordChangesReply, RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
-import type { Askable } from '../../runtime/ref.ts';
-import { EMBEDDING_ID, type EmbeddingAsk, PlacedQuery } from '../../actors/embedding/protocol.ts';
+import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
+import { EMBEDDING_ID, PlacedQuery } from '../../actors/embedding/protocol.ts';
 import { OUTBOX_ID } from '../../actors/outbox/protocol.ts';
 import { ANSWERING_ID, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
 import { AppError } from '../../runtime/errors.ts';
@@ -54,11 +55,11 @@ export type McpListenerDeps = {
   version: string;
   readiness(): Readiness;
   /** The read-only query pool. */
-  queryPool: Askable;
+  queryPool: Askable<MailQueryProtocol>;
   /** A pool running the MIME parse task: decodes the attachment a link names (http/attachments/redeem.ts); the service gives downloads one of their own. */
-  parsePool: Askable;
+  parsePool: Askable<MimeParseProtocol>;
   /** An actor by id (the account's sync actor records repair requests; the embedding actor places search queries). */
-  actor(id: string): Askable;
+  actor<P extends Protocol>(id: ActorId<P>): Askable<P>;
   /** The authentication stage of this surface (http/auth/authenticate.ts). */
   authenticate: Authenticate;
 };
@@ -75,7 +76,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
-  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'askOutbox' | 'placeQuery' | 'answering'> = {
+  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'outbox' | 'placeQuery' | 'answering'> = {
     store: deps.store,
     scope,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
@@ -120,7 +121,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
         deadlineMs: admitted.deadlineMs,
         recordChanges: (accountId, request) => recordChanges(deps, accountId, { ...request, requester: principal.identity }, admitted.deadlineMs),
         caller: { identity: principal.identity, permissions: [...principal.permissions] },
-        askOutbox: (msg, reply) => deps.actor(OUTBOX_ID).ask(msg, { reply, deadlineMs: admitted.deadlineMs }),
+        outbox: deps.actor(OUTBOX_ID),
         placeQuery: (text) => placeQuery(deps, text, admitted.deadlineMs),
         answering: {
           availability: () => deps.actor(ANSWERING_ID).ask({ type: 'answering.availability' }, { reply: Availability, deadlineMs: AVAILABILITY_DEADLINE_MS }),
@@ -198,9 +199,10 @@ async function recordRepairs(deps: McpListenerDeps, repairs: readonly RepairNeed
  * serves, and says `degraded` or `inactive` by that (mail-query/search.ts).
  */
 async function placeQuery(deps: McpListenerDeps, text: string, deadlineMs: number): Promise<PlacedQuery> {
-  const ask: EmbeddingAsk = { type: 'embedding.place-query', text };
   try {
-    return await deps.actor(EMBEDDING_ID).ask(ask, { reply: PlacedQuery, deadlineMs: Math.min(PLACE_QUERY_DEADLINE_MS, deadlineMs) });
+    return await deps
+      .actor(EMBEDDING_ID)
+      .ask({ type: 'embedding.place-query', text }, { reply: PlacedQuery, deadlineMs: Math.min(PLACE_QUERY_DEADLINE_MS, deadlineMs) });
   } catch (err) {
     const code = err instanceof AppError ? err.code : 'unexpected';
     if (code === 'E_ACTOR_DOWN') return { semanticSearch: 'inactive' };

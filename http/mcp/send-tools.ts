@@ -14,13 +14,13 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import {
   type Composition,
   DRAFTS_PERMISSION,
-  DraftReply,
+  DeleteDraftReply,
   OperatorReply,
   OutgoingReply,
   SEND_LIMITS,
   SEND_PERMISSION,
+  SaveDraftReply,
   SendReply,
-  type OutboxMessage,
 } from '../../actors/outbox/protocol.ts';
 import { decodeStoredEmailId, LocateEmailReply, StoredEmailId } from '../../actors/mail-query/protocol.ts';
 import { AppError } from '../../runtime/errors.ts';
@@ -141,10 +141,6 @@ function refusalError(r: Refusal, permission: string): AppError {
   }
 }
 
-function outbox<T>(ctx: ToolContext, msg: OutboxMessage, reply: z.ZodType<T>): Promise<T> {
-  return ctx.askOutbox(msg, reply);
-}
-
 const caller = (ctx: ToolContext) => ({ requester: ctx.caller.identity, permissions: [...ctx.caller.permissions] });
 
 /** The account and row of a stored email the caller may read; not found otherwise. */
@@ -165,7 +161,10 @@ function assertAccount(ctx: ToolContext, account: string): void {
 }
 
 async function recordSend(ctx: ToolContext, accountId: string, idempotencyKey: string, composition: Composition): Promise<Record<string, unknown>> {
-  const reply = await outbox(ctx, { type: 'outbox.record-send', ...caller(ctx), accountId, idempotencyKey, composition }, SendReply);
+  const reply = await ctx.outbox.ask(
+    { type: 'outbox.record-send', ...caller(ctx), accountId, idempotencyKey, composition },
+    { reply: SendReply, deadlineMs: ctx.deadlineMs },
+  );
   if (reply.outcome !== 'recorded') throw refusalError(reply, SEND_PERMISSION);
   const { outcome: _, ...answer } = reply;
   return answer;
@@ -247,10 +246,9 @@ export const sendTools: readonly Tool[] = [
     async run(raw, ctx) {
       const input = raw as z.infer<typeof SendDraftInput>;
       const draftId = Number(input.draftId.slice(1));
-      const reply = await outbox(
-        ctx,
+      const reply = await ctx.outbox.ask(
         { type: 'outbox.send-draft', ...caller(ctx), draftId, idempotencyKey: input.idempotencyKey ?? `draft:${draftId}` },
-        SendReply,
+        { reply: SendReply, deadlineMs: ctx.deadlineMs },
       );
       if (reply.outcome !== 'recorded') throw refusalError(reply, SEND_PERMISSION);
       const { outcome: _, ...answer } = reply;
@@ -267,10 +265,9 @@ export const sendTools: readonly Tool[] = [
     input: OutgoingIdInput,
     async run(raw, ctx) {
       const input = raw as z.infer<typeof OutgoingIdInput>;
-      const { outgoing } = await outbox(
-        ctx,
+      const { outgoing } = await ctx.outbox.ask(
         { type: 'outbox.outgoing', requester: ctx.caller.identity, outgoing: Number(input.outgoingEmailId.slice(1)) },
-        OutgoingReply,
+        { reply: OutgoingReply, deadlineMs: ctx.deadlineMs },
       );
       if (outgoing === null) throw new AppError('E_NOT_FOUND');
       return outgoing;
@@ -287,11 +284,17 @@ export const sendTools: readonly Tool[] = [
     async run(raw, ctx) {
       const input = raw as z.infer<typeof OutgoingIdInput>;
       const id = Number(input.outgoingEmailId.slice(1));
-      const { outcome } = await outbox(ctx, { type: 'outbox.cancel', outgoing: id, by: ctx.caller.identity, requester: ctx.caller.identity }, OperatorReply);
+      const { outcome } = await ctx.outbox.ask(
+        { type: 'outbox.cancel', outgoing: id, by: ctx.caller.identity, requester: ctx.caller.identity },
+        { reply: OperatorReply, deadlineMs: ctx.deadlineMs },
+      );
       if (outcome === 'RecordUnknown') throw new AppError('E_NOT_FOUND');
       if (outcome !== 'Accepted') {
         // Cancelling twice answers the same: the send is cancelled.
-        const { outgoing } = await outbox(ctx, { type: 'outbox.outgoing', requester: ctx.caller.identity, outgoing: id }, OutgoingReply);
+        const { outgoing } = await ctx.outbox.ask(
+          { type: 'outbox.outgoing', requester: ctx.caller.identity, outgoing: id },
+          { reply: OutgoingReply, deadlineMs: ctx.deadlineMs },
+        );
         if (outgoing?.state !== 'cancelled') throw new AppError('E_STATE_PASSED');
       }
       return { outgoingEmailId: input.outgoingEmailId, state: 'cancelled' };
@@ -315,10 +318,9 @@ async function saveDraft(ctx: ToolContext, input: z.infer<typeof SaveDraftInput>
     accountId = original.accountId;
     answered = original.messageId;
   } else assertAccount(ctx, accountId);
-  const reply = await outbox(
-    ctx,
+  const reply = await ctx.outbox.ask(
     { type: 'outbox.save-draft', ...caller(ctx), accountId, draftId, composition: draftComposition(input, answered) },
-    DraftReply,
+    { reply: SaveDraftReply, deadlineMs: ctx.deadlineMs },
   );
   if (reply.outcome !== 'saved') throw refusalError(reply as Refusal, DRAFTS_PERMISSION);
   const { outcome: _, ...answer } = reply;
@@ -359,7 +361,10 @@ export const draftTools: readonly Tool[] = [
     input: DraftIdInput,
     async run(raw, ctx) {
       const input = raw as z.infer<typeof DraftIdInput>;
-      const reply = await outbox(ctx, { type: 'outbox.delete-draft', ...caller(ctx), draftId: Number(input.draftId.slice(1)) }, DraftReply);
+      const reply = await ctx.outbox.ask(
+        { type: 'outbox.delete-draft', ...caller(ctx), draftId: Number(input.draftId.slice(1)) },
+        { reply: DeleteDraftReply, deadlineMs: ctx.deadlineMs },
+      );
       if (reply.outcome !== 'deleted') throw refusalError(reply as Refusal, DRAFTS_PERMISSION);
       return { draftId: reply.draftId, result: reply.result };
     },

@@ -23,6 +23,7 @@ import {
   SearchEmailsResult,
   decodeStoredEmailId,
   type EmailContent,
+  type MailQueryProtocol,
   type QueryScope,
   type RepairNeeded,
 } from '../../actors/mail-query/protocol.ts';
@@ -30,10 +31,10 @@ import type { PlacedQuery } from '../../actors/embedding/protocol.ts';
 import type { AskMailInput, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
 import { askTools } from './ask-tool.ts';
 import type { ChangeAsk, RecordChangesReply } from '../../actors/imap-sync/protocol.ts';
-import type { AskOptions } from '../../runtime/actor.ts';
+import type { Askable } from '../../runtime/ref.ts';
 import { flagTools } from './flag-tool.ts';
 import { draftTools, sendTools } from './send-tools.ts';
-import type { OutboxMessage } from '../../actors/outbox/protocol.ts';
+import type { OutboxProtocol } from '../../actors/outbox/protocol.ts';
 import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export type ToolCategory = 'mailbox' | 'flags' | 'sending' | 'drafts' | 'answering' | 'contacts';
@@ -43,7 +44,7 @@ export type ToolContext = {
   store: StoreSlice;
   scope: QueryScope;
   /** Ask the query pool; the deadline is the request's. */
-  query<T>(msg: unknown, options: AskOptions<T>): Promise<T>;
+  query: Askable<MailQueryProtocol>['ask'];
   bodyCharacterBudget: number;
   /** Record durable repair requests (the account's sync actor writes them). */
   recordRepairs(repairs: readonly RepairNeeded[]): Promise<void>;
@@ -64,8 +65,8 @@ export type ToolContext = {
   placeQuery(text: string): Promise<PlacedQuery>;
   /** The answering actor: whether `ask_mail` is offered now, and one run (within the request's deadline). */
   answering: { availability(): Promise<Availability>; ask(input: AskMailInput): Promise<AskMailResult> };
-  /** Ask the outbox actor (it records sends and drafts); the deadline is the request's. */
-  askOutbox<T>(msg: OutboxMessage, reply: z.ZodType<T>): Promise<T>;
+  /** The outbox actor (it records sends and drafts). */
+  outbox: Askable<OutboxProtocol>;
   deadlineMs: number;
 };
 
@@ -84,15 +85,8 @@ export type Tool = {
 
 const readOnly: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-function ask<T>(reply: z.ZodType<T>) {
-  return (ctx: ToolContext, type: string, extra: Record<string, unknown>): Promise<T> =>
-    ctx.query<T>({ type, store: ctx.store, scope: ctx.scope, ...extra }, { reply, deadlineMs: ctx.deadlineMs });
-}
-
-const askAccounts = ask(ListAccountsResult);
-const askList = ask(ListEmailsResult);
-const askSearch = ask(SearchEmailsResult);
-const askContent = ask(GetContentReply);
+/** The pool's members every read carries: the caller's scope and the store. */
+const scoped = (ctx: ToolContext) => ({ store: ctx.store, scope: ctx.scope });
 
 export const readTools: readonly Tool[] = [
   {
@@ -103,7 +97,11 @@ export const readTools: readonly Tool[] = [
     permission: 'service.mail.read',
     annotations: { title: 'List mail accounts', ...readOnly },
     input: ListAccountsInput,
-    run: (input, ctx) => askAccounts(ctx, 'mail-query.list-accounts', { input }),
+    run: (input, ctx) =>
+      ctx.query(
+        { type: 'mail-query.list-accounts', ...scoped(ctx), input: input as ListAccountsInput },
+        { reply: ListAccountsResult, deadlineMs: ctx.deadlineMs },
+      ),
   },
   {
     name: 'list_emails',
@@ -113,7 +111,8 @@ export const readTools: readonly Tool[] = [
     permission: 'service.mail.read',
     annotations: { title: 'List emails', ...readOnly },
     input: ListEmailsInput,
-    run: (input, ctx) => askList(ctx, 'mail-query.list-emails', { input }),
+    run: (input, ctx) =>
+      ctx.query({ type: 'mail-query.list-emails', ...scoped(ctx), input: input as ListEmailsInput }, { reply: ListEmailsResult, deadlineMs: ctx.deadlineMs }),
   },
   {
     name: 'search_emails',
@@ -124,14 +123,15 @@ export const readTools: readonly Tool[] = [
     permission: 'service.mail.read',
     annotations: { title: 'Search emails', ...readOnly },
     input: SearchEmailsInput,
-    async run(input, ctx) {
-      const { queryText, resultLimit } = input as SearchEmailsInput;
+    async run(raw, ctx) {
+      const input = raw as SearchEmailsInput;
+      const { queryText, resultLimit } = input;
       // A limit the pool refuses (51003) spends no provider call on placing the query.
       const placed: PlacedQuery = resultLimit > MAX_SEARCH_RESULTS ? { semanticSearch: 'inactive' } : await ctx.placeQuery(queryText);
       // Only a placed query travels; otherwise the pool answers lexically and reads from its own
       // snapshot whether a generation serves (degraded) or none does (inactive).
       const semantic = placed.semanticSearch === 'available' ? { semantic: { generation: placed.generation, vector: placed.vector } } : {};
-      return askSearch(ctx, 'mail-query.search', { input, ...semantic });
+      return ctx.query({ type: 'mail-query.search', ...scoped(ctx), input, ...semantic }, { reply: SearchEmailsResult, deadlineMs: ctx.deadlineMs });
     },
   },
   {
@@ -143,7 +143,10 @@ export const readTools: readonly Tool[] = [
     annotations: { title: 'Read emails', ...readOnly },
     input: GetEmailContentInput,
     async run(input, ctx) {
-      const { repairs, ...result } = await askContent(ctx, 'mail-query.get-content', { input, bodyCharacterBudget: ctx.bodyCharacterBudget });
+      const { repairs, ...result } = await ctx.query(
+        { type: 'mail-query.get-content', ...scoped(ctx), input: input as GetEmailContentInput, bodyCharacterBudget: ctx.bodyCharacterBudget },
+        { reply: GetContentReply, deadlineMs: ctx.deadlineMs },
+      );
       if (repairs.length > 0) await ctx.recordRepairs(repairs);
       return { ...result, emails: result.emails.map((entry) => ('error' in entry ? entry : withLinks(entry, ctx))) };
     },

@@ -11,18 +11,23 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import type { AskOptions } from '../actor.ts';
 import { AppError, fromPayload } from '../errors.ts';
 import { moduleUrl } from '../module-url.ts';
 import { Reply, type ToHost } from '../protocol/envelope.ts';
 import { encodeToHost } from '../protocol/wire.ts';
-import { parseReply, type Askable } from '../ref.ts';
+import { parseReply, type AnyProtocol, type Askable, type Protocol } from '../ref.ts';
 import { DEFAULT_ASK_MS } from '../router.ts';
 
-export type PoolOptions = {
+declare const ANSWERS: unique symbol;
+
+/** A pool task's module URL, carrying the protocol the task answers (a type only), so the pool's ref is typed by it. */
+export type PoolEntry<P extends Protocol = AnyProtocol> = URL & { readonly [ANSWERS]?: P };
+
+export type PoolOptions<P extends Protocol = AnyProtocol> = {
   id: string;
   /** Module whose default export is `definePoolTask(...)`. */
-  entry: URL;
+  entry: PoolEntry<P>;
+
   minThreads?: number;
   maxThreads?: number;
   /** Asks that may wait for a thread beyond those running; more are refused. */
@@ -31,11 +36,11 @@ export type PoolOptions = {
   atomics?: 'sync' | 'async' | 'disabled';
 };
 
-export type PoolRef = Askable & { close(): Promise<void>; readonly threads: number };
+export type PoolRef<P extends Protocol = AnyProtocol> = Askable<P> & { close(): Promise<void>; readonly threads: number };
 
 const sourceTask = moduleUrl('./source-task.mjs', import.meta.url);
 
-export function createPool(options: PoolOptions): PoolRef {
+export function createPool<P extends Protocol = AnyProtocol>(options: PoolOptions<P>): PoolRef<P> {
   const fromSource = options.entry.pathname.endsWith('.ts');
   const maxThreads = options.maxThreads ?? Math.max(1, availableParallelism() - 1);
   const piscina = new Piscina({
@@ -57,7 +62,7 @@ export function createPool(options: PoolOptions): PoolRef {
     get threads() {
       return piscina.threads.length;
     },
-    async ask<T>(msg: unknown, askOptions: AskOptions<T> = {}): Promise<T> {
+    async ask(msg, askOptions = {}) {
       if (inFlight >= capacity) throw new AppError('E_ACTOR_MAILBOX_FULL', { details: { actor: options.id, capacity } });
       const deadlineMs = askOptions.deadlineMs ?? DEFAULT_ASK_MS;
       seq += 1;

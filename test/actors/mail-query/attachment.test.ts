@@ -16,9 +16,9 @@ import { extractAttachment } from '../../../actors/mime-parse/attachment-content
 import { parseMessage } from '../../../actors/mime-parse/parse-message.ts';
 import { ExtractAttachmentRequest } from '../../../actors/mime-parse/protocol.ts';
 import { answerExtract } from '../../../actors/mime-parse/task.ts';
-import { redeemAttachment } from '../../../http/attachments/redeem.ts';
-import { type AskOptions, isWithTransfer, TRANSFER } from '../../../runtime/actor.ts';
-import type { Askable } from '../../../runtime/ref.ts';
+import { type RedeemDeps, redeemAttachment } from '../../../http/attachments/redeem.ts';
+import { isWithTransfer, TRANSFER } from '../../../runtime/actor.ts';
+import { type Askable, parseReply, type Protocol } from '../../../runtime/ref.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { storeBatch, type FetchedMessage } from '../../../runtime/store/mailbox/store-batch.ts';
 import type { Database } from '../../../runtime/store/open.ts';
@@ -87,19 +87,18 @@ function store(db: Database, bindingId: number, uid: number, raw: Buffer, derive
 }
 
 /** A pool stand-in that runs a handler in this thread: the message and the reply pass the same schemas. */
-function inThread(id: string, handle: (msg: unknown) => unknown): Askable {
+function inThread<P extends Protocol>(id: string, handle: (msg: unknown) => unknown): Askable<P> {
   return {
     id,
-    ask: async <T>(msg: unknown, options: AskOptions<T> = {}): Promise<T> => {
+    ask: async (msg, options = {}) => {
       const answer = handle(msg);
-      const value = isWithTransfer(answer) ? answer.value : answer;
-      return options.reply ? options.reply.parse(value) : (value as T);
+      return parseReply(isWithTransfer(answer) ? answer.value : answer, options.reply);
     },
   };
 }
 
 function redeem(db: Database, messageId: number, index: number) {
-  const pools = {
+  const pools: RedeemDeps = {
     queryPool: inThread('mail-query', (msg) => answerAttachmentSource(db, AttachmentSourceRequest.parse(msg))),
     parsePool: inThread('mime-parse', (msg) => answerExtract(ExtractAttachmentRequest.parse(msg))),
     store: slice,
