@@ -167,6 +167,8 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     const queryPool = createPool({
       id: MAIL_QUERY_POOL,
       entry: MAIL_QUERY_TASK,
+      // Each pool thread opens its one read-only connection from it.
+      config: storeSlice(config),
       minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
       maxThreads: availableParallelism(),
       maxQueue: 1_024,
@@ -221,7 +223,6 @@ export async function startService(options: StartOptions = {}): Promise<Service>
       const { createMcpListener } = await import('../http/mcp/mcp-listener.ts');
       const server = createMcpListener({
         config,
-        store: storeSlice(config),
         log,
         version,
         readiness,

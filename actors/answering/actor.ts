@@ -26,7 +26,9 @@ import { openSlice } from '../../runtime/store/open-slice.ts';
 import { allowancePeriodStart, takeQuestion } from '../../runtime/store/answering/allowance.ts';
 import { pruneAnsweringRuns, recordAnsweringRuns } from '../../runtime/store/answering/audit.ts';
 import { PlacedQuery, Readiness } from '../embedding/protocol.ts';
-import { GetContentReply, type QueryScope, SearchEmailsResult, decodeStoredEmailId } from '../mail-query/protocol.ts';
+import { GetContentReply, SearchEmailsResult } from '../mail-query/protocol/mail-reads.ts';
+import type { QueryScope } from '../mail-query/protocol/query-scope.ts';
+import { decodeStoredEmailId } from '../mail-query/protocol/stored-email-id.ts';
 import { createChatClient, type ChatClient } from './chat-client.ts';
 import {
   AnsweringConfig,
@@ -187,7 +189,7 @@ async function lookup(
   bound: { scope: QueryScope; input: AskMailInput; remaining(cap: number): number },
 ): Promise<LookupResult> {
   const { passages, charactersPerPassage } = state.config.lookup;
-  const { store, queryPoolId, embeddingId } = state.config;
+  const { queryPoolId, embeddingId } = state.config;
   const placed = await ctx
     .ask(embeddingId, { type: 'embedding.place-query', text: args.queryText }, { reply: PlacedQuery, deadlineMs: bound.remaining(PLACE_QUERY_DEADLINE_MS) })
     .catch((): PlacedQuery => ({ semanticSearch: 'degraded' }));
@@ -196,7 +198,7 @@ async function lookup(
   const narrowing = { ...(bound.input.accounts ? { accounts: bound.input.accounts } : {}), ...(bound.input.folders ? { folders: bound.input.folders } : {}) };
   const search = await ctx.ask(
     queryPoolId,
-    { type: 'mail-query.search', store, scope: bound.scope, input: { ...args, ...narrowing, resultLimit: passages + 1 }, ...semantic },
+    { type: 'mail-query.search', scope: bound.scope, input: { ...args, ...narrowing, resultLimit: passages + 1 }, ...semantic },
     { reply: SearchEmailsResult, deadlineMs: bound.remaining(60_000) },
   );
   const matches = search.matches.slice(0, passages);
@@ -207,7 +209,6 @@ async function lookup(
       queryPoolId,
       {
         type: 'mail-query.get-content',
-        store,
         scope: bound.scope,
         input: { storedEmailIds: matches.map((m) => m.storedEmailId) },
         bodyCharacterBudget: charactersPerPassage,

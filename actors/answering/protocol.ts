@@ -18,7 +18,8 @@
  */
 import { z } from 'zod';
 import type { EmbeddingProtocol } from '../embedding/protocol.ts';
-import { type MailQueryProtocol, QueryScope } from '../mail-query/protocol.ts';
+import type { MailReadsProtocol } from '../mail-query/protocol/mail-reads.ts';
+import { QueryScope } from '../mail-query/protocol/query-scope.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
 import { type ActorId, actorIdSchema, type ProtocolOf } from '../../runtime/ref.ts';
 import type { RunRecord } from '../../runtime/store/answering/audit.ts';
@@ -60,7 +61,7 @@ export const AnsweringConfig = z.strictObject({
   lookup: z.strictObject({ passages: z.number().int().min(1).max(10), charactersPerPassage: z.number().int().min(1) }),
   audit: z.strictObject({ enabled: z.boolean(), retentionMs: z.number().int().positive() }),
   /** Where retrieval runs: the query pool and the embedding actor. */
-  queryPoolId: actorIdSchema<MailQueryProtocol>(),
+  queryPoolId: actorIdSchema<MailReadsProtocol>(),
   embeddingId: actorIdSchema<EmbeddingProtocol>(),
 });
 export type AnsweringConfig = z.infer<typeof AnsweringConfig>;

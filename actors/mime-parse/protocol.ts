@@ -10,7 +10,7 @@
  * change to derivation asks for re-derivation of stored mail.
  */
 import { z } from 'zod';
-import { DerivedMessage, StoredAddress, StoredAttachment } from '../../runtime/store/mailbox/derived-message.ts';
+import { DerivedMessage, MAX_ATTACHMENT_INDEX, StoredAddress, StoredAttachment } from '../../runtime/store/mailbox/derived-message.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
 import type { PoolEntry } from '../../runtime/pool/pool.ts';
 import type { ProtocolOf } from '../../runtime/ref.ts';
@@ -52,8 +52,8 @@ export const ParseBatchRequest = z.strictObject({
 });
 export type ParseBatchRequest = z.infer<typeof ParseBatchRequest>;
 
-/** Attachment positions: the parser reads at most 500 parts per message, so 65 535 bounds any index. */
-export const MAX_ATTACHMENT_INDEX = 65_535;
+/** Attachment positions (the stored attachment list's bound). */
+export { MAX_ATTACHMENT_INDEX };
 
 /**
  * One attachment of a raw message, decoded for a download: the `index`-th

@@ -13,7 +13,8 @@
  */
 import { z } from 'zod';
 import { type ChangeAsk, type ChangeView, KEYWORD_ATOM, MAX_CHANGE_KEYWORDS, MAX_KEYWORD_LENGTH } from '../../actors/imap-sync/protocol.ts';
-import { decodeStoredEmailId, LocateEmailReply, StoredEmailId } from '../../actors/mail-query/protocol.ts';
+import { LocateEmailReply } from '../../actors/mail-query/protocol/email-lookup.ts';
+import { decodeStoredEmailId, StoredEmailId } from '../../actors/mail-query/protocol/stored-email-id.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Tool } from './tools.ts';
 
@@ -89,8 +90,8 @@ export const flagTools: readonly Tool[] = [
       const input = raw as SetMailFlagsInput;
       const messageId = decodeStoredEmailId(input.storedEmailId);
       if (messageId === null) throw new AppError('E_NOT_FOUND');
-      const { email } = await ctx.query(
-        { type: 'mail-query.locate-email', store: ctx.store, scope: ctx.scope, messageId },
+      const { email } = await ctx.queryPool.ask(
+        { type: 'mail-query.locate-email', scope: ctx.scope, messageId },
         { reply: LocateEmailReply, deadlineMs: ctx.deadlineMs },
       );
       if (email === null) throw new AppError('E_NOT_FOUND');

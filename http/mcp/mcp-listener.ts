@@ -17,7 +17,10 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Config } from '../../config/schema.ts';
-import type { MailQueryProtocol, QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
+import type { AttachmentSourceProtocol } from '../../actors/mail-query/protocol/attachment-source.ts';
+import type { EmailLookupProtocol } from '../../actors/mail-query/protocol/email-lookup.ts';
+import type { MailReadsProtocol, RepairNeeded } from '../../actors/mail-query/protocol/mail-reads.ts';
+import type { QueryScope } from '../../actors/mail-query/protocol/query-scope.ts';
 import type { MimeParseProtocol } from '../../actors/mime-parse/protocol.ts';
 import { type ChangeAsk, RecordChangesReply, RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
 import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
@@ -26,7 +29,6 @@ import { OUTBOX_ID } from '../../actors/outbox/protocol.ts';
 import { ANSWERING_ID, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
-import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
 import { attachmentLink, canIssueLinks, createLinkKeyRing, issueCapability } from '../attachments/capability.ts';
 import { redeemAttachment } from '../attachments/redeem.ts';
@@ -50,12 +52,11 @@ const AVAILABILITY_DEADLINE_MS = 5_000;
 
 export type McpListenerDeps = {
   config: Config;
-  store: StoreSlice;
   log: Logger;
   version: string;
   readiness(): Readiness;
   /** The read-only query pool. */
-  queryPool: Askable<MailQueryProtocol>;
+  queryPool: Askable<MailReadsProtocol & EmailLookupProtocol & AttachmentSourceProtocol>;
   /** A pool running the MIME parse task: decodes the attachment a link names (http/attachments/redeem.ts); the service gives downloads one of their own. */
   parsePool: Askable<MimeParseProtocol>;
   /** An actor by id (the account's sync actor records repair requests; the embedding actor places search queries). */
@@ -77,10 +78,9 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
   const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'outbox' | 'placeQuery' | 'answering'> = {
-    store: deps.store,
     scope,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
-    query: (msg, options) => deps.queryPool.ask(msg, options),
+    queryPool: deps.queryPool,
     recordRepairs: (repairs) => recordRepairs(deps, repairs, 30_000),
     attachmentLink(ref) {
       if (!linksIssued) return null;

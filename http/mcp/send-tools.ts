@@ -22,7 +22,8 @@ import {
   SaveDraftReply,
   SendReply,
 } from '../../actors/outbox/protocol.ts';
-import { decodeStoredEmailId, LocateEmailReply, StoredEmailId } from '../../actors/mail-query/protocol.ts';
+import { LocateEmailReply } from '../../actors/mail-query/protocol/email-lookup.ts';
+import { decodeStoredEmailId, StoredEmailId } from '../../actors/mail-query/protocol/stored-email-id.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Tool, ToolContext } from './tools.ts';
 
@@ -147,8 +148,8 @@ const caller = (ctx: ToolContext) => ({ requester: ctx.caller.identity, permissi
 async function locate(ctx: ToolContext, storedEmailId: string): Promise<{ accountId: string; messageId: number }> {
   const messageId = decodeStoredEmailId(storedEmailId);
   if (messageId === null) throw new AppError('E_NOT_FOUND');
-  const { email } = await ctx.query(
-    { type: 'mail-query.locate-email', store: ctx.store, scope: ctx.scope, messageId },
+  const { email } = await ctx.queryPool.ask(
+    { type: 'mail-query.locate-email', scope: ctx.scope, messageId },
     { reply: LocateEmailReply, deadlineMs: ctx.deadlineMs },
   );
   if (email === null) throw new AppError('E_NOT_FOUND');

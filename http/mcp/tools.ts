@@ -11,6 +11,7 @@
  */
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
+import type { EmailLookupProtocol } from '../../actors/mail-query/protocol/email-lookup.ts';
 import {
   GetContentReply,
   GetEmailContentInput,
@@ -21,12 +22,12 @@ import {
   MAX_SEARCH_RESULTS,
   SearchEmailsInput,
   SearchEmailsResult,
-  decodeStoredEmailId,
   type EmailContent,
-  type MailQueryProtocol,
-  type QueryScope,
+  type MailReadsProtocol,
   type RepairNeeded,
-} from '../../actors/mail-query/protocol.ts';
+} from '../../actors/mail-query/protocol/mail-reads.ts';
+import type { QueryScope } from '../../actors/mail-query/protocol/query-scope.ts';
+import { decodeStoredEmailId } from '../../actors/mail-query/protocol/stored-email-id.ts';
 import type { PlacedQuery } from '../../actors/embedding/protocol.ts';
 import type { AskMailInput, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
 import { askTools } from './ask-tool.ts';
@@ -35,16 +36,14 @@ import type { Askable } from '../../runtime/ref.ts';
 import { flagTools } from './flag-tool.ts';
 import { draftTools, sendTools } from './send-tools.ts';
 import type { OutboxProtocol } from '../../actors/outbox/protocol.ts';
-import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export type ToolCategory = 'mailbox' | 'flags' | 'sending' | 'drafts' | 'answering' | 'contacts';
 
 /** What a tool call may use; built per request by the listener. */
 export type ToolContext = {
-  store: StoreSlice;
   scope: QueryScope;
-  /** Ask the query pool; the deadline is the request's. */
-  query: Askable<MailQueryProtocol>['ask'];
+  /** The query pool: the reads and lookups the tools ask of it, each with the request's deadline. */
+  queryPool: Askable<MailReadsProtocol & EmailLookupProtocol>;
   bodyCharacterBudget: number;
   /** Record durable repair requests (the account's sync actor writes them). */
   recordRepairs(repairs: readonly RepairNeeded[]): Promise<void>;
@@ -85,9 +84,6 @@ export type Tool = {
 
 const readOnly: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-/** The pool's members every read carries: the caller's scope and the store. */
-const scoped = (ctx: ToolContext) => ({ store: ctx.store, scope: ctx.scope });
-
 export const readTools: readonly Tool[] = [
   {
     name: 'list_accounts',
@@ -98,8 +94,8 @@ export const readTools: readonly Tool[] = [
     annotations: { title: 'List mail accounts', ...readOnly },
     input: ListAccountsInput,
     run: (input, ctx) =>
-      ctx.query(
-        { type: 'mail-query.list-accounts', ...scoped(ctx), input: input as ListAccountsInput },
+      ctx.queryPool.ask(
+        { type: 'mail-query.list-accounts', scope: ctx.scope, input: input as ListAccountsInput },
         { reply: ListAccountsResult, deadlineMs: ctx.deadlineMs },
       ),
   },
@@ -112,7 +108,10 @@ export const readTools: readonly Tool[] = [
     annotations: { title: 'List emails', ...readOnly },
     input: ListEmailsInput,
     run: (input, ctx) =>
-      ctx.query({ type: 'mail-query.list-emails', ...scoped(ctx), input: input as ListEmailsInput }, { reply: ListEmailsResult, deadlineMs: ctx.deadlineMs }),
+      ctx.queryPool.ask(
+        { type: 'mail-query.list-emails', scope: ctx.scope, input: input as ListEmailsInput },
+        { reply: ListEmailsResult, deadlineMs: ctx.deadlineMs },
+      ),
   },
   {
     name: 'search_emails',
@@ -131,7 +130,7 @@ export const readTools: readonly Tool[] = [
       // Only a placed query travels; otherwise the pool answers lexically and reads from its own
       // snapshot whether a generation serves (degraded) or none does (inactive).
       const semantic = placed.semanticSearch === 'available' ? { semantic: { generation: placed.generation, vector: placed.vector } } : {};
-      return ctx.query({ type: 'mail-query.search', ...scoped(ctx), input, ...semantic }, { reply: SearchEmailsResult, deadlineMs: ctx.deadlineMs });
+      return ctx.queryPool.ask({ type: 'mail-query.search', scope: ctx.scope, input, ...semantic }, { reply: SearchEmailsResult, deadlineMs: ctx.deadlineMs });
     },
   },
   {
@@ -143,8 +142,8 @@ export const readTools: readonly Tool[] = [
     annotations: { title: 'Read emails', ...readOnly },
     input: GetEmailContentInput,
     async run(input, ctx) {
-      const { repairs, ...result } = await ctx.query(
-        { type: 'mail-query.get-content', ...scoped(ctx), input: input as GetEmailContentInput, bodyCharacterBudget: ctx.bodyCharacterBudget },
+      const { repairs, ...result } = await ctx.queryPool.ask(
+        { type: 'mail-query.get-content', scope: ctx.scope, input: input as GetEmailContentInput, bodyCharacterBudget: ctx.bodyCharacterBudget },
         { reply: GetContentReply, deadlineMs: ctx.deadlineMs },
       );
       if (repairs.length > 0) await ctx.recordRepairs(repairs);

@@ -20,13 +20,17 @@ import { DEFAULT_ASK_MS } from '../router.ts';
 
 declare const ANSWERS: unique symbol;
 
-/** A pool task's module URL, carrying the protocol the task answers (a type only), so the pool's ref is typed by it. */
-export type PoolEntry<P extends Protocol = AnyProtocol> = URL & { readonly [ANSWERS]?: P };
+/**
+ * A pool task's module URL, carrying (as types only) the protocol the task
+ * answers and the configuration it is created with, so the pool's ref and
+ * its `config` are typed by it.
+ */
+export type PoolEntry<P extends Protocol = AnyProtocol, Config = undefined> = URL & { readonly [ANSWERS]?: { protocol: P; config: Config } };
 
-export type PoolOptions<P extends Protocol = AnyProtocol> = {
+export type PoolOptions<P extends Protocol = AnyProtocol, Config = undefined> = {
   id: string;
   /** Module whose default export is `definePoolTask(...)`. */
-  entry: PoolEntry<P>;
+  entry: PoolEntry<P, Config>;
 
   minThreads?: number;
   maxThreads?: number;
@@ -34,18 +38,27 @@ export type PoolOptions<P extends Protocol = AnyProtocol> = {
   maxQueue?: number;
   idleTimeoutMs?: number;
   atomics?: 'sync' | 'async' | 'disabled';
-};
+} & (undefined extends Config
+  ? { config?: Config }
+  : {
+      /**
+       * The task's configuration, handed to every thread once, at creation
+       * (`workerData`); the task parses it again (`poolConfig`), since it
+       * crossed a thread boundary.
+       */
+      config: Config;
+    });
 
 export type PoolRef<P extends Protocol = AnyProtocol> = Askable<P> & { close(): Promise<void>; readonly threads: number };
 
 const sourceTask = moduleUrl('./source-task.mjs', import.meta.url);
 
-export function createPool<P extends Protocol = AnyProtocol>(options: PoolOptions<P>): PoolRef<P> {
+export function createPool<P extends Protocol = AnyProtocol, Config = undefined>(options: PoolOptions<P, Config>): PoolRef<P> {
   const fromSource = options.entry.pathname.endsWith('.ts');
   const maxThreads = options.maxThreads ?? Math.max(1, availableParallelism() - 1);
   const piscina = new Piscina({
     filename: fileURLToPath(fromSource ? sourceTask : options.entry),
-    workerData: { entry: options.entry.href },
+    workerData: { entry: options.entry.href, config: options.config },
     minThreads: Math.min(options.minThreads ?? 1, maxThreads),
     maxThreads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,

@@ -7,10 +7,13 @@
  *   one above, and http and cli never import each other. Source never
  *   imports test/ or bench/.
  * - actors: outside an actor's folder only its `protocol.ts` is imported or
- *   named by URL (its entry modules are published there as URLs).
- * - protocols are leaves: loading an actor's `protocol.ts` loads no package
- *   but zod and Node's own, so importing a protocol never loads handler code
- *   (a MIME library, the database driver) on the thread that imports it.
+ *   named by URL (its entry modules are published there as URLs), or, for
+ *   an actor whose contract is split by consumer, a module of its
+ *   `protocol/` folder.
+ * - protocols are leaves: loading an actor's `protocol.ts` (or a
+ *   `protocol/` module) loads no package but zod and Node's own, so
+ *   importing a protocol never loads handler code (a MIME library, the
+ *   database driver) on the thread that imports it.
  *
  * A failure names the import (file:line → target) and the rule it breaks.
  */
@@ -40,6 +43,8 @@ const edges = files.flatMap((file) => edgesOf(root, file));
 const where = (e: Edge): string => `${e.from}:${e.line} → ${e.to}`;
 const layerOf = (path: string): string => path.split('/')[0]!;
 const actorOf = (path: string): string | null => (path.startsWith('actors/') ? path.split('/')[1]! : null);
+/** An actor's public surface: its `protocol.ts`, or a contract of its `protocol/` folder. */
+const isProtocol = (path: string): boolean => /^actors\/[^/]+\/(protocol\.ts|protocol\/[^/]+\.ts)$/.test(path);
 
 t.ok(files.length > 100, `read the tree (${files.length} modules)`);
 
@@ -61,9 +66,7 @@ t.test('no module imports a layer above its own', async (t) => {
 const KNOWN_REACH_INS: Record<string, string> = {};
 
 t.test("no module reaches into another actor's internals", async (t) => {
-  const reaching = edges
-    .filter((e) => !e.external && actorOf(e.to) !== null && actorOf(e.to) !== actorOf(e.from))
-    .filter((e) => !e.to.endsWith('/protocol.ts'));
+  const reaching = edges.filter((e) => !e.external && actorOf(e.to) !== null && actorOf(e.to) !== actorOf(e.from)).filter((e) => !isProtocol(e.to));
   const broken = reaching
     .filter((e) => !(`${e.from} → ${e.to}` in KNOWN_REACH_INS))
     .map((e) => `${where(e)}: outside actors/${actorOf(e.to)}/ import only its protocol.ts`);
@@ -75,7 +78,7 @@ t.test("no module reaches into another actor's internals", async (t) => {
 t.test('every protocol.ts is a leaf', async (t) => {
   const loads = new Map<string, Edge[]>();
   for (const e of edges) if (!e.typeOnly && !e.byUrl) loads.set(e.from, [...(loads.get(e.from) ?? []), e]);
-  const protocols = files.filter((f) => /^actors\/[^/]+\/protocol\.ts$/.test(f));
+  const protocols = files.filter(isProtocol);
   t.ok(protocols.length >= 6, 'found the protocols');
   for (const protocol of protocols) {
     // Walk what loading the protocol loads; report each package beyond zod with the path that reached it.

@@ -9,6 +9,8 @@ import type { AnsweringProtocol } from '../../actors/answering/protocol.ts';
 import { ActivationResult, EMBEDDING_ID, type EmbeddingProtocol, EmbeddingStatus, PlacedQuery } from '../../actors/embedding/protocol.ts';
 import { RecordChangesReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
 import type { MailQueryProtocol } from '../../actors/mail-query/protocol.ts';
+import type { AttachmentSourceProtocol } from '../../actors/mail-query/protocol/attachment-source.ts';
+import type { MailReadsProtocol } from '../../actors/mail-query/protocol/mail-reads.ts';
 import { OperatorReply, type OutboxProtocol, SendReply } from '../../actors/outbox/protocol.ts';
 import { REPLAY_GUARD_ID } from '../../actors/replay-guard/protocol.ts';
 import type { ActorContext } from '../../runtime/actor.ts';
@@ -21,6 +23,7 @@ declare const embedding: ActorRef<EmbeddingProtocol>;
 declare const answering: Askable<AnsweringProtocol>;
 declare const outbox: Askable<OutboxProtocol>;
 declare const queryPool: Askable<MailQueryProtocol>;
+declare const attachments: Askable<AttachmentSourceProtocol>;
 
 export async function embeddingChecks(): Promise<void> {
   const status = await embedding.ask({ type: 'embedding.status' });
@@ -99,4 +102,17 @@ export async function queryPoolChecks(): Promise<void> {
   await queryPool.ask({ type: 'mail-query.delete-email', messageId: 1 });
   // @ts-expect-error the status of the embedding actor is not asked of the pool
   await queryPool.ask({ type: 'embedding.status' }, { reply: EmbeddingStatus });
+}
+
+export async function consumerContractChecks(): Promise<void> {
+  // The whole pool is usable where a consumer's contract is asked for ...
+  const reads: Askable<MailReadsProtocol> = queryPool;
+  const accounts = await reads.ask({ type: 'mail-query.list-accounts', scope: { accounts: [] }, input: {} });
+  accounts.accounts satisfies readonly unknown[];
+  // @ts-expect-error ... and a consumer asks only what its contract names
+  await reads.ask({ type: 'mail-query.attachment', messageId: 1, index: 0, accounts: [] });
+  // @ts-expect-error a consumer's ref is not the whole pool
+  const _whole: Askable<MailQueryProtocol> = reads;
+  // @ts-expect-error the store is the pool's, given at creation: no message carries it
+  await attachments.ask({ type: 'mail-query.attachment', messageId: 1, index: 0, accounts: [], store: {} });
 }

@@ -12,7 +12,7 @@
  */
 import Libsql from 'libsql';
 import t from 'tap';
-import { JOB_TYPES } from '../../actors/mail-query/protocol.ts';
+import { JOB_TYPES } from '../../actors/mail-query/protocol/dead-letters.ts';
 import { SCHEDULER_ID } from '../../actors/sync-scheduler/protocol.ts';
 import { startDovecot } from '../harness/dovecot.ts';
 import { generateMailbox } from '../harness/generator.ts';

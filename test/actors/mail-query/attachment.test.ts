@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { AttachmentSourceReply, AttachmentSourceRequest } from '../../../actors/mail-query/protocol.ts';
+import { AttachmentSourceReply, AttachmentSourceRequest } from '../../../actors/mail-query/protocol/attachment-source.ts';
 import { answerAttachmentSource, readAttachmentSource } from '../../../actors/mail-query/attachment.ts';
 import { extractAttachment } from '../../../actors/mime-parse/attachment-content.ts';
 import { parseMessage } from '../../../actors/mime-parse/parse-message.ts';
@@ -27,7 +27,6 @@ import { aliceFolders, freshStore, idOf } from '../../runtime/store/mailbox/help
 
 const pdf = randomBytes(2048);
 const note = Buffer.from('hello, attachment\n');
-const slice = { database: '/unused/by/the/handler.db', busyTimeoutMs: 1000, synchronous: 'Full' as const };
 
 function rawWithAttachments(): Buffer {
   return Buffer.from(
@@ -101,7 +100,6 @@ function redeem(db: Database, messageId: number, index: number) {
   const pools: RedeemDeps = {
     queryPool: inThread('mail-query', (msg) => answerAttachmentSource(db, AttachmentSourceRequest.parse(msg))),
     parsePool: inThread('mime-parse', (msg) => answerExtract(ExtractAttachmentRequest.parse(msg))),
-    store: slice,
   };
   return redeemAttachment(pools, { messageId, index }, ['alice'], 5_000);
 }
@@ -178,7 +176,7 @@ t.test('the pool handler moves the raw bytes and its messages validate', async (
   const db = freshStore(t);
   const { inbox } = aliceFolders(db);
   const id = store(db, inbox.id, 1, rawWithAttachments());
-  const request = AttachmentSourceRequest.parse({ type: 'mail-query.attachment', store: slice, messageId: id, index: 0, accounts: ['alice'] });
+  const request = AttachmentSourceRequest.parse({ type: 'mail-query.attachment', messageId: id, index: 0, accounts: ['alice'] });
   const answer = answerAttachmentSource(db, request);
   t.ok(isWithTransfer(answer));
   if (!isWithTransfer(answer)) return;

@@ -20,7 +20,7 @@ type Asked = { msg: { raw?: Uint8Array }; transfer: readonly unknown[] };
 
 /** The real pools, the parse pool behind a spy that keeps what it was asked. */
 function pools(t: Test, w: World): { deps: RedeemDeps; asked: Asked[] } {
-  const queryPool = createPool({ id: 'mail-query', entry: MAIL_QUERY_TASK, minThreads: 1, maxThreads: 1 });
+  const queryPool = createPool({ id: 'mail-query', entry: MAIL_QUERY_TASK, config: w.slice, minThreads: 1, maxThreads: 1 });
   const parser = createPool({ id: 'mime-parse', entry: MIME_PARSE_TASK, minThreads: 1, maxThreads: 1 });
   t.teardown(() => Promise.all([queryPool.close(), parser.close()]));
   const asked: Asked[] = [];
@@ -31,7 +31,7 @@ function pools(t: Test, w: World): { deps: RedeemDeps; asked: Asked[] } {
       return parser.ask(msg, options);
     },
   };
-  return { deps: { queryPool, parsePool, store: w.slice }, asked };
+  return { deps: { queryPool, parsePool }, asked };
 }
 
 t.test('a stored attachment is read, moved to the parse pool and decoded', async (t) => {
