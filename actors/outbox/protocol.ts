@@ -21,6 +21,9 @@ export const OUTBOX_ID: ActorId<OutboxProtocol> = 'outbox';
 export const SEND_PERMISSION = 'service.mail.send';
 export const DRAFTS_PERMISSION = 'service.mail.drafts.write';
 
+/** How the tools name a send and a draft: `o` or `d` and the row id (the outbox answers with these names). */
+export { DRAFT_ID_PATTERN, draftRowOf, OUTGOING_ID_PATTERN, outgoingRowOf } from '../../runtime/store/outbox/vocabulary.ts';
+
 /** Bounds of what one send or draft may hold; refusals name the bound (docs/sending.md). */
 export const SEND_LIMITS = {
   recipients: 50,

@@ -41,7 +41,8 @@ import { effectiveOrigin } from '../proxy.ts';
 import { admit, admitCredential, ANSWERED, answerEmpty, createListener, readJson, type ExchangeResponse } from '../pipeline.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
-import { allTools, type Tool, type ToolContext } from './tools.ts';
+import type { Tool, ToolContext } from './tool.ts';
+import { allTools } from './tools.ts';
 
 /** A JSON-RPC body larger than this is refused 413: no tool input comes near it. */
 const MAX_BODY_BYTES = 1024 * 1024;
