@@ -50,7 +50,9 @@ export function actorIdSchema<P extends Protocol>(): z.ZodType<ActorId<P>> {
 }
 
 // `out`: a ref to a target that accepts more is a ref to one that accepts less
-// (a consumer's contract names only the messages it sends).
+// (a consumer's contract names only the messages it sends). `ask` is spelled
+// as a method in both types: as a property of a shared function type it would
+// make P invariant, and tsc refuses the annotation.
 export type Askable<out P extends Protocol = AnyProtocol> = {
   readonly id: string;
   ask<K extends keyof P & string, R extends P[K]['reply'] = P[K]['reply']>(msg: P[K]['msg'] & { readonly type: K }, options?: AskOptions<R>): Promise<R>;

@@ -31,7 +31,6 @@ export type PoolOptions<P extends Protocol = AnyProtocol, Config = undefined> = 
   id: string;
   /** Module whose default export is `definePoolTask(...)`. */
   entry: PoolEntry<P, Config>;
-
   minThreads?: number;
   maxThreads?: number;
   /** Asks that may wait for a thread beyond those running; more are refused. */
