@@ -33,7 +33,8 @@ import { copyFileSync, existsSync, readFileSync, readdirSync, rmSync } from 'nod
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { type QueryScope, SearchEmailsInput } from '../actors/mail-query/protocol.ts';
+import { SearchEmailsInput } from '../actors/mail-query/protocol/mail-reads.ts';
+import type { QueryScope } from '../actors/mail-query/protocol/query-scope.ts';
 import { searchEmails } from '../actors/mail-query/search.ts';
 import { dropIndex, loadIndex, nearestMessagesFast, SignatureIndex } from '../actors/mail-query/vector-index.ts';
 import { syncBindings } from '../runtime/store/mailbox/bindings.ts';

@@ -18,6 +18,7 @@ import type { TransferListItem } from 'node:worker_threads';
 import type { z } from 'zod';
 import type { Logger } from './log.ts';
 import type { Meta } from './protocol/envelope.ts';
+import type { ActorId, AnyProtocol, Protocol } from './ref.ts';
 
 export type AskOptions<T = unknown> = {
   /** Relative deadline; default 30 s between actors. */
@@ -31,17 +32,29 @@ export type AskOptions<T = unknown> = {
 
 export type TellOptions = { transfer?: TransferListItem[]; meta?: Meta };
 
-/** What an actor may do besides handling its message. */
-export type ActorContext = {
+/**
+ * What an actor may do besides handling its message. `tell` and `ask` are
+ * checked against the protocol the target's id names (runtime/ref.ts);
+ * `schedule` against the actor's own messages (`Self`).
+ */
+export type ActorContext<Self = unknown> = {
   readonly actorId: string;
   readonly log: Logger;
   /** Absolute deadline of the ask being handled (epoch ms), or null for a tell. */
   readonly deadline: number | null;
   readonly meta: Meta | undefined;
-  tell(to: string, msg: unknown, options?: TellOptions): void;
-  ask<T = unknown>(to: string, msg: unknown, options?: AskOptions<T>): Promise<T>;
+  tell<P extends Protocol = AnyProtocol, K extends keyof P & string = keyof P & string>(
+    to: ActorId<P>,
+    msg: P[K]['msg'] & { readonly type: K },
+    options?: TellOptions,
+  ): void;
+  ask<P extends Protocol = AnyProtocol, K extends keyof P & string = keyof P & string, R extends P[K]['reply'] = P[K]['reply']>(
+    to: ActorId<P>,
+    msg: P[K]['msg'] & { readonly type: K },
+    options?: AskOptions<R>,
+  ): Promise<R>;
   /** Send a message to this actor itself later (timers are private messages). */
-  schedule(msg: unknown, delayMs: number): { cancel(): void };
+  schedule(msg: Self, delayMs: number): { cancel(): void };
   /** Register a cleanup run on stop and on crash, last registered first. */
   defer(cleanup: () => void | Promise<void>): void;
   /** End this actor on purpose; `reason` is `normal` or an error code. */
@@ -82,9 +95,9 @@ export type ActorDefinition<Config, Msg, State> = {
   readonly name: string;
   readonly config: z.ZodType<Config>;
   readonly messages: z.ZodType<Msg>;
-  init(config: Config, ctx: ActorContext): State | Promise<State>;
-  handle(state: State, msg: Msg, ctx: ActorContext): unknown | Promise<unknown>;
-  stop?(state: State, ctx: ActorContext): void | Promise<void>;
+  init(config: Config, ctx: ActorContext<Msg>): State | Promise<State>;
+  handle(state: State, msg: Msg, ctx: ActorContext<Msg>): unknown | Promise<unknown>;
+  stop?(state: State, ctx: ActorContext<Msg>): void | Promise<void>;
 };
 
 // biome-ignore lint/suspicious/noExplicitAny: a definition of any actor; each is checked against its own types where it is written

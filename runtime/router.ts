@@ -17,7 +17,6 @@ import type { TransferListItem } from 'node:worker_threads';
 import { AppError, fromPayload, toPayload } from './errors.ts';
 import type { HostThread } from './host/host-thread.ts';
 import type { FromHost, Meta, Reply } from './protocol/envelope.ts';
-import type { Askable } from './ref.ts';
 
 export const DEFAULT_ASK_MS = 30_000;
 
@@ -26,10 +25,13 @@ type Route = { host: HostThread; capacity: number; inFlight: number };
 
 export type SendOptions = { transfer?: TransferListItem[]; meta?: Meta };
 
+/** A pool as the router relays to it: a message is data until the pool's task parses it. */
+export type PoolDelivery = { readonly id: string; ask(msg: unknown, options: SendOptions & { deadlineMs?: number }): Promise<unknown> };
+
 export class Router {
   private readonly routes = new Map<string, Route>();
   /** Stateless pools reachable by id, so actors on host threads can ask them too. */
-  private readonly pools = new Map<string, Askable>();
+  private readonly pools = new Map<string, PoolDelivery>();
   private readonly pending = new Map<string, Pending>();
   private seq = 0;
 
@@ -49,7 +51,7 @@ export class Router {
     }
   }
 
-  registerPool(pool: Askable): void {
+  registerPool(pool: PoolDelivery): void {
     if (this.pools.has(pool.id)) throw new Error(`duplicate pool id ${pool.id}`);
     this.pools.set(pool.id, pool);
   }

@@ -193,6 +193,8 @@ function createPools(config: Config, supervisor: Supervisor, teardown: Teardown)
   const query = createPool({
     id: MAIL_QUERY_POOL,
     entry: MAIL_QUERY_TASK,
+    // Each pool thread opens its one read-only connection from it.
+    config: storeSlice(config),
     minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
     maxThreads: availableParallelism(),
     maxQueue: 1_024,
@@ -269,7 +271,6 @@ async function openListeners(
     const { createMcpListener } = await import('../http/mcp/mcp-listener.ts');
     const server = createMcpListener({
       config,
-      store: storeSlice(config),
       log,
       version: ctx.version,
       readiness: ctx.readiness,

@@ -18,7 +18,7 @@
  * question, the answer, an extract, a subject or an address.
  */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
@@ -26,11 +26,14 @@ import { openSlice } from '../../runtime/store/open-slice.ts';
 import { allowancePeriodStart, takeQuestion } from '../../runtime/store/answering/allowance.ts';
 import { pruneAnsweringRuns, recordAnsweringRuns } from '../../runtime/store/answering/audit.ts';
 import { PlacedQuery, Readiness } from '../embedding/protocol.ts';
-import { GetContentReply, QueryScope, SearchEmailsResult, decodeStoredEmailId } from '../mail-query/protocol.ts';
+import { GetContentReply, SearchEmailsResult } from '../mail-query/protocol/mail-reads.ts';
+import type { QueryScope } from '../mail-query/protocol/query-scope.ts';
+import { decodeStoredEmailId } from '../mail-query/protocol/stored-email-id.ts';
 import { createChatClient, type ChatClient } from './chat-client.ts';
 import {
   AnsweringConfig,
-  AskMailInput,
+  AnsweringMessage,
+  type AskMailInput,
   type AskMailResult,
   type Availability,
   INSTRUCTION_VERSION,
@@ -44,11 +47,7 @@ const PLACE_QUERY_DEADLINE_MS = 5_000;
 /** Audit entries pruned per run written, at most. */
 const PRUNE_ROWS = 500;
 
-const Msg = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('answering.availability') }),
-  z.strictObject({ type: z.literal('answering.ask'), input: AskMailInput, scope: QueryScope }),
-]);
-type Msg = z.infer<typeof Msg>;
+type Msg = z.infer<typeof AnsweringMessage>;
 
 type State = {
   config: AnsweringConfig;
@@ -190,7 +189,7 @@ async function lookup(
   bound: { scope: QueryScope; input: AskMailInput; remaining(cap: number): number },
 ): Promise<LookupResult> {
   const { passages, charactersPerPassage } = state.config.lookup;
-  const { store, queryPoolId, embeddingId } = state.config;
+  const { queryPoolId, embeddingId } = state.config;
   const placed = await ctx
     .ask(embeddingId, { type: 'embedding.place-query', text: args.queryText }, { reply: PlacedQuery, deadlineMs: bound.remaining(PLACE_QUERY_DEADLINE_MS) })
     .catch((): PlacedQuery => ({ semanticSearch: 'degraded' }));
@@ -199,7 +198,7 @@ async function lookup(
   const narrowing = { ...(bound.input.accounts ? { accounts: bound.input.accounts } : {}), ...(bound.input.folders ? { folders: bound.input.folders } : {}) };
   const search = await ctx.ask(
     queryPoolId,
-    { type: 'mail-query.search', store, scope: bound.scope, input: { ...args, ...narrowing, resultLimit: passages + 1 }, ...semantic },
+    { type: 'mail-query.search', scope: bound.scope, input: { ...args, ...narrowing, resultLimit: passages + 1 }, ...semantic },
     { reply: SearchEmailsResult, deadlineMs: bound.remaining(60_000) },
   );
   const matches = search.matches.slice(0, passages);
@@ -210,7 +209,6 @@ async function lookup(
       queryPoolId,
       {
         type: 'mail-query.get-content',
-        store,
         scope: bound.scope,
         input: { storedEmailIds: matches.map((m) => m.storedEmailId) },
         bodyCharacterBudget: charactersPerPassage,
@@ -276,7 +274,7 @@ function record(state: State, ctx: ActorContext, run: Ended): void {
 export default defineActor({
   name: 'answering',
   config: AnsweringConfig,
-  messages: Msg,
+  messages: AnsweringMessage,
   init(config, ctx) {
     const db = openSlice(config.store, { checkpoints: 'background' });
     const e = config.endpoint;

@@ -17,13 +17,17 @@
  * asker itself (the answer and its citations).
  */
 import { z } from 'zod';
-import type { QueryScope } from '../mail-query/protocol.ts';
+import type { EmbeddingProtocol } from '../embedding/protocol.ts';
+import type { MailReadsProtocol } from '../mail-query/protocol/mail-reads.ts';
+import { QueryScope } from '../mail-query/protocol/query-scope.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import { type ActorId, actorIdSchema, type ProtocolOf } from '../../runtime/ref.ts';
 import type { RunRecord } from '../../runtime/store/answering/audit.ts';
+import type { RunDegradation, RunEnding } from '../../runtime/store/answering/run-vocabulary.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export const ANSWERING_ENTRY = moduleUrl('./actor.ts', import.meta.url);
-export const ANSWERING_ID = 'answering';
+export const ANSWERING_ID: ActorId<AnsweringProtocol> = 'answering';
 
 /** Characters a question may have; a longer one is refused (51001), never cut. */
 export const MAX_QUESTION_CHARACTERS = 4_000;
@@ -36,32 +40,8 @@ export const INSTRUCTION_VERSION = 'ask-mail/1';
 /** How long a refused credential withholds `ask_mail` (spec: "within the last minute"). */
 export const REFUSAL_WITHHOLDS_MS = 60_000;
 
-/**
- * How a run ended, as the audit records it. `answered` is the only success;
- * the bounds end a run with 57001, the provider codes with 54001 to the
- * client (71001, 72001, 73001 in the log).
- */
-export const RUN_ENDINGS = [
-  'answered',
-  'calls-bound-reached',
-  'characters-bound-reached',
-  'provider-refused-credential',
-  'provider-did-not-answer',
-  'provider-produced-no-text',
-  'deadline-passed',
-  'failed',
-] as const;
-export type RunEnding = (typeof RUN_ENDINGS)[number];
-
-/**
- * How a run degraded (any number of them):
- * - `lexical-only`: a lookup could not be placed semantically and ranked by words alone;
- * - `retrieval-cut`: a lookup found more than the passages per lookup, or an extract was cut to the characters per passage;
- * - `answer-cut`: the answer was longer than MAX_ANSWER_CHARACTERS;
- * - `citations-cut`: the run read more messages than MAX_CITATIONS.
- */
-export const RUN_DEGRADATIONS = ['lexical-only', 'retrieval-cut', 'answer-cut', 'citations-cut'] as const;
-export type RunDegradation = (typeof RUN_DEGRADATIONS)[number];
+/** How a run ended and degraded, as the audit records them (the store's vocabulary of `answering_runs`). */
+export { RUN_DEGRADATIONS, RUN_ENDINGS, type RunDegradation, type RunEnding } from '../../runtime/store/answering/run-vocabulary.ts';
 
 export const AnsweringConfig = z.strictObject({
   store: StoreSlice,
@@ -81,8 +61,8 @@ export const AnsweringConfig = z.strictObject({
   lookup: z.strictObject({ passages: z.number().int().min(1).max(10), charactersPerPassage: z.number().int().min(1) }),
   audit: z.strictObject({ enabled: z.boolean(), retentionMs: z.number().int().positive() }),
   /** Where retrieval runs: the query pool and the embedding actor. */
-  queryPoolId: z.string().min(1),
-  embeddingId: z.string().min(1),
+  queryPoolId: actorIdSchema<MailReadsProtocol>(),
+  embeddingId: actorIdSchema<EmbeddingProtocol>(),
 });
 export type AnsweringConfig = z.infer<typeof AnsweringConfig>;
 
@@ -138,10 +118,14 @@ export const Availability = z.discriminatedUnion('state', [
 ]);
 export type Availability = z.infer<typeof Availability>;
 
-export type AnsweringAsk =
-  | { type: 'answering.availability' }
+export const AnsweringMessage = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('answering.availability') }),
   /** One question, with the caller's whole scope (the pool checks it again) and the caller's narrowing. */
-  | { type: 'answering.ask'; input: AskMailInput; scope: QueryScope };
+  z.strictObject({ type: z.literal('answering.ask'), input: AskMailInput, scope: QueryScope }),
+]);
+export type AnsweringMessage = z.input<typeof AnsweringMessage>;
+
+export type AnsweringProtocol = ProtocolOf<AnsweringMessage, { 'answering.availability': Availability; 'answering.ask': AskMailResult }>;
 
 // ---------------------------------------------------------------- the audit
 

@@ -20,7 +20,7 @@
  * Importable by the answering actor only.
  */
 import { z } from 'zod';
-import { SearchEmailsInput } from '../mail-query/protocol.ts';
+import { SearchEmailsInput } from '../mail-query/protocol/mail-reads.ts';
 import { characterCount } from '../../runtime/characters.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { describeIssues } from '../../runtime/input-issues.ts';

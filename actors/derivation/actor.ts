@@ -25,7 +25,7 @@ import { openSlice } from '../../runtime/store/open-slice.ts';
 import { deriveFirst, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
 import type { DerivedMessage } from '../../runtime/store/mailbox/derived-message.ts';
 import { MIME_PARSE_IN_PLACE, type ParseInPlace } from '../mime-parse/protocol.ts';
-import { EMBEDDING_ID, type EmbeddingTell } from '../embedding/protocol.ts';
+import { EMBEDDING_ID } from '../embedding/protocol.ts';
 import { CatchUp, type CatchUpReply, DerivationConfig } from './protocol.ts';
 
 /**
@@ -84,7 +84,7 @@ async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<C
     );
   }
   // Newly searchable mail is the embedding actor's arrivals (a doorbell: it reads what is missing from the store).
-  if (reply.derived > 0) ctx.tell(EMBEDDING_ID, { type: 'embedding.derived' } satisfies EmbeddingTell);
+  if (reply.derived > 0) ctx.tell(EMBEDDING_ID, { type: 'embedding.derived' });
   if (reply.missingRaw > 0) ctx.log.warn({ event: 'derivation.raw-missing', account: msg.account, count: reply.missingRaw }, 'derivation.raw-missing');
   return reply;
 }

@@ -13,12 +13,13 @@
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import type { ActorId, ProtocolOf } from '../../runtime/ref.ts';
 import { ParseReply } from '../mime-parse/protocol.ts';
 
 /** The module the derivation writer runs from. Named here, as a URL, so that the composition root starts it without importing it. */
 export const DERIVATION_ENTRY = moduleUrl('./actor.ts', import.meta.url);
 
-export const DERIVATION_ID = 'derivation';
+export const DERIVATION_ID: ActorId<DerivationProtocol> = 'derivation';
 
 export const DerivationConfig = z.strictObject({ store: StoreSlice });
 export type DerivationConfig = z.infer<typeof DerivationConfig>;
@@ -45,3 +46,5 @@ export const CatchUpReply = z.strictObject({
   missingRaw: z.number().int().nonnegative(),
 });
 export type CatchUpReply = z.infer<typeof CatchUpReply>;
+
+export type DerivationProtocol = ProtocolOf<z.input<typeof CatchUp>, { 'derivation.catch-up': CatchUpReply }>;

@@ -24,22 +24,14 @@ import { openSlice } from '../../runtime/store/open-slice.ts';
 import { activate, cancelReindex, forecast } from './activation.ts';
 import { providerFor, targets } from './endpoints.ts';
 import { arrivalsDerived, pass } from './passes.ts';
-import { EmbeddingConfig } from './protocol.ts';
+import { EmbeddingConfig, EmbeddingMessage } from './protocol.ts';
 import { placeQuery, readiness } from './query-placement.ts';
 import { initialState } from './state.ts';
 import { status } from './status.ts';
 
-const Msg = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('embedding.status') }),
-  z.strictObject({ type: z.literal('embedding.readiness') }),
-  z.strictObject({ type: z.literal('embedding.forecast') }),
-  z.strictObject({ type: z.literal('embedding.activate') }),
-  z.strictObject({ type: z.literal('embedding.cancel-reindex') }),
-  z.strictObject({ type: z.literal('embedding.place-query'), text: z.string() }),
-  z.strictObject({ type: z.literal('embedding.derived') }),
-  // Private: the timer of the next pass.
-  z.strictObject({ type: z.literal('embedding.pass') }),
-]);
+// Private: the timer of the next pass.
+const Pass = z.strictObject({ type: z.literal('embedding.pass') });
+const Msg = z.discriminatedUnion('type', [...EmbeddingMessage.options, Pass]);
 type Msg = z.infer<typeof Msg>;
 
 export default defineActor({

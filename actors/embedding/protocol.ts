@@ -20,10 +20,11 @@
  */
 import { z } from 'zod';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import type { ActorId, ProtocolOf } from '../../runtime/ref.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 
 export const EMBEDDING_ENTRY = moduleUrl('./actor.ts', import.meta.url);
-export const EMBEDDING_ID = 'embedding';
+export const EMBEDDING_ID: ActorId<EmbeddingProtocol> = 'embedding';
 
 /** Provider kinds, as stored in `embedding_generations.provider` and shown on the status. */
 export const ProviderKind = z.enum(['openai-compatible', 'local']);
@@ -159,17 +160,32 @@ export type PlacedQuery = z.infer<typeof PlacedQuery>;
 export const Readiness = z.strictObject({ canPlaceQuery: z.boolean() });
 export type Readiness = z.infer<typeof Readiness>;
 
-export type EmbeddingAsk =
-  | { type: 'embedding.status' }
-  | { type: 'embedding.readiness' }
-  | { type: 'embedding.forecast' }
-  | { type: 'embedding.activate' }
-  | { type: 'embedding.cancel-reindex' }
+/** The messages the actor takes from others (its timer is private to actor.ts). */
+export const EmbeddingMessage = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('embedding.status') }),
+  z.strictObject({ type: z.literal('embedding.readiness') }),
+  z.strictObject({ type: z.literal('embedding.forecast') }),
+  z.strictObject({ type: z.literal('embedding.activate') }),
+  z.strictObject({ type: z.literal('embedding.cancel-reindex') }),
   /** The text is the query as the caller wrote it (never logged). */
-  | { type: 'embedding.place-query'; text: string };
+  z.strictObject({ type: z.literal('embedding.place-query'), text: z.string() }),
+  /** A tell: derived mail is waiting to be embedded. */
+  z.strictObject({ type: z.literal('embedding.derived') }),
+]);
+export type EmbeddingMessage = z.input<typeof EmbeddingMessage>;
 
-/** A tell: derived mail is waiting to be embedded. */
-export type EmbeddingTell = { type: 'embedding.derived' };
+export type EmbeddingProtocol = ProtocolOf<
+  EmbeddingMessage,
+  {
+    'embedding.status': EmbeddingStatus;
+    'embedding.readiness': Readiness;
+    'embedding.forecast': ActivationForecast;
+    'embedding.activate': ActivationResult;
+    'embedding.cancel-reindex': CancellationResult;
+    'embedding.place-query': PlacedQuery;
+    'embedding.derived': undefined;
+  }
+>;
 
 /** Characters sent per approximate token (ActivationForecast.approximateTokens). */
 export const CHARACTERS_PER_TOKEN = 4;

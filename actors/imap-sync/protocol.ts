@@ -7,11 +7,15 @@ import { z } from 'zod';
 import { CHANGE_KINDS, PLACEMENT_FLAGS, PLACEMENT_SOURCES, PLACEMENT_TARGETS } from '../../runtime/store/mailbox/change-effect.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import { type ActorId, actorIdSchema, type ProtocolOf } from '../../runtime/ref.ts';
+import type { DerivationProtocol } from '../derivation/protocol.ts';
+import type { MimeParseProtocol } from '../mime-parse/protocol.ts';
+import type { SchedulerProtocol } from '../sync-scheduler/protocol.ts';
 
 /** The module a sync actor runs from (one per account, hosted by the supervisor). Named here, as a URL, so that the composition root starts it without importing it. */
 export const IMAP_SYNC_ENTRY = moduleUrl('./actor.ts', import.meta.url);
 
-export const syncActorId = (account: string): string => `imap-sync:${account}`;
+export const syncActorId = (account: string): ActorId<ImapSyncProtocol> => `imap-sync:${account}`;
 
 export const ImapSyncConfig = z.strictObject({
   account: z.string().min(1),
@@ -35,10 +39,10 @@ export const ImapSyncConfig = z.strictObject({
   /** Between runs, how often the change watch asks the server whether the mapped folders changed (`ChangeCheckInterval`). */
   changeCheckMs: z.number().int().positive(),
   /** Ids of the actors and pools this one talks to. */
-  schedulerId: z.string(),
+  schedulerId: actorIdSchema<SchedulerProtocol>(),
   /** The parse pool (re-derivation) and the derivation writer (new mail). */
-  parserId: z.string(),
-  derivationId: z.string(),
+  parserId: actorIdSchema<MimeParseProtocol>(),
+  derivationId: actorIdSchema<DerivationProtocol>(),
 });
 export type ImapSyncConfig = z.infer<typeof ImapSyncConfig>;
 
@@ -247,3 +251,24 @@ export const RunSummary = z.strictObject({
   hasMore: z.boolean(),
 });
 export type RunSummary = z.infer<typeof RunSummary>;
+
+/** What the sync actor answers to each public message. */
+export type ImapSyncProtocol = ProtocolOf<
+  z.input<typeof SyncMessage>,
+  {
+    'imap-sync.run': RunSummary;
+    'imap-sync.rewind-assessment': RewindAssessmentReply;
+    'imap-sync.rewind': RewindReply;
+    'imap-sync.erase-pass': ErasePassReply;
+    'imap-sync.rederive': RederiveReply;
+    'imap-sync.rederivation': RederivationReply;
+    'imap-sync.store-refresh-token': z.infer<typeof StoreRefreshTokenReply>;
+    'imap-sync.record-changes': RecordChangesReply;
+    'imap-sync.record-repairs': z.infer<typeof RecordRepairsReply>;
+    'imap-sync.job-decision': JobDecisionReply;
+    'imap-sync.record-append': RecordPlacementReply;
+    'imap-sync.record-removal': RecordPlacementReply;
+    'imap-sync.placement': PlacementReply;
+    'imap-sync.access-token': AccessTokenReply;
+  }
+>;

@@ -12,8 +12,8 @@
  * still takes its place in the window, so a page may carry fewer entries
  * than `pageSize`, and `next` says whether more follow.
  *
- * Pool message `mail-query.answering-audit` (schemas in
- * answering-audit-messages.ts, carried by protocol.ts). Reads only; logs
+ * Pool message `mail-query.answering-audit` (its contract:
+ * protocol/answering-audit.ts). Reads only; logs
  * nothing (the admin use case warns about omitted rows).
  *
  * Importable by the query pool task and tests.
@@ -21,10 +21,10 @@
 import type { Database } from '../../runtime/store/open.ts';
 import { many } from '../../runtime/store/rows.ts';
 import { auditWindow } from './audit-window.ts';
-import { RUN_DEGRADATIONS, RUN_ENDINGS, type RunDegradation, type RunEnding } from '../answering/protocol.ts';
-import type { AnsweringAuditEntry, AnsweringAuditReply, AnsweringAuditRequest } from './answering-audit-messages.ts';
+import { RUN_DEGRADATIONS, RUN_ENDINGS, type RunDegradation, type RunEnding } from '../../runtime/store/answering/run-vocabulary.ts';
+import type { AnsweringAuditEntry, AnsweringAuditReply, AnsweringAuditRequest } from './protocol/answering-audit.ts';
 import { iso, prepared } from './statements.ts';
-import { encodeStoredEmailId } from './stored-email-id.ts';
+import { encodeStoredEmailId } from './protocol/stored-email-id.ts';
 
 type RunRow = {
   id: number;

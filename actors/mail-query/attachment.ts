@@ -20,8 +20,8 @@
  *   re-derived such a link answers 404). While the message is not derived,
  *   `listedSha256` is null and the parser's list alone decides.
  *
- * Pool message `mail-query.attachment` (schemas in attachment-messages.ts,
- * carried by protocol.ts); `answerAttachmentSource` is the handler,
+ * Pool message `mail-query.attachment` (its contract:
+ * protocol/attachment-source.ts); `answerAttachmentSource` is the handler,
  * returning the reply with the raw bytes marked for transfer rather than
  * copy. The listener builds `accounts` from the same configuration as every
  * query's scope.
@@ -32,7 +32,8 @@ import { createHash } from 'node:crypto';
 import { transfer, type WithTransfer } from '../../runtime/actor.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { one, type Statement } from '../../runtime/store/rows.ts';
-import { type AttachmentSourceReply, type AttachmentSourceRequest, MAX_ATTACHMENT_INDEX } from './attachment-messages.ts';
+import { MAX_ATTACHMENT_INDEX } from '../../runtime/store/mailbox/derived-message.ts';
+import type { AttachmentSourceReply, AttachmentSourceRequest } from './protocol/attachment-source.ts';
 
 export type AttachmentSourceQuery = { messageId: number; index: number; accounts: readonly string[] };
 

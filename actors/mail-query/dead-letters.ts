@@ -13,14 +13,14 @@
  *
  * Pool messages `mail-query.dead-letters` (`DeadLettersRequest` in,
  * `DeadLettersReply` out) and `mail-query.job` (`JobLookupRequest`,
- * `JobLookupReply`; schemas in dead-letter-messages.ts, carried by
- * protocol.ts). Reads only; logs nothing.
+ * `JobLookupReply`; contract: protocol/dead-letters.ts). Reads only; logs
+ * nothing.
  *
  * Importable by the query pool task and tests.
  */
 import { JOB_TYPES, deadLetters, jobById, jobIdOf, type Job } from '../../runtime/store/jobs.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import type { DeadLetter, DeadLettersReply, DeadLettersRequest, JobLookupReply, JobLookupRequest } from './dead-letter-messages.ts';
+import type { DeadLetter, DeadLettersReply, DeadLettersRequest, JobLookupReply, JobLookupRequest } from './protocol/dead-letters.ts';
 
 export function deadLetterPage(db: Database, msg: DeadLettersRequest): DeadLettersReply {
   // One row past the page says whether another follows.

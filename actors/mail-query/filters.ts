@@ -22,7 +22,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { SqlValue } from '../../runtime/store/rows.ts';
-import type { ListEmailsInput } from './protocol.ts';
+import type { ListEmailsInput } from './protocol/mail-reads.ts';
 import { effectiveFlags, effectiveKeywords } from './summary.ts';
 
 export type Filters = Pick<

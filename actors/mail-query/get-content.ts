@@ -43,9 +43,9 @@ import {
   type GetContentReply,
   type GetContentRequest,
   type RepairNeeded,
-} from './protocol.ts';
+} from './protocol/mail-reads.ts';
 import { bytesOf, placeholders, prepared } from './statements.ts';
-import { decodeStoredEmailId, encodeStoredEmailId } from './stored-email-id.ts';
+import { decodeStoredEmailId, encodeStoredEmailId } from './protocol/stored-email-id.ts';
 import { addressesOf, summaryColumns, summaryOf, type StoredAttachment, type SummaryRow } from './summary.ts';
 import { resolveTargets, visibleBindings, type Target } from './targets.ts';
 

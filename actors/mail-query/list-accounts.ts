@@ -8,7 +8,8 @@
  * Reads only. Importable by `task.ts`.
  */
 import type { Database } from '../../runtime/store/open.ts';
-import type { ListAccountsResult, QueryScope } from './protocol.ts';
+import type { ListAccountsResult } from './protocol/mail-reads.ts';
+import type { QueryScope } from './protocol/query-scope.ts';
 import { resolveTargets } from './targets.ts';
 
 export function listAccounts(db: Database, scope: QueryScope): ListAccountsResult {

@@ -6,11 +6,11 @@
  * as not found, exactly like an id that names nothing.
  *
  * Pool message `mail-query.locate-email` (`LocateEmailRequest` in,
- * `LocateEmailReply` out; schemas in protocol.ts). Reads only.
+ * `LocateEmailReply` out; contract: protocol/email-lookup.ts). Reads only.
  */
 import type { Database } from '../../runtime/store/open.ts';
 import { one } from '../../runtime/store/rows.ts';
-import type { LocateEmailReply, LocateEmailRequest } from './protocol.ts';
+import type { LocateEmailReply, LocateEmailRequest } from './protocol/email-lookup.ts';
 import { prepared } from './statements.ts';
 
 const sql = `SELECT m.account_id, b.alias FROM messages m JOIN folder_bindings b ON b.id = m.binding_id

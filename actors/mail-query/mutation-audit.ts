@@ -18,8 +18,8 @@
  * counted as omitted (no warning), and pages stay full.
  *
  * Pool message `mail-query.mutation-audit` (`MutationAuditRequest` in,
- * `MutationAuditReply` out; schemas in mutation-audit-messages.ts, carried
- * by protocol.ts). Reads only; logs
+ * `MutationAuditReply` out; contract: protocol/mutation-audit.ts). Reads
+ * only; logs
  * nothing (the admin use case warns about omitted rows).
  *
  * Importable by the query pool task and tests.
@@ -27,9 +27,9 @@
 import { PLACEMENT_KINDS } from '../../runtime/store/mailbox/change-effect.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { auditWindow, type Narrowing } from './audit-window.ts';
-import { MUTATION_KINDS, type MutationAuditEntry, type MutationAuditReply, type MutationAuditRequest, type MutationKind } from './mutation-audit-messages.ts';
+import { MUTATION_KINDS, type MutationAuditEntry, type MutationAuditReply, type MutationAuditRequest, type MutationKind } from './protocol/mutation-audit.ts';
 import { iso } from './statements.ts';
-import { encodeStoredEmailId } from './stored-email-id.ts';
+import { encodeStoredEmailId } from './protocol/stored-email-id.ts';
 
 type Row = {
   id: number;

@@ -12,14 +12,14 @@
  * A send is named `o<row id>` on the admin surface (`outgoingIdOf`).
  *
  * Pool messages `mail-query.outbox-summary`, `mail-query.outbox`,
- * `mail-query.outgoing-email`, `mail-query.outgoing-lookup` (schemas in
- * outbox-messages.ts, carried by protocol.ts). Reads only; logs nothing.
+ * `mail-query.outgoing-email`, `mail-query.outgoing-lookup` (their
+ * contract: protocol/outbox-reads.ts). Reads only; logs nothing.
  *
  * Importable by the query pool task and tests.
  */
 import type { Database } from '../../runtime/store/open.ts';
 import { outboxPage, outboxRow, outboxSummary, outgoingDetail, type OutboxRow, type OutgoingDetail } from '../../runtime/store/outbox/listing.ts';
-import { outgoingIdOf } from '../../runtime/store/outbox/outgoing.ts';
+import { outgoingIdOf } from '../../runtime/store/outbox/vocabulary.ts';
 import type {
   OutboxEntry,
   OutboxPageReply,
@@ -31,7 +31,7 @@ import type {
   OutgoingEmailRequest,
   OutgoingLookupReply,
   OutgoingLookupRequest,
-} from './outbox-messages.ts';
+} from './protocol/outbox-reads.ts';
 
 export function outboxSummaryOf(db: Database, msg: OutboxSummaryRequest): OutboxSummaryReply {
   return { stageCounts: outboxSummary(db, msg.accounts) };

@@ -1,13 +1,14 @@
 /**
  * One stored email as agents see it in a listing or a search match: the
  * `messages` columns read and their mapping to `EmailSummary`, following the
- * omission rule of `protocol.ts` (unknown or empty members are left out).
+ * omission rule of `protocol/mail-reads.ts` (unknown or empty members are
+ * left out).
  *
  * Pure apart from the column list. Importable by modules of
  * `actors/mail-query/` only.
  */
-import { encodeStoredEmailId } from './stored-email-id.ts';
-import type { EmailSummary } from './protocol.ts';
+import { encodeStoredEmailId } from './protocol/stored-email-id.ts';
+import type { EmailSummary } from './protocol/mail-reads.ts';
 import { iso } from './statements.ts';
 
 /** Addresses a summary lists at most; a content entry lists them all. */

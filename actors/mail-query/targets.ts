@@ -31,7 +31,8 @@ import { AppError } from '../../runtime/errors.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { one } from '../../runtime/store/rows.ts';
 import { underivedInBinding } from '../../runtime/store/mailbox/underived.ts';
-import type { FolderFreshness, QueryScope } from './protocol.ts';
+import type { FolderFreshness } from './protocol/mail-reads.ts';
+import type { QueryScope } from './protocol/query-scope.ts';
 import { iso, prepared } from './statements.ts';
 
 export type Target = {

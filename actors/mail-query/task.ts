@@ -9,8 +9,8 @@
  * never runs SQL, the pool threads do.
  *
  * Each pool thread opens ONE connection, on its first message, from the
- * store slice the message carries (the same slice every time, in practice),
- * and marks it `query_only`: this pool never writes, and SQLite now enforces
+ * store slice the pool was created with (`createPool({ config })`), and
+ * marks it `query_only`: this pool never writes, and SQLite now enforces
  * that. A store file is also memory-mapped (`MMAP_BYTES`). Every answer is read inside one read transaction, so a page and its
  * freshness, or a content check and its body, see one snapshot.
  *
@@ -18,9 +18,9 @@
  * messages, and anything else thrown is logged by definePoolTask without
  * the message.
  */
-import { definePoolTask } from '../../runtime/pool/task.ts';
+import { definePoolTask, poolConfig } from '../../runtime/pool/task.ts';
 import type { Database } from '../../runtime/store/open.ts';
-import type { StoreSlice } from '../../runtime/store/store-slice.ts';
+import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { storeLocation } from '../../runtime/store/location.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
 import { answeringAuditPage } from './answering-audit.ts';
@@ -35,16 +35,13 @@ import { lookUpOutgoing, outboxPageOf, outboxSummaryOf, outgoingEmailOf } from '
 import { MailQueryMessage } from './protocol.ts';
 import { searchEmails } from './search.ts';
 
-let connection: { key: string; db: Database } | null = null;
+const storeSlice = poolConfig('mail-query', StoreSlice);
+let connection: Database | null = null;
 
-function connectionFor(slice: StoreSlice): Database {
-  const key = JSON.stringify([slice.database, slice.authTokenRef ?? null, slice.busyTimeoutMs, slice.synchronous]);
-  if (connection?.key === key) return connection.db;
-  connection?.db.close();
-  connection = null;
-  const db = openReadConnection(slice);
-  connection = { key, db };
-  return db;
+/** This thread's one connection, opened on first use. */
+function threadConnection(): Database {
+  connection ??= openReadConnection(storeSlice());
+  return connection;
 }
 
 /**
@@ -104,5 +101,5 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
 export default definePoolTask({
   name: 'mail-query',
   messages: MailQueryMessage,
-  handle: (msg) => (msg.type === 'mail-query.attachment' ? answerAttachmentSource(connectionFor(msg.store), msg) : answer(connectionFor(msg.store), msg)),
+  handle: (msg) => (msg.type === 'mail-query.attachment' ? answerAttachmentSource(threadConnection(), msg) : answer(threadConnection(), msg)),
 });

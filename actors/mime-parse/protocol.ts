@@ -12,11 +12,13 @@
  * change to derivation asks for re-derivation of stored mail.
  */
 import { z } from 'zod';
-import { DerivedMessage, StoredAddress, StoredAttachment } from '../../runtime/store/mailbox/derived-message.ts';
+import { DerivedMessage, MAX_ATTACHMENT_INDEX, StoredAddress, StoredAttachment } from '../../runtime/store/mailbox/derived-message.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import type { PoolEntry } from '../../runtime/pool/pool.ts';
+import type { ProtocolOf } from '../../runtime/ref.ts';
 
 /** The task module of the MIME parse pool. Named here, as a URL, so that the composition root starts it without importing it. */
-export const MIME_PARSE_TASK = moduleUrl('./task.ts', import.meta.url);
+export const MIME_PARSE_TASK: PoolEntry<MimeParseProtocol> = moduleUrl('./task.ts', import.meta.url);
 
 /**
  * The parser itself (`parseMessage`, a `ParseInPlace`), named as a URL for a
@@ -53,11 +55,14 @@ export type ReadOriginal = (raw: Uint8Array) => OriginalMessage | null;
 
 export const PARSE_VERSION = 1;
 
+/** Raw bytes as any thread hands them over: a Buffer, or a view of a shared or moved buffer. */
+const Bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, { error: 'must be bytes' });
+
 export const ParseRequest = z.strictObject({
   type: z.literal('mime-parse.parse'),
   /** The account id, mixed into the thread id so threads never join across accounts. */
   account: z.string(),
-  raw: z.instanceof(Uint8Array),
+  raw: Bytes,
 });
 export type ParseRequest = z.infer<typeof ParseRequest>;
 
@@ -68,12 +73,12 @@ export type ParseRequest = z.infer<typeof ParseRequest>;
 export const ParseBatchRequest = z.strictObject({
   type: z.literal('mime-parse.parse-batch'),
   account: z.string(),
-  raws: z.array(z.instanceof(Uint8Array)).min(1).max(1_000),
+  raws: z.array(Bytes).min(1).max(1_000),
 });
 export type ParseBatchRequest = z.infer<typeof ParseBatchRequest>;
 
-/** Attachment positions: the parser reads at most 500 parts per message, so 65 535 bounds any index. */
-export const MAX_ATTACHMENT_INDEX = 65_535;
+/** Attachment positions (the stored attachment list's bound). */
+export { MAX_ATTACHMENT_INDEX };
 
 /**
  * One attachment of a raw message, decoded for a download: the `index`-th
@@ -82,7 +87,7 @@ export const MAX_ATTACHMENT_INDEX = 65_535;
 export const ExtractAttachmentRequest = z.strictObject({
   type: z.literal('mime-parse.extract-attachment'),
   /** The whole raw message; moved, not copied, like `mime-parse.parse`. */
-  raw: z.instanceof(Uint8Array),
+  raw: Bytes,
   /** Position in the message's attachment list, from 0. */
   index: z.number().int().nonnegative().max(MAX_ATTACHMENT_INDEX),
 });
@@ -138,3 +143,8 @@ export type ExtractedAttachment = z.infer<typeof ExtractedAttachment>;
 /** null: no attachment at that index, or a message the parser calls unreadable. */
 export const ExtractAttachmentReply = ExtractedAttachment.nullable();
 export type ExtractAttachmentReply = z.infer<typeof ExtractAttachmentReply>;
+
+export type MimeParseProtocol = ProtocolOf<
+  z.input<typeof ParseMessage>,
+  { 'mime-parse.parse': ParseReply; 'mime-parse.parse-batch': ParseBatchReply; 'mime-parse.extract-attachment': ExtractAttachmentReply }
+>;

@@ -10,7 +10,7 @@ import { draftById, draftIdOf, draftRaw, endDraft, insertDraft, restateDraft } f
 import { outgoingByKey } from '../../runtime/store/outbox/outgoing.ts';
 import type { OutboxState } from './actor.ts';
 import { composeFor, fingerprintOf, recordComposed, recordedReply, refusalOf, senderRefusal } from './sends.ts';
-import { DRAFTS_PERMISSION, type DraftReply, type OutboxMessage, type SendReply } from './protocol.ts';
+import { type DeleteDraftReply, DRAFTS_PERMISSION, type DraftReply, type OutboxMessage, type SaveDraftReply, type SendReply } from './protocol.ts';
 
 export { fileOwed, type Filing } from './filing.ts';
 
@@ -27,7 +27,7 @@ function heldDraft(state: OutboxState, id: number, requester: string) {
   return draft;
 }
 
-export async function saveDraftOf(state: OutboxState, msg: Extract<OutboxMessage, { type: 'outbox.save-draft' }>): Promise<DraftReply> {
+export async function saveDraftOf(state: OutboxState, msg: Extract<OutboxMessage, { type: 'outbox.save-draft' }>): Promise<SaveDraftReply> {
   if (!msg.permissions.includes(DRAFTS_PERMISSION)) return refusal('not-permitted', 'this caller is not permitted to write drafts');
   let accountId = msg.accountId;
   if (msg.draftId !== null) {
@@ -55,7 +55,7 @@ export async function saveDraftOf(state: OutboxState, msg: Extract<OutboxMessage
   return { outcome: 'saved', draftId: draftIdOf(draft.id), accountId, state: 'held', revision: draft.revision };
 }
 
-export function deleteDraftOf(state: OutboxState, msg: Extract<OutboxMessage, { type: 'outbox.delete-draft' }>): DraftReply {
+export function deleteDraftOf(state: OutboxState, msg: Extract<OutboxMessage, { type: 'outbox.delete-draft' }>): DeleteDraftReply {
   if (!msg.permissions.includes(DRAFTS_PERMISSION)) return refusal('not-permitted', 'this caller is not permitted to write drafts');
   const draft = heldDraft(state, msg.draftId, msg.requester);
   if ('outcome' in draft) return draft;

@@ -20,7 +20,8 @@ import { AppError } from '../../runtime/errors.ts';
 import { readPlacement } from '../../runtime/store/mailbox/placements.ts';
 import { draftsWithRetired, markDraftFiled, retireFiledCopy, setRetiredJobs, unfiledDrafts } from '../../runtime/store/outbox/drafts.ts';
 import { sentCopiesOwed, settleSentCopy } from '../../runtime/store/outbox/outgoing.ts';
-import { AccessTokenReply, RecordPlacementReply, syncActorId } from '../imap-sync/protocol.ts';
+import { AccessTokenReply, type ImapSyncProtocol, type RecordAppend, RecordPlacementReply, type RecordRemoval, syncActorId } from '../imap-sync/protocol.ts';
+import type { ActorId } from '../../runtime/ref.ts';
 import type { OutboxState } from './actor.ts';
 
 export type Filing = { busy: boolean };
@@ -31,12 +32,15 @@ const BATCH = 20;
 const ASK_DEADLINE_MS = 30_000;
 
 /** An XOAUTH2 access token for the account's SMTP login, from the sync actor that holds its sealed refresh token; `fresh` after the server refused the last one. */
-export async function accessToken(ctx: ActorContext, syncActor: string, fresh: boolean): Promise<string> {
+export async function accessToken(ctx: ActorContext, syncActor: ActorId<ImapSyncProtocol>, fresh: boolean): Promise<string> {
   const reply = await ctx.ask(syncActor, { type: 'imap-sync.access-token', fresh }, { reply: AccessTokenReply, deadlineMs: ASK_DEADLINE_MS });
   return reply.accessToken;
 }
 
-function place(ctx: ActorContext, accountId: string, msg: Record<string, unknown>): Promise<RecordPlacementReply> {
+/** A placement the outbox asks for; the requester is always the outbox. */
+type Placement = Omit<RecordAppend, 'requester'> | Omit<RecordRemoval, 'requester'>;
+
+function place(ctx: ActorContext, accountId: string, msg: Placement): Promise<RecordPlacementReply> {
   return ctx.ask(syncActorId(accountId), { requester: REQUESTER, ...msg }, { reply: RecordPlacementReply, deadlineMs: ASK_DEADLINE_MS });
 }
 

@@ -12,12 +12,17 @@
  */
 import { z } from 'zod';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import { type ActorId, actorIdSchema, type ProtocolOf } from '../../runtime/ref.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
+import type { ImapSyncProtocol } from '../imap-sync/protocol.ts';
 
 export const OUTBOX_ENTRY = moduleUrl('./actor.ts', import.meta.url);
-export const OUTBOX_ID = 'outbox';
+export const OUTBOX_ID: ActorId<OutboxProtocol> = 'outbox';
 export const SEND_PERMISSION = 'service.mail.send';
 export const DRAFTS_PERMISSION = 'service.mail.drafts.write';
+
+/** How the tools name a send and a draft: `o` or `d` and the row id (the outbox answers with these names). */
+export { DRAFT_ID_PATTERN, draftRowOf, OUTGOING_ID_PATTERN, outgoingRowOf } from '../../runtime/store/outbox/vocabulary.ts';
 
 /** Bounds of what one send or draft may hold; refusals name the bound (docs/sending.md). */
 export const SEND_LIMITS = {
@@ -58,7 +63,7 @@ export const OutboxConfig = z.strictObject({
       /** The envelope sender and the From address: the SMTP login when it is an address, else the IMAP one. */
       address: z.string().nullable(),
       smtp: Smtp.nullable(),
-      syncActorId: z.string(),
+      syncActorId: actorIdSchema<ImapSyncProtocol>(),
     }),
   ),
   policy: z.strictObject({
@@ -178,14 +183,40 @@ export const OutgoingView = z.strictObject({
 });
 export type OutgoingView = z.infer<typeof OutgoingView>;
 export const OutgoingReply = z.strictObject({ outgoing: OutgoingView.nullable() });
+export type OutgoingReply = z.infer<typeof OutgoingReply>;
 
 export const OperatorOutcome = z.enum(['Accepted', 'RecordUnknown', 'StageDoesNotAllowIt', 'AttemptUnderWay', 'RefusalNotRestated']);
 export const OperatorReply = z.strictObject({ outcome: OperatorOutcome });
 export type OperatorReply = z.infer<typeof OperatorReply>;
 
-export const DraftReply = z.discriminatedUnion('outcome', [
-  z.strictObject({ outcome: z.literal('saved'), draftId: z.string(), accountId: z.string(), state: z.enum(['held', 'filed']), revision: z.number().int() }),
-  z.strictObject({ outcome: z.literal('deleted'), draftId: z.string(), result: z.enum(['deleted', 'copyLeftBehind']) }),
-  z.strictObject({ outcome: z.enum(['invalid', 'not-found', 'not-permitted', 'state-passed']), sentence: z.string() }),
-]);
+const DraftSaved = z.strictObject({
+  outcome: z.literal('saved'),
+  draftId: z.string(),
+  accountId: z.string(),
+  state: z.enum(['held', 'filed']),
+  revision: z.number().int(),
+});
+const DraftDeleted = z.strictObject({ outcome: z.literal('deleted'), draftId: z.string(), result: z.enum(['deleted', 'copyLeftBehind']) });
+const DraftRefusal = z.strictObject({ outcome: z.enum(['invalid', 'not-found', 'not-permitted', 'state-passed']), sentence: z.string() });
+/** Reply to `outbox.save-draft`. */
+export const SaveDraftReply = z.discriminatedUnion('outcome', [DraftSaved, DraftRefusal]);
+export type SaveDraftReply = z.infer<typeof SaveDraftReply>;
+/** Reply to `outbox.delete-draft`. */
+export const DeleteDraftReply = z.discriminatedUnion('outcome', [DraftDeleted, DraftRefusal]);
+export type DeleteDraftReply = z.infer<typeof DeleteDraftReply>;
+export const DraftReply = z.discriminatedUnion('outcome', [DraftSaved, DraftDeleted, DraftRefusal]);
 export type DraftReply = z.infer<typeof DraftReply>;
+
+/** What the outbox answers to each message. */
+export type OutboxProtocol = ProtocolOf<
+  z.input<typeof OutboxMessage>,
+  {
+    'outbox.record-send': SendReply;
+    'outbox.send-draft': SendReply;
+    'outbox.outgoing': OutgoingReply;
+    'outbox.cancel': OperatorReply;
+    'outbox.requeue': OperatorReply;
+    'outbox.save-draft': SaveDraftReply;
+    'outbox.delete-draft': DeleteDraftReply;
+  }
+>;

@@ -11,12 +11,12 @@
  * Everything outside this folder imports this file only.
  */
 import { z } from 'zod';
-import type { Askable } from '../../runtime/ref.ts';
+import type { ActorId, Askable, ProtocolOf } from '../../runtime/ref.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import type { ChildSpecInput } from '../../runtime/supervisor/child-spec.ts';
 
-export const REPLAY_GUARD_ID = 'replay-guard';
+export const REPLAY_GUARD_ID: ActorId<ReplayGuardProtocol> = 'replay-guard';
 
 /** How often expired identifiers are deleted; an assertion lives five minutes at most. */
 export const REPLAY_PRUNE_INTERVAL_MS = 60_000;
@@ -40,6 +40,8 @@ export type ReplayClaim = z.infer<typeof ReplayClaim>;
 export const ReplayClaimReply = z.strictObject({ fresh: z.boolean() });
 export type ReplayClaimReply = z.infer<typeof ReplayClaimReply>;
 
+export type ReplayGuardProtocol = ProtocolOf<z.input<typeof ReplayClaim>, { 'replay-guard.claim': ReplayClaimReply }>;
+
 /**
  * The child spec of the replay guard, for service/system-children.ts.
  * Permanent: while it is down every assertion is refused (the judge fails
@@ -62,10 +64,12 @@ export function replayGuardChild(store: StoreSlice, pruneIntervalMs: number = RE
  * E_ACTOR_TIMEOUT, ...) when the guard cannot answer; the judge then rejects
  * and the caller refuses the request.
  */
-export function replayClaimer(guard: Askable, deadlineMs: number = REPLAY_CLAIM_DEADLINE_MS): (jti: string, expiresAt: number) => Promise<boolean> {
+export function replayClaimer(
+  guard: Askable<ReplayGuardProtocol>,
+  deadlineMs: number = REPLAY_CLAIM_DEADLINE_MS,
+): (jti: string, expiresAt: number) => Promise<boolean> {
   return async (jti, expiresAt) => {
-    const msg: ReplayClaim = { type: 'replay-guard.claim', jti, expiresAt };
-    const reply = await guard.ask(msg, { deadlineMs, reply: ReplayClaimReply });
+    const reply = await guard.ask({ type: 'replay-guard.claim', jti, expiresAt }, { deadlineMs, reply: ReplayClaimReply });
     return reply.fresh;
   };
 }

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import type { ProtocolOf } from '../../runtime/ref.ts';
 
 /** The module the store maintenance actor runs from. Named here, as a URL, so that the composition root starts it without importing it. */
 export const STORE_MAINTENANCE_ENTRY = moduleUrl('./actor.ts', import.meta.url);
@@ -25,3 +26,5 @@ export const MaintenanceReport = z.strictObject({
   optimized: z.boolean(),
 });
 export type MaintenanceReport = z.infer<typeof MaintenanceReport>;
+
+export type StoreMaintenanceProtocol = ProtocolOf<z.input<typeof RunNow>, { 'store-maintenance.run-now': MaintenanceReport }>;

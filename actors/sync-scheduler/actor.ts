@@ -26,10 +26,9 @@ type State = { db: Database; config: SchedulerConfig; schedule: Schedule; timer:
 function pump(state: State, ctx: ActorContext): void {
   const now = Date.now();
   for (const account of state.schedule.start(now)) {
-    ctx.ask<unknown>(syncActorId(account), { type: 'imap-sync.run' }, { deadlineMs: state.config.runDeadlineMs, reply: RunSummary }).then(
+    ctx.ask(syncActorId(account), { type: 'imap-sync.run' }, { deadlineMs: state.config.runDeadlineMs, reply: RunSummary }).then(
       (summary) => {
-        const s = summary as RunSummary;
-        ctx.schedule({ type: 'sync-scheduler.ended', account, end: s.outcome, hasMore: s.hasMore }, 0);
+        ctx.schedule({ type: 'sync-scheduler.ended', account, end: summary.outcome, hasMore: summary.hasMore }, 0);
       },
       (err: unknown) => {
         ctx.log.warn({ event: 'sync.run-refused', account, reason: err instanceof AppError ? err.code : 'E_INTERNAL' }, 'sync.run-refused');

@@ -2,11 +2,13 @@
 import { z } from 'zod';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import type { ActorId, ProtocolOf } from '../../runtime/ref.ts';
+import type { SynchronizationStatus } from '../../runtime/store/mailbox/status.ts';
 
 /** The module the synchronization scheduler runs from. Named here, as a URL, so that the composition root starts it without importing it. */
 export const SCHEDULER_ENTRY = moduleUrl('./actor.ts', import.meta.url);
 
-export const SCHEDULER_ID = 'sync-scheduler';
+export const SCHEDULER_ID: ActorId<SchedulerProtocol> = 'sync-scheduler';
 
 export const SchedulerConfig = z.strictObject({
   accounts: z.array(z.string()),
@@ -28,3 +30,8 @@ export const SchedulerMessage = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('sync-scheduler.status') }),
 ]);
 export type SchedulerMessage = z.infer<typeof SchedulerMessage>;
+
+export type SchedulerProtocol = ProtocolOf<
+  z.input<typeof SchedulerMessage>,
+  { 'sync-scheduler.wake': undefined; 'sync-scheduler.status': SynchronizationStatus }
+>;

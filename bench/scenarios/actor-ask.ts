@@ -8,6 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { createLogger } from '../../runtime/log.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
+import type { ProtocolOf } from '../../runtime/ref.ts';
 import { Supervisor } from '../../runtime/supervisor/supervisor.ts';
 import { startWorker } from '../../runtime/worker-entry.ts';
 import type { Row, Scenario } from '../scenario.ts';
@@ -56,8 +57,8 @@ export const actorAsk: Scenario = {
   async run() {
     const supervisor = new Supervisor({ log: createLogger({ level: 'silent' }), hostLogLevel: 'silent' });
     await supervisor.start([{ id: 'echo', entry: moduleUrl('../fixtures/echo-actor.ts', import.meta.url), restart: 'permanent' }]);
-    const ref = supervisor.ref('echo');
-    const ask: Send = (bytes) => ref.ask<Uint8Array>({ type: 'echo', bytes }, { transfer: [bytes.buffer] });
+    const ref = supervisor.ref<ProtocolOf<{ type: 'echo'; bytes: Uint8Array }, { echo: Uint8Array }>>('echo');
+    const ask: Send = (bytes) => ref.ask({ type: 'echo', bytes }, { transfer: [bytes.buffer] });
     const bare = bareEcho();
     const rows: Row[] = [];
     try {

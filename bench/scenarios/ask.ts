@@ -45,7 +45,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Libsql from 'libsql';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { decodeStoredEmailId } from '../../actors/mail-query/protocol.ts';
+import { decodeStoredEmailId } from '../../actors/mail-query/protocol/stored-email-id.ts';
 import { parseMessage } from '../../actors/mime-parse/parse-message.ts';
 import { type ChatStandin, startChatStandin, toolResultsOf } from '../../test/harness/chat-standin.ts';
 import { corpusAvailable } from '../../test/harness/corpus.ts';

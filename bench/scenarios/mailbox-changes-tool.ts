@@ -28,7 +28,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ImapFlow } from 'imapflow';
 import Libsql from 'libsql';
-import { encodeStoredEmailId } from '../../actors/mail-query/protocol.ts';
+import { encodeStoredEmailId } from '../../actors/mail-query/protocol/stored-email-id.ts';
 import { startDovecot, type Dovecot } from '../../test/harness/dovecot.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';

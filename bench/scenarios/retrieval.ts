@@ -50,7 +50,9 @@ import { LOCAL_DIMENSIONS, LOCAL_DISTANCE, LOCAL_MAX_INPUT_CHARACTERS, LOCAL_MOD
 import { OpenAiCompatible } from '../../actors/embedding/openai-compatible.ts';
 import type { EmbeddingProvider } from '../../actors/embedding/provider.ts';
 import { parseMessage } from '../../actors/mime-parse/parse-message.ts';
-import { decodeStoredEmailId, SearchEmailsInput, type QueryScope } from '../../actors/mail-query/protocol.ts';
+import { SearchEmailsInput } from '../../actors/mail-query/protocol/mail-reads.ts';
+import type { QueryScope } from '../../actors/mail-query/protocol/query-scope.ts';
+import { decodeStoredEmailId } from '../../actors/mail-query/protocol/stored-email-id.ts';
 import { searchEmails } from '../../actors/mail-query/search.ts';
 import { reconcileAccounts } from '../../runtime/store/accounts.ts';
 import { syncBindings } from '../../runtime/store/mailbox/bindings.ts';

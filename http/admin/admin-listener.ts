@@ -30,7 +30,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Config } from '../../config/schema.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
-import type { Askable } from '../../runtime/ref.ts';
+import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { holds, recordRefusal } from '../auth/principal.ts';
@@ -40,7 +40,7 @@ import { effectiveOrigin } from '../proxy.ts';
 import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
 import { answerForbidden, answerInvalid, answerJson, answerProblem, answerTooLarge, failureAnswerOf } from './problem.ts';
-import { WRITE_BODY_BYTES, type AdminDeps, type Route } from './route.ts';
+import { WRITE_BODY_BYTES, type AdminDeps, type AdminQueries, type Route } from './route.ts';
 import { ROUTES } from './routes/index.ts';
 import { ADMIN_PREFIX } from './routes/prefix.ts';
 
@@ -51,9 +51,9 @@ export type AdminListenerDeps = {
   log: Logger;
   version: string;
   /** An actor by id (the scheduler answers the status; an account's sync actor does its account's work). */
-  actor(id: string): Askable;
+  actor<P extends Protocol>(id: ActorId<P>): Askable<P>;
   /** The read-only query pool. */
-  queryPool: Askable;
+  queryPool: Askable<AdminQueries>;
   /** The deployment's cursor-signing secret (runtime/store/deployment-secrets.ts). */
   cursorKey: Buffer;
   /** The authentication stage of this surface: `createAuthenticator('admin', …)`. */

@@ -12,7 +12,11 @@
 import type { z } from 'zod';
 import type { Config } from '../../config/schema.ts';
 import type { Logger } from '../../runtime/log.ts';
-import type { Askable } from '../../runtime/ref.ts';
+import type { AnsweringAuditProtocol } from '../../actors/mail-query/protocol/answering-audit.ts';
+import type { DeadLettersProtocol } from '../../actors/mail-query/protocol/dead-letters.ts';
+import type { MutationAuditProtocol } from '../../actors/mail-query/protocol/mutation-audit.ts';
+import type { OutboxReadsProtocol } from '../../actors/mail-query/protocol/outbox-reads.ts';
+import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AdminPermissions } from '../../config/permissions.ts';
 import type { Cursors } from './cursor.ts';
@@ -23,14 +27,17 @@ export const WRITE_BODY_BYTES = 4 * 1024;
 
 export type AdminPermission = (typeof AdminPermissions)[number];
 
+/** What the admin routes ask of the read-only query pool. */
+export type AdminQueries = MutationAuditProtocol & AnsweringAuditProtocol & DeadLettersProtocol & OutboxReadsProtocol;
+
 /** What every route's use case may reach. */
 export type AdminDeps = {
   config: Config;
   version: string;
   /** An actor by id: the scheduler, an account's sync actor. */
-  actor(id: string): Askable;
+  actor<P extends Protocol>(id: ActorId<P>): Askable<P>;
   /** The read-only query pool (actors/mail-query): the main thread never runs SQL. */
-  queryPool: Askable;
+  queryPool: Askable<AdminQueries>;
   /** Page cursors signed with this deployment's own secret. */
   cursors: Cursors;
   /** For what the operator must learn beside the answer (constant messages, no mail content). */

@@ -16,18 +16,16 @@
  * Logs nothing: no bytes, file names or addresses. Importable by the MCP
  * listener and tests.
  */
-import { AttachmentSourceReply } from '../../actors/mail-query/protocol.ts';
-import { ExtractAttachmentReply } from '../../actors/mime-parse/protocol.ts';
+import { type AttachmentSourceProtocol, AttachmentSourceReply } from '../../actors/mail-query/protocol/attachment-source.ts';
+import { ExtractAttachmentReply, type MimeParseProtocol } from '../../actors/mime-parse/protocol.ts';
 import type { Askable } from '../../runtime/ref.ts';
-import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import type { AttachmentDownload } from './attachment-route.ts';
 
 export type RedeemDeps = {
   /** The read-only query pool: the stored source. */
-  queryPool: Askable;
+  queryPool: Askable<AttachmentSourceProtocol>;
   /** The MIME parse pool: the decoding. */
-  parsePool: Askable;
-  store: StoreSlice;
+  parsePool: Askable<MimeParseProtocol>;
 };
 
 /** What a verified capability names: `messages.id` and the position in its attachment list. */
@@ -45,7 +43,7 @@ export async function redeemAttachment(
 ): Promise<AttachmentDownload | null> {
   const end = Date.now() + deadlineMs;
   const source = await deps.queryPool.ask(
-    { type: 'mail-query.attachment', store: deps.store, messageId: target.messageId, index: target.index, accounts },
+    { type: 'mail-query.attachment', messageId: target.messageId, index: target.index, accounts: [...accounts] },
     { reply: AttachmentSourceReply, deadlineMs },
   );
   if (source === null) return null;

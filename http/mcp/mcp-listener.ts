@@ -17,15 +17,18 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Config } from '../../config/schema.ts';
-import type { QueryScope, RepairNeeded } from '../../actors/mail-query/protocol.ts';
+import type { AttachmentSourceProtocol } from '../../actors/mail-query/protocol/attachment-source.ts';
+import type { EmailLookupProtocol } from '../../actors/mail-query/protocol/email-lookup.ts';
+import type { MailReadsProtocol, RepairNeeded } from '../../actors/mail-query/protocol/mail-reads.ts';
+import type { QueryScope } from '../../actors/mail-query/protocol/query-scope.ts';
+import type { MimeParseProtocol } from '../../actors/mime-parse/protocol.ts';
 import { type ChangeAsk, RecordChangesReply, RecordRepairsReply, syncActorId } from '../../actors/imap-sync/protocol.ts';
-import type { Askable } from '../../runtime/ref.ts';
-import { EMBEDDING_ID, type EmbeddingAsk, PlacedQuery } from '../../actors/embedding/protocol.ts';
+import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
+import { EMBEDDING_ID, PlacedQuery } from '../../actors/embedding/protocol.ts';
 import { OUTBOX_ID } from '../../actors/outbox/protocol.ts';
 import { ANSWERING_ID, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
 import { AppError, Codes } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
-import type { StoreSlice } from '../../runtime/store/store-slice.ts';
 import { ATTACHMENT_ROUTE, isAttachmentPath, serveAttachment } from '../attachments/attachment-route.ts';
 import { attachmentLink, canIssueLinks, createLinkKeyRing, issueCapability } from '../attachments/capability.ts';
 import { redeemAttachment } from '../attachments/redeem.ts';
@@ -38,7 +41,8 @@ import { effectiveOrigin } from '../proxy.ts';
 import { admit, admitCredential, ANSWERED, answerEmpty, createListener, readJson, type ExchangeResponse } from '../pipeline.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
-import { allTools, type Tool, type ToolContext } from './tools.ts';
+import type { Tool, ToolContext } from './tool.ts';
+import { allTools } from './tools.ts';
 
 /** A JSON-RPC body larger than this is refused 413: no tool input comes near it. */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -49,16 +53,15 @@ const AVAILABILITY_DEADLINE_MS = 5_000;
 
 export type McpListenerDeps = {
   config: Config;
-  store: StoreSlice;
   log: Logger;
   version: string;
   readiness(): Readiness;
   /** The read-only query pool. */
-  queryPool: Askable;
+  queryPool: Askable<MailReadsProtocol & EmailLookupProtocol & AttachmentSourceProtocol>;
   /** A pool running the MIME parse task: decodes the attachment a link names (http/attachments/redeem.ts); the service gives downloads one of their own. */
-  parsePool: Askable;
+  parsePool: Askable<MimeParseProtocol>;
   /** An actor by id (the account's sync actor records repair requests; the embedding actor places search queries). */
-  actor(id: string): Askable;
+  actor<P extends Protocol>(id: ActorId<P>): Askable<P>;
   /** The authentication stage of this surface (http/auth/authenticate.ts). */
   authenticate: Authenticate;
 };
@@ -75,11 +78,10 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
-  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'askOutbox' | 'placeQuery' | 'answering'> = {
-    store: deps.store,
+  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'outbox' | 'placeQuery' | 'answering'> = {
     scope,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
-    query: (msg, options) => deps.queryPool.ask(msg, options),
+    queryPool: deps.queryPool,
     recordRepairs: (repairs) => recordRepairs(deps, repairs, 30_000),
     attachmentLink(ref) {
       if (!linksIssued) return null;
@@ -120,7 +122,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
         deadlineMs: admitted.deadlineMs,
         recordChanges: (accountId, request) => recordChanges(deps, accountId, { ...request, requester: principal.identity }, admitted.deadlineMs),
         caller: { identity: principal.identity, permissions: [...principal.permissions] },
-        askOutbox: (msg, reply) => deps.actor(OUTBOX_ID).ask(msg, { reply, deadlineMs: admitted.deadlineMs }),
+        outbox: deps.actor(OUTBOX_ID),
         placeQuery: (text) => placeQuery(deps, text, admitted.deadlineMs),
         answering: {
           availability: () => deps.actor(ANSWERING_ID).ask({ type: 'answering.availability' }, { reply: Availability, deadlineMs: AVAILABILITY_DEADLINE_MS }),
@@ -198,9 +200,10 @@ async function recordRepairs(deps: McpListenerDeps, repairs: readonly RepairNeed
  * serves, and says `degraded` or `inactive` by that (mail-query/search.ts).
  */
 async function placeQuery(deps: McpListenerDeps, text: string, deadlineMs: number): Promise<PlacedQuery> {
-  const ask: EmbeddingAsk = { type: 'embedding.place-query', text };
   try {
-    return await deps.actor(EMBEDDING_ID).ask(ask, { reply: PlacedQuery, deadlineMs: Math.min(PLACE_QUERY_DEADLINE_MS, deadlineMs) });
+    return await deps
+      .actor(EMBEDDING_ID)
+      .ask({ type: 'embedding.place-query', text }, { reply: PlacedQuery, deadlineMs: Math.min(PLACE_QUERY_DEADLINE_MS, deadlineMs) });
   } catch (err) {
     const code = err instanceof AppError ? err.code : 'unexpected';
     if (code === 'E_ACTOR_DOWN') return { semanticSearch: 'inactive' };

@@ -7,8 +7,9 @@
  *
  * The low-level `Server` is used (not `McpServer`) so that this module owns
  * what agents see: the published input schemas (zod → JSON Schema), the
- * validation messages (51001), the error results of DECISIONS.md, and the
- * one answer for a tool that is unknown or not granted (-32602).
+ * error results of DECISIONS.md, and the one answer for a tool that is
+ * unknown or not granted (-32602). A call's arguments are checked by its
+ * tool's schema (tool.ts `defineTool`: 51001 naming what failed).
  *
  * Telemetry: each tool call is logged once with the tool's name, whether it
  * ended in error (with its five-digit code), and its duration; nothing the
@@ -25,12 +26,11 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as PublishedTool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AppError } from '../../runtime/errors.ts';
-import { describeIssues } from '../../runtime/input-issues.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { holds, recordRefusal, type Principal } from '../auth/principal.ts';
 import { JsonExchangeTransport } from './json-exchange.ts';
 import { toolFailure, toolSuccess } from './tool-result.ts';
-import type { Tool, ToolContext } from './tools.ts';
+import type { Tool, ToolContext } from './tool.ts';
 
 export type McpExchange = {
   /** The tools this caller may see and call (already narrowed by deployment and grant). */
@@ -111,9 +111,7 @@ async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promi
       recordRefusal(exchange.log, { surface: 'mcp', target: tool.name, permission: tool.permission, principal: exchange.principal });
       throw new AppError('E_APP_REFUSED', { message: `The operation needs the permission ${tool.permission}`, details: { permission: tool.permission } });
     }
-    const parsed = tool.input.safeParse(args);
-    if (!parsed.success) throw new AppError('E_TOOL_INVALID_INPUT', { message: `The tool input is invalid: ${describeIssues(parsed.error, 'input')}` });
-    result = toolSuccess(await tool.run(parsed.data, exchange.context));
+    result = toolSuccess(await tool.call(args, exchange.context));
   } catch (err) {
     const failure = toolFailure(err, () => randomBytes(8).toString('hex'));
     code = failure.code;

@@ -7,5 +7,7 @@ export const PoolData = z.strictObject({
   entry: z.string(),
   /** Logging:Level, the same as the main thread's and the host threads'. */
   logLevel: HostData.shape.logLevel,
+  /** What the task needs beyond its messages, parsed by the task itself (task.ts `poolConfig`). */
+  config: z.unknown().optional(),
 });
 export type PoolData = z.infer<typeof PoolData>;

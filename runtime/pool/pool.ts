@@ -11,19 +11,27 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import type { AskOptions } from '../actor.ts';
 import { AppError, fromPayload } from '../errors.ts';
 import { moduleUrl } from '../module-url.ts';
 import { Reply, type ToHost } from '../protocol/envelope.ts';
 import { encodeToHost } from '../protocol/wire.ts';
-import { parseReply, type Askable } from '../ref.ts';
+import { parseReply, type AnyProtocol, type Askable, type Protocol } from '../ref.ts';
 import { DEFAULT_ASK_MS } from '../router.ts';
 import type { PoolData } from './pool-data.ts';
 
-export type PoolOptions = {
+declare const ANSWERS: unique symbol;
+
+/**
+ * A pool task's module URL, carrying (as types only) the protocol the task
+ * answers and the configuration it is created with, so the pool's ref and
+ * its `config` are typed by it.
+ */
+export type PoolEntry<P extends Protocol = AnyProtocol, Config = undefined> = URL & { readonly [ANSWERS]?: { protocol: P; config: Config } };
+
+export type PoolOptions<P extends Protocol = AnyProtocol, Config = undefined> = {
   id: string;
   /** Module whose default export is `definePoolTask(...)`. */
-  entry: URL;
+  entry: PoolEntry<P, Config>;
   minThreads?: number;
   maxThreads?: number;
   /** Asks that may wait for a thread beyond those running; more are refused. */
@@ -32,18 +40,27 @@ export type PoolOptions = {
   atomics?: 'sync' | 'async' | 'disabled';
   /** Level of the pool threads' loggers (Logging:Level); `info` when not given. */
   logLevel?: PoolData['logLevel'];
-};
+} & (undefined extends Config
+  ? { config?: Config }
+  : {
+      /**
+       * The task's configuration, handed to every thread once, at creation
+       * (`workerData`); the task parses it again (`poolConfig`), since it
+       * crossed a thread boundary.
+       */
+      config: Config;
+    });
 
-export type PoolRef = Askable & { close(): Promise<void>; readonly threads: number };
+export type PoolRef<P extends Protocol = AnyProtocol> = Askable<P> & { close(): Promise<void>; readonly threads: number };
 
 const sourceTask = moduleUrl('./source-task.mjs', import.meta.url);
 
-export function createPool(options: PoolOptions): PoolRef {
+export function createPool<P extends Protocol = AnyProtocol, Config = undefined>(options: PoolOptions<P, Config>): PoolRef<P> {
   const fromSource = options.entry.pathname.endsWith('.ts');
   const maxThreads = options.maxThreads ?? Math.max(1, availableParallelism() - 1);
   const piscina = new Piscina({
     filename: fileURLToPath(fromSource ? sourceTask : options.entry),
-    workerData: { entry: options.entry.href, logLevel: options.logLevel ?? 'info' } satisfies PoolData,
+    workerData: { entry: options.entry.href, logLevel: options.logLevel ?? 'info', config: options.config } satisfies PoolData,
     minThreads: Math.min(options.minThreads ?? 1, maxThreads),
     maxThreads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,
@@ -60,7 +77,7 @@ export function createPool(options: PoolOptions): PoolRef {
     get threads() {
       return piscina.threads.length;
     },
-    async ask<T>(msg: unknown, askOptions: AskOptions<T> = {}): Promise<T> {
+    async ask(msg, askOptions = {}) {
       if (inFlight >= capacity) throw new AppError('E_ACTOR_MAILBOX_FULL', { details: { actor: options.id, capacity } });
       const deadlineMs = askOptions.deadlineMs ?? DEFAULT_ASK_MS;
       seq += 1;

@@ -9,6 +9,10 @@
  * here (by class, code and frames: log.ts) and answered as E_INTERNAL (a
  * pool thread has no state to restart, and piscina replaces a thread that
  * dies). The thread logs at the level createPool was given (Logging:Level).
+ *
+ * What a task needs beyond its messages (the query pool's store slice) is
+ * handed over once, when the pool is created (`createPool({ config })`), and
+ * read in the thread with `poolConfig(schema)`.
  */
 import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import type { z } from 'zod';
@@ -26,6 +30,30 @@ export type PoolTaskDefinition<Msg> = {
 };
 
 export type PoolTaskFunction = (raw: unknown) => Promise<unknown>;
+
+/**
+ * The configuration this pool thread was created with, parsed with `schema`
+ * on first use (workerData crossed a thread boundary, like any message). A
+ * configuration that fails is logged once and every use answers
+ * E_CONFIG_INVALID: the composition root built it wrong.
+ */
+export function poolConfig<Config>(name: string, schema: z.ZodType<Config>): () => Config {
+  let parsed: z.ZodSafeParseResult<Config> | null = null;
+  return () => {
+    if (parsed === null) {
+      const data: unknown = workerData;
+      parsed = schema.safeParse(typeof data === 'object' && data !== null && 'config' in data ? data.config : undefined);
+      if (!parsed.success) {
+        const issues = parsed.error.issues.map((i) => i.path.join(':'));
+        createLogger({ level: poolLogLevel(), format: 'Json' })
+          .child({ pool: name })
+          .error({ event: 'pool.config-invalid', issues }, 'pool config failed validation');
+      }
+    }
+    if (!parsed.success) throw new AppError('E_CONFIG_INVALID');
+    return parsed.data;
+  };
+}
 
 export function definePoolTask<Msg>(definition: PoolTaskDefinition<Msg>): PoolTaskFunction {
   const log = createLogger({ level: poolLogLevel(), format: 'Json' }).child({ pool: definition.name });

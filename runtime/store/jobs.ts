@@ -23,27 +23,15 @@
  * atomic alone and composes inside a caller's transaction (libsql does not
  * nest them). Importable by the sync actor and the query pool.
  */
+import type { JobType } from './job-vocabulary.ts';
 import { perConnection } from './mailbox/prepared.ts';
 import type { Database } from './open.ts';
 import { many, one, run } from './rows.ts';
 
-/** The job types this build has; the dead-letter route refuses any other. */
-export const JOB_TYPES = ['rederivation', 'mailbox-change'] as const;
-export type JobType = (typeof JOB_TYPES)[number];
+// Named in the shape-only vocabulary, so protocols and routes need not load this writer.
+export { JOB_ID_PATTERN, JOB_TYPES, type JobType, jobIdOf, jobRowOf } from './job-vocabulary.ts';
 
 export type JobState = 'queued' | 'running' | 'done' | 'dead' | 'dropped';
-
-/** A job as the admin surface and the logs name it: `j` and the row id (text, so nobody does arithmetic on it). */
-export const JOB_ID_PATTERN = /^j[1-9][0-9]{0,14}$/;
-
-export function jobIdOf(id: number): string {
-  return `j${id}`;
-}
-
-/** The row id a well-formed job id names; null for any other text. */
-export function jobRowOf(job: string): number | null {
-  return JOB_ID_PATTERN.test(job) ? Number(job.slice(1)) : null;
-}
 
 /** Attempts at one position before the job is dead-lettered. */
 export const MAX_JOB_ATTEMPTS = 5;

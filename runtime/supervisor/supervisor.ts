@@ -16,7 +16,7 @@ import type { Logger } from '../log.ts';
 import { HostThread, type HostEndReason } from '../host/host-thread.ts';
 import type { HostData } from '../host/host-data.ts';
 import type { FromHost } from '../protocol/envelope.ts';
-import { actorRef, type ActorRef } from '../ref.ts';
+import { actorRef, type ActorId, type ActorRef, type AnyProtocol, type Protocol } from '../ref.ts';
 import { Router } from '../router.ts';
 import { attemptAfterExit, backoffDelay } from './backoff.ts';
 import { ChildSpec, type ChildSpecInput } from './child-spec.ts';
@@ -120,7 +120,8 @@ export class Supervisor {
     });
   }
 
-  ref(id: string): ActorRef {
+  /** A ref typed by the protocol its id names (a plain string: any message, replies unknown unless parsed). */
+  ref<P extends Protocol = AnyProtocol>(id: ActorId<P>): ActorRef<P> {
     return actorRef(this.router, id);
   }
 

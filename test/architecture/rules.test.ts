@@ -170,7 +170,6 @@ t.test('contract modules by name', async (t) => {
     'actors/a/contracts/search.ts',
     'actors/a/outbox-messages.ts',
     'actors/a/answering-contract.ts',
-    'actors/mail-query/stored-email-id.ts',
   ];
   const handlers = ['actors/a/actor.ts', 'actors/a/search.ts', 'actors/a/run/protocol.ts', 'runtime/protocol/envelope.ts', 'http/mcp/outbox-messages.ts'];
   t.same(

@@ -35,16 +35,14 @@ export const actorOf = (path: string): string | null => (path.startsWith('actors
 /** Data files (`.md`, `.json`) read by path are no modules. */
 const isModule = (e: Edge): boolean => !e.external && !e.to.endsWith('.md') && !e.to.endsWith('.json');
 
-/** The one module of an actor that other folders import. */
-export const isActorPublic = (path: string): boolean => /^actors\/[^/]+\/protocol\.ts$/.test(path);
+/** What other folders import of an actor: its `protocol.ts`, or a consumer contract of its `protocol/` folder. */
+export const isActorPublic = (path: string): boolean => /^actors\/[^/]+\/(protocol\.ts|protocol\/[^/]+\.ts)$/.test(path);
 
 /**
  * Modules that are contracts, not handler code, though their names do not
  * say so. Each must exist (layers.test.ts checks), so the list stays true.
  */
-export const CONTRACTS_BY_NAME: Record<string, string> = {
-  'actors/mail-query/stored-email-id.ts': "the storedEmailId codec agents see (zod only); public through mail-query's protocol.ts",
-};
+export const CONTRACTS_BY_NAME: Record<string, string> = {};
 
 /**
  * A contract module: an actor's protocol and the schema-only modules it is

@@ -12,7 +12,8 @@
  */
 import Libsql from 'libsql';
 import t from 'tap';
-import { JOB_TYPES } from '../../actors/mail-query/protocol.ts';
+import { JOB_TYPES } from '../../actors/mail-query/protocol/dead-letters.ts';
+import { SCHEDULER_ID } from '../../actors/sync-scheduler/protocol.ts';
 import { startDovecot } from '../harness/dovecot.ts';
 import { generateMailbox } from '../harness/generator.ts';
 import { writeMaildir } from '../harness/place-mail.ts';
@@ -25,10 +26,10 @@ t.setTimeout(300_000);
 type Sync = { accounts: Array<{ account: string; phase: string; folders: Array<{ alias: string; mirrored: boolean; lastSeenUid: number | null }> }> };
 
 async function settled(svc: CliService, expected: number): Promise<void> {
-  const scheduler = svc.service.supervisor.ref('sync-scheduler');
+  const scheduler = svc.service.supervisor.ref(SCHEDULER_ID);
   const end = Date.now() + 180_000;
   for (;;) {
-    const status = await scheduler.ask<Sync>({ type: 'sync-scheduler.status' });
+    const status = await scheduler.ask({ type: 'sync-scheduler.status' });
     const database = `${svc.dir}/mailcairn.db`;
     if (storedCount(database) >= expected && status.accounts.every((a) => a.phase !== 'running')) return;
     if (Date.now() > end) throw new Error(`the mirror did not reach ${expected} messages`);

@@ -42,7 +42,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AskMailResult } from '../../actors/answering/protocol.ts';
-import { type ActivationResult, EMBEDDING_ID, type EmbeddingStatus } from '../../actors/embedding/protocol.ts';
+import { EMBEDDING_ID } from '../../actors/embedding/protocol.ts';
 import { SCHEDULER_ID } from '../../actors/sync-scheduler/protocol.ts';
 import { describePosture } from '../../config/posture.ts';
 import { ChatEndpoint } from '../../config/schema/answering.ts';
@@ -509,7 +509,7 @@ async function waitForFirstRun(service: Service): Promise<SynchronizationStatus>
   let last: SynchronizationStatus | null = null;
   for (;;) {
     try {
-      last = await scheduler.ask<SynchronizationStatus>({ type: 'sync-scheduler.status' }, { deadlineMs: 10_000 });
+      last = await scheduler.ask({ type: 'sync-scheduler.status' }, { deadlineMs: 10_000 });
       const account = last.accounts.find((a) => a.account === ACCOUNT);
       const ended = account?.lastRun != null && account.phase !== 'running';
       const more = account?.folders.some((f) => f.lastRun?.hasMoreEmails === true) ?? false;
@@ -677,12 +677,12 @@ async function searchAsAgent(url: string, apiKey: string): Promise<Found> {
 async function showSemanticSearch(service: Service, url: string, apiKey: string): Promise<boolean> {
   const embedding = service.supervisor.ref(EMBEDDING_ID);
   const before = await searchAsAgent(url, apiKey);
-  const activated = await embedding.ask<ActivationResult>({ type: 'embedding.activate' }, { deadlineMs: 30_000 });
+  const activated = await embedding.ask({ type: 'embedding.activate' }, { deadlineMs: 30_000 });
   note(`Semantic search: activated the local model; embedding ${activated.forecast.passages} passages on its own thread (about a minute or two)…`);
   const end = Date.now() + EMBED_TIMEOUT_MS;
   let told = Date.now();
   for (;;) {
-    const status = await embedding.ask<EmbeddingStatus>({ type: 'embedding.status' }, { deadlineMs: 30_000 });
+    const status = await embedding.ask({ type: 'embedding.status' }, { deadlineMs: 30_000 });
     const serving = status.serving;
     if (serving !== null && serving.emailCount > 0 && serving.embeddedEmailCount === serving.emailCount) break;
     if (Date.now() > end) {

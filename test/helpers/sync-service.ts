@@ -2,6 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startService, type Service } from '../../service/app.ts';
+import { SCHEDULER_ID } from '../../actors/sync-scheduler/protocol.ts';
 import type { SynchronizationStatus } from '../../runtime/store/mailbox/status.ts';
 import type { ImapPeer } from '../harness/imap-client.ts';
 import { captureLog, until } from './log-capture.ts';
@@ -58,8 +59,8 @@ export async function startSyncService(dir: string, dovecot: ImapPeer, accounts:
   };
   const logs = captureLog();
   const service = await startService({ configFile: writeConfig(dir, config), env: {}, log: logs.log, hostLogSink: logs.write });
-  const scheduler = service.supervisor.ref('sync-scheduler');
-  const status = (): Promise<SynchronizationStatus> => scheduler.ask<SynchronizationStatus>({ type: 'sync-scheduler.status' });
+  const scheduler = service.supervisor.ref(SCHEDULER_ID);
+  const status = (): Promise<SynchronizationStatus> => scheduler.ask({ type: 'sync-scheduler.status' });
   return {
     service,
     database,

@@ -40,11 +40,11 @@ import { ROUTES } from '../../http/admin/routes/index.ts';
 import { createAuthenticator } from '../../http/auth/authenticate.ts';
 import { anonymousPrincipal } from '../../http/auth/principal.ts';
 import { handleMcpRequest } from '../../http/mcp/mcp-server.ts';
-import type { Tool, ToolContext } from '../../http/mcp/tools.ts';
+import { defineTool, type ToolContext } from '../../http/mcp/tool.ts';
 import { AppError, codeNames, Codes, isCode, type Code } from '../../runtime/errors.ts';
 import type { HostThread } from '../../runtime/host/host-thread.ts';
-import type { Askable } from '../../runtime/ref.ts';
 import { actorRef } from '../../runtime/ref.ts';
+import type { AdminDeps } from '../../http/admin/route.ts';
 import { Router } from '../../runtime/router.ts';
 import { captureLog, type LogLine } from '../helpers/log-capture.ts';
 
@@ -70,7 +70,7 @@ async function listen(t: Test, server: Server): Promise<string> {
 
 t.test('MCP: every code as a tool error result', async (t) => {
   const logs = captureLog();
-  const failsWith: Tool = {
+  const failsWith = defineTool({
     name: 'fails_with',
     title: 'Fails',
     description: 'Fails with the code it is given.',
@@ -78,11 +78,10 @@ t.test('MCP: every code as a tool error result', async (t) => {
     permission: 'service.mail.read',
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     input: z.strictObject({ code: z.string(), permission: z.string().optional() }),
-    run: async (input) => {
-      const { code, permission } = input as { code: string; permission?: string };
+    run: async ({ code, permission }) => {
       throw failureOf(code, permission);
     },
-  };
+  });
   const exchange = { tools: [failsWith], principal: anonymousPrincipal('mcp'), context: {} as ToolContext, log: logs.log, version: 'test' };
   const server = createServer((req, res) => {
     // The client's GET (a stream) and DELETE (a session) have no place on a stateless server.
@@ -153,10 +152,10 @@ function adminConfig(requestTimeout: string) {
   return validation.config;
 }
 
-async function startAdmin(t: Test, options: { requestTimeout: string; actor(id: string): Askable; routes: readonly Route[] }) {
+async function startAdmin(t: Test, options: { requestTimeout: string; actor: AdminDeps['actor']; routes: readonly Route[] }) {
   const logs = captureLog();
   const config = adminConfig(options.requestTimeout);
-  const nobody: Askable = { id: 'query-pool (unused)', ask: () => Promise.reject(new Error('not asked in this test')) };
+  const nobody = { id: 'query-pool (unused)', ask: () => Promise.reject(new Error('not asked in this test')) };
   const server = createAdminListener({
     config,
     log: logs.log,
@@ -183,7 +182,7 @@ const FAILS_WITH = defineRoute({
 });
 
 t.test('administrative listener: every code as the status of the table', async (t) => {
-  const nobody: Askable = { id: 'actor (unused)', ask: () => Promise.reject(new Error('not asked in this test')) };
+  const nobody = { id: 'actor (unused)', ask: () => Promise.reject(new Error('not asked in this test')) };
   const { base, logs } = await startAdmin(t, { requestTimeout: '00:01:00', actor: () => nobody, routes: [FAILS_WITH] });
   const route = 'GET /api/admin/test/fails-with';
 

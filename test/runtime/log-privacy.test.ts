@@ -22,13 +22,11 @@ import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { request } from 'undici';
 import { validateConfig } from '../../config/load.ts';
-import { storeSlice } from '../../config/store-slice.ts';
 import type { Config } from '../../config/schema.ts';
 import { createAdminListener } from '../../http/admin/admin-listener.ts';
 import type { Authenticate } from '../../http/auth/authenticate.ts';
 import { createMcpListener } from '../../http/mcp/mcp-listener.ts';
 import { newKeyRing } from '../../runtime/keyring/keyring.ts';
-import type { Askable } from '../../runtime/ref.ts';
 import { Supervisor } from '../../runtime/supervisor/supervisor.ts';
 import { tempDir } from '../helpers/daemon.ts';
 import { captureLog, type LogLine, until } from '../helpers/log-capture.ts';
@@ -122,7 +120,7 @@ async function listen(t: Test, server: Server): Promise<string> {
 }
 
 /** Stands for the query pool and actors: every ask throws what a defect would. */
-const failing: Askable = {
+const failing = {
   id: 'query-pool (stand-in: throws)',
   ask: async () => {
     throw quotingError();
@@ -160,7 +158,6 @@ t.test("the MCP listener's failure paths: a stage that throws, and a tool whose 
     const logs = captureLog();
     const server = createMcpListener({
       config,
-      store: storeSlice(config),
       log: logs.log,
       version: 'test',
       readiness: () => ({ ready: true, checks: { database: 'migrated', supervisor: 'healthy', givenUpActors: 0, listeners: 'open' } }),

@@ -3,7 +3,8 @@
  * of changes made to its mailbox, and of questions answered from its mail.
  */
 import { z } from 'zod';
-import { ANSWERING_AUDIT_PAGE_MAX, AnsweringAuditEntry, MUTATION_KINDS, MutationAuditEntry } from '../../../actors/mail-query/protocol.ts';
+import { ANSWERING_AUDIT_PAGE_MAX, AnsweringAuditEntry } from '../../../actors/mail-query/protocol/answering-audit.ts';
+import { MUTATION_KINDS, MutationAuditEntry } from '../../../actors/mail-query/protocol/mutation-audit.ts';
 import { CursorField, instantField, pageSizeField } from '../query-fields.ts';
 import { defineRoute } from '../route.ts';
 import { ANSWERING_AUDIT_PATH, answeringAudit } from '../use-cases/answering-audit.ts';

@@ -5,7 +5,7 @@
  * generated from these schemas).
  */
 import { z } from 'zod';
-import { DeadLetter, JOB_ID_PATTERN, JOB_TYPES } from '../../../actors/mail-query/protocol.ts';
+import { DeadLetter, JOB_ID_PATTERN, JOB_TYPES } from '../../../actors/mail-query/protocol/dead-letters.ts';
 import { CursorField, pageSizeField } from '../query-fields.ts';
 import { defineRoute, WRITE_BODY_BYTES } from '../route.ts';
 import { DEAD_LETTERS_PATH, JOB_SHAPE, decideDeadLetter, listDeadLetters } from '../use-cases/dead-letters.ts';

@@ -14,7 +14,7 @@ import {
   OutboxEntry,
   OutboxSummaryReply,
   OutgoingEmailDetail,
-} from '../../../actors/mail-query/protocol.ts';
+} from '../../../actors/mail-query/protocol/outbox-reads.ts';
 import { CursorField, pageSizeField } from '../query-fields.ts';
 import { defineRoute, WRITE_BODY_BYTES } from '../route.ts';
 import { OUTBOX_PATH, OUTGOING_SHAPE, decideOutgoingEmail, listOutbox, outboxSummary, showOutgoingEmail } from '../use-cases/outbox.ts';

@@ -13,8 +13,7 @@
  * left out, and a warning names the account and how many (never what they
  * hold).
  */
-import { AnsweringAuditReply, type AnsweringAuditEntry, type AnsweringAuditRequest } from '../../../actors/mail-query/protocol.ts';
-import { storeSlice } from '../../../config/store-slice.ts';
+import { AnsweringAuditReply, type AnsweringAuditEntry, type AnsweringAuditRequest } from '../../../actors/mail-query/protocol/answering-audit.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { AdminDeps } from '../route.ts';
 import { ADMIN_PREFIX } from '../routes/prefix.ts';
@@ -51,7 +50,6 @@ export async function answeringAudit(
   const after = resumeAfter(deps.cursors, ANSWERING_AUDIT_PATH, filters, query.cursor);
   const request: AnsweringAuditRequest = {
     type: 'mail-query.answering-audit',
-    store: storeSlice(deps.config),
     account,
     pageSize: query.pageSize,
     ...(from !== undefined ? { endedFrom: from } : {}),

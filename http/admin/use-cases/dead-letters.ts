@@ -9,8 +9,14 @@
  * here: anything else is `JobUnknown`, since no actor could carry it.
  */
 import { JobDecisionReply, syncActorId } from '../../../actors/imap-sync/protocol.ts';
-import { DeadLettersReply, JobLookupReply, jobRowOf, type DeadLetter, type DeadLettersRequest, type JobType } from '../../../actors/mail-query/protocol.ts';
-import { storeSlice } from '../../../config/store-slice.ts';
+import {
+  DeadLettersReply,
+  JobLookupReply,
+  jobRowOf,
+  type DeadLetter,
+  type DeadLettersRequest,
+  type JobType,
+} from '../../../actors/mail-query/protocol/dead-letters.ts';
 import type { Principal } from '../../auth/principal.ts';
 import { NOT_ISSUED_HERE } from '../cursor.ts';
 import type { AdminDeps } from '../route.ts';
@@ -39,7 +45,6 @@ export async function listDeadLetters(
   const after = query.cursor === undefined ? undefined : positionOf(deps.cursors.read(DEAD_LETTERS_PATH, filters, query.cursor));
   const request: DeadLettersRequest = {
     type: 'mail-query.dead-letters',
-    store: storeSlice(deps.config),
     accounts: deps.config.Accounts.map((a) => a.Id),
     pageSize: query.pageSize,
     ...(query.type !== undefined ? { jobType: query.type } : {}),
@@ -61,7 +66,7 @@ export async function decideDeadLetter(
   requirePrincipal(principal, 'service.admin.operate');
   const row = jobRowOf(body.job);
   if (row === null) throw invalidRequest(JOB_SHAPE);
-  const lookup = { type: 'mail-query.job', store: storeSlice(deps.config), accounts: deps.config.Accounts.map((a) => a.Id), job: row } as const;
+  const lookup = { type: 'mail-query.job', accounts: deps.config.Accounts.map((a) => a.Id), job: row } as const;
   const { account } = await deps.queryPool.ask(lookup, { reply: JobLookupReply, deadlineMs });
   if (account === null) return { job: body.job, outcome: 'JobUnknown' };
   const reply = await deps.actor(syncActorId(account)).ask({ type: 'imap-sync.job-decision', job: row, decision }, { reply: JobDecisionReply, deadlineMs });

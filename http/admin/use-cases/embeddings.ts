@@ -14,15 +14,7 @@
  * A client that reads the forecast before activating (`mailcairn embedding
  * activate`) needs `read` and `spend`; the POST itself publishes only `spend`.
  */
-import type { z } from 'zod';
-import {
-  ActivationForecast,
-  ActivationResult,
-  CancellationResult,
-  EMBEDDING_ID,
-  EmbeddingStatus,
-  type EmbeddingAsk,
-} from '../../../actors/embedding/protocol.ts';
+import { ActivationForecast, ActivationResult, CancellationResult, EMBEDDING_ID, EmbeddingStatus } from '../../../actors/embedding/protocol.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { AdminDeps } from '../route.ts';
@@ -30,24 +22,20 @@ import { invalidRequest, requirePrincipal } from './guard.ts';
 
 type Deps = Pick<AdminDeps, 'actor'>;
 
-function ask<T>(deps: Deps, msg: EmbeddingAsk, reply: z.ZodType<T>, deadlineMs: number): Promise<T> {
-  return deps.actor(EMBEDDING_ID).ask<T>(msg, { reply, deadlineMs });
-}
-
 export async function embeddingStatus(deps: Deps, principal: Principal | null, deadlineMs: number): Promise<EmbeddingStatus> {
   requirePrincipal(principal, 'service.admin.read');
-  return ask(deps, { type: 'embedding.status' }, EmbeddingStatus, deadlineMs);
+  return deps.actor(EMBEDDING_ID).ask({ type: 'embedding.status' }, { reply: EmbeddingStatus, deadlineMs });
 }
 
 export async function activationForecast(deps: Deps, principal: Principal | null, deadlineMs: number): Promise<ActivationForecast> {
   requirePrincipal(principal, 'service.admin.read');
-  return ask(deps, { type: 'embedding.forecast' }, ActivationForecast, deadlineMs);
+  return deps.actor(EMBEDDING_ID).ask({ type: 'embedding.forecast' }, { reply: ActivationForecast, deadlineMs });
 }
 
 export async function activate(deps: Deps, principal: Principal | null, deadlineMs: number): Promise<ActivationResult> {
   requirePrincipal(principal, 'service.admin.spend');
   try {
-    return await ask(deps, { type: 'embedding.activate' }, ActivationResult, deadlineMs);
+    return await deps.actor(EMBEDDING_ID).ask({ type: 'embedding.activate' }, { reply: ActivationResult, deadlineMs });
   } catch (err) {
     // The code's sentence names the settings to write; nothing of the request is in it.
     if (err instanceof AppError && err.code === 'E_EMBED_NOT_DECLARED') throw invalidRequest(err.message);
@@ -57,5 +45,5 @@ export async function activate(deps: Deps, principal: Principal | null, deadline
 
 export async function cancelReindex(deps: Deps, principal: Principal | null, deadlineMs: number): Promise<CancellationResult> {
   requirePrincipal(principal, 'service.admin.operate');
-  return ask(deps, { type: 'embedding.cancel-reindex' }, CancellationResult, deadlineMs);
+  return deps.actor(EMBEDDING_ID).ask({ type: 'embedding.cancel-reindex' }, { reply: CancellationResult, deadlineMs });
 }

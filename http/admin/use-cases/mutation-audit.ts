@@ -9,8 +9,12 @@
  * Entries naming a change this build does not permit are left out, and a
  * warning names the account and how many (never what they hold).
  */
-import { MutationAuditReply, type MutationAuditEntry, type MutationAuditRequest, type MutationKind } from '../../../actors/mail-query/protocol.ts';
-import { storeSlice } from '../../../config/store-slice.ts';
+import {
+  MutationAuditReply,
+  type MutationAuditEntry,
+  type MutationAuditRequest,
+  type MutationKind,
+} from '../../../actors/mail-query/protocol/mutation-audit.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { AdminDeps } from '../route.ts';
 import { ADMIN_PREFIX } from '../routes/prefix.ts';
@@ -48,7 +52,6 @@ export async function mutationAudit(
   const after = resumeAfter(deps.cursors, MUTATION_AUDIT_PATH, filters, query.cursor);
   const request: MutationAuditRequest = {
     type: 'mail-query.mutation-audit',
-    store: storeSlice(deps.config),
     account,
     pageSize: query.pageSize,
     ...(mutation !== undefined ? { mutation } : {}),

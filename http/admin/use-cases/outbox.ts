@@ -29,8 +29,7 @@ import {
   type OutboxPageRequest,
   type OutboxStage,
   type OutgoingEmailDetail,
-} from '../../../actors/mail-query/protocol.ts';
-import { storeSlice } from '../../../config/store-slice.ts';
+} from '../../../actors/mail-query/protocol/outbox-reads.ts';
 import type { Principal } from '../../auth/principal.ts';
 import { NOT_ISSUED_HERE } from '../cursor.ts';
 import type { AdminDeps } from '../route.ts';
@@ -56,7 +55,7 @@ const configuredAccounts = (deps: Reads): string[] => deps.config.Accounts.map((
 
 export async function outboxSummary(deps: Reads, principal: Principal | null, deadlineMs: number): Promise<OutboxSummaryReply> {
   requirePrincipal(principal, 'service.admin.read');
-  const request = { type: 'mail-query.outbox-summary', store: storeSlice(deps.config), accounts: configuredAccounts(deps) } as const;
+  const request = { type: 'mail-query.outbox-summary', accounts: configuredAccounts(deps) } as const;
   return deps.queryPool.ask(request, { reply: OutboxSummaryReply, deadlineMs });
 }
 
@@ -72,7 +71,6 @@ export async function listOutbox(
   const after = query.cursor === undefined ? undefined : positionOf(deps.cursors.read(OUTBOX_PATH, filters, query.cursor));
   const request: OutboxPageRequest = {
     type: 'mail-query.outbox',
-    store: storeSlice(deps.config),
     accounts: configuredAccounts(deps),
     pageSize: query.pageSize,
     ...(account !== undefined ? { account } : {}),
@@ -88,7 +86,7 @@ export async function showOutgoingEmail(deps: Reads, principal: Principal | null
   requirePrincipal(principal, 'service.admin.audit.read');
   const row = outgoingRowOf(id);
   if (row === null) throw notFound(OUTGOING_NOT_FOUND);
-  const request = { type: 'mail-query.outgoing-email', store: storeSlice(deps.config), accounts: configuredAccounts(deps), outgoing: row } as const;
+  const request = { type: 'mail-query.outgoing-email', accounts: configuredAccounts(deps), outgoing: row } as const;
   const { outgoingEmail } = await deps.queryPool.ask(request, { reply: OutgoingEmailReply, deadlineMs });
   if (outgoingEmail === null) throw notFound(OUTGOING_NOT_FOUND);
   return outgoingEmail;
@@ -109,7 +107,7 @@ export async function decideOutgoingEmail(
   const caller = requirePrincipal(principal, 'service.admin.operate');
   const row = outgoingRowOf(body.outgoingEmail);
   if (row === null) throw invalidRequest(OUTGOING_SHAPE);
-  const lookup = { type: 'mail-query.outgoing-lookup', store: storeSlice(deps.config), accounts: configuredAccounts(deps), outgoing: row } as const;
+  const lookup = { type: 'mail-query.outgoing-lookup', accounts: configuredAccounts(deps), outgoing: row } as const;
   const { account } = await deps.queryPool.ask(lookup, { reply: OutgoingLookupReply, deadlineMs });
   if (account === null) return { outgoingEmail: body.outgoingEmail, outcome: 'RecordUnknown' };
   const message =

@@ -7,7 +7,7 @@
  * before an actor is asked, and a sentence may name a well-formed alias.
  */
 import type { z } from 'zod';
-import { syncActorId, type SyncMessage } from '../../../actors/imap-sync/protocol.ts';
+import { type ImapSyncProtocol, syncActorId } from '../../../actors/imap-sync/protocol.ts';
 import type { Config } from '../../../config/schema.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { AdminDeps, AdminPermission } from '../route.ts';
@@ -47,25 +47,24 @@ export function requiredFolder(folder: string | null | undefined): string {
   return folder;
 }
 
-type ScopedMessage = Extract<
-  SyncMessage,
-  { type: 'imap-sync.rewind-assessment' | 'imap-sync.rewind' | 'imap-sync.rederive' | 'imap-sync.rederivation' }
->['type'];
+type ScopedMessage = 'imap-sync.rewind-assessment' | 'imap-sync.rewind' | 'imap-sync.rederive' | 'imap-sync.rederivation';
 
 /**
  * The shape every scoped maintenance use case shares: ask again for the
  * permission, check the account and the optional folder, then ask the
  * account's sync actor (the writer of what the scope covers).
  */
-export async function askScoped<T>(
+export async function askScoped<K extends ScopedMessage>(
   deps: Pick<AdminDeps, 'config' | 'actor'>,
   principal: Principal | null,
   permission: AdminPermission,
   scope: FolderScope,
-  request: { type: ScopedMessage; reply: z.ZodType<T>; deadlineMs: number },
-): Promise<T> {
+  request: { type: K; reply: z.ZodType<ImapSyncProtocol[K]['reply']>; deadlineMs: number },
+): Promise<ImapSyncProtocol[K]['reply']> {
   requirePrincipal(principal, permission);
   const account = configuredAccount(deps.config, scope.account);
   const folder = optionalFolder(scope.folder);
-  return deps.actor(syncActorId(account)).ask<T>({ type: request.type, folder }, { reply: request.reply, deadlineMs: request.deadlineMs });
+  // Widened to the four: each takes the same `{ type, folder }`, which a generic type cannot show.
+  const type: ScopedMessage = request.type;
+  return deps.actor(syncActorId(account)).ask({ type, folder }, { reply: request.reply, deadlineMs: request.deadlineMs });
 }

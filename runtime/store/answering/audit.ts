@@ -9,10 +9,10 @@
  * messages were read, in what order, and whether the answer cited them.
  * Erasing a message erases its reads (the schema's cascade); the run stays.
  *
- * The vocabulary of endings and degradations belongs to the answering
- * actor (RUN_ENDINGS, RUN_DEGRADATIONS in actors/answering/protocol.ts),
- * which this layer may not import; `AnsweringRunRecord` there fits
- * `RunRecord` here. What a build does not know is sorted out when read.
+ * The vocabulary of endings and degradations is in run-vocabulary.ts (the
+ * answering actor publishes it); `AnsweringRunRecord` in its protocol
+ * narrows `RunRecord` here to it. What a build does not know is sorted out
+ * when read.
  *
  * Importable by the answering actor and tests.
  */

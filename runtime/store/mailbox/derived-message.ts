@@ -10,6 +10,13 @@ import { z } from 'zod';
 export const StoredAddress = z.strictObject({ name: z.string(), address: z.string() });
 export type StoredAddress = z.infer<typeof StoredAddress>;
 
+/**
+ * Positions in a message's attachment list: the parser reads at most 500
+ * parts per message, so 65 535 bounds any index (what a download link or a
+ * decode may name).
+ */
+export const MAX_ATTACHMENT_INDEX = 65_535;
+
 export const StoredAttachment = z.strictObject({
   filename: z.string().nullable(),
   contentType: z.string(),

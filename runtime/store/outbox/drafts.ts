@@ -59,11 +59,8 @@ const draftOf = (r: Row): Draft => ({
   retiredJobs: JSON.parse(r.retired_jobs) as number[],
 });
 
-/** A draft's identity on the tools' surface: `d` and the row id. */
-export const draftIdOf = (id: number): string => `d${id}`;
-export function draftRowOf(text: string): number | null {
-  return /^d[1-9][0-9]{0,14}$/.test(text) ? Number(text.slice(1)) : null;
-}
+/** A draft's identity on the tools' surface (vocabulary.ts). */
+export { draftIdOf, draftRowOf } from './vocabulary.ts';
 
 const statements = perConnection((db: Database) => ({
   byId: db.prepare(`SELECT ${columns} FROM drafts WHERE id = ?`),

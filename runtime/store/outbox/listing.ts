@@ -19,11 +19,10 @@
 import type { Database } from '../open.ts';
 import { many, one } from '../rows.ts';
 import { perConnection } from '../mailbox/prepared.ts';
-import { STAGES, type RecipientHeader, type RecipientState, type Stage } from './outgoing.ts';
+import type { RecipientHeader, RecipientState } from './outgoing.ts';
+import { OUTBOX_PAGE_DEFAULT, OUTBOX_PAGE_MAX, STAGES, type Stage } from './vocabulary.ts';
 
-/** An outbox page holds 1 to 200 sends, 50 unless asked (docs/admin-api.md "Outbox", Listing). */
-export const OUTBOX_PAGE_MAX = 200;
-export const OUTBOX_PAGE_DEFAULT = 50;
+export { OUTBOX_PAGE_DEFAULT, OUTBOX_PAGE_MAX };
 
 /** One send as the listing shows it: no recipient, no subject. */
 export type OutboxRow = {

@@ -18,20 +18,14 @@
 import type { Database } from '../open.ts';
 import { many, one, run } from '../rows.ts';
 import { perConnection } from '../mailbox/prepared.ts';
+import type { Stage } from './vocabulary.ts';
 
-export const STAGES = ['Recorded', 'TransmissionBegun', 'Sent', 'Refused', 'Cancelled'] as const;
-export type Stage = (typeof STAGES)[number];
+// Named in the shape-only vocabulary, so protocols and tools need not load this writer.
+export { OUTGOING_ID_PATTERN, outgoingIdOf, outgoingRowOf, STAGES, type Stage } from './vocabulary.ts';
 export const ORIGINS = ['new', 'reply', 'forward', 'draft'] as const;
 export type Origin = (typeof ORIGINS)[number];
 export type RecipientHeader = 'to' | 'cc' | 'bcc';
 export type RecipientState = 'pending' | 'accepted' | 'refused';
-
-/** An outgoing email as the admin surface and the tools name it: `o` and the row id. */
-export const OUTGOING_ID_PATTERN = /^o[1-9][0-9]{0,14}$/;
-export const outgoingIdOf = (id: number): string => `o${id}`;
-export function outgoingRowOf(text: string): number | null {
-  return OUTGOING_ID_PATTERN.test(text) ? Number(text.slice(1)) : null;
-}
 
 export type Recipient = {
   position: number;

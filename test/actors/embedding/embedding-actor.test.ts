@@ -9,7 +9,7 @@
  * log line carries a subject, an address or the query.
  */
 import t from 'tap';
-import type { ActivationForecast, ActivationResult, CancellationResult, EmbeddingStatus, PlacedQuery } from '../../../actors/embedding/protocol.ts';
+import { EMBEDDING_ID } from '../../../actors/embedding/protocol.ts';
 import { type EmbeddingStandin, startEmbeddingStandin } from '../../harness/embedding-standin.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { generateMailbox } from '../../harness/generator.ts';
@@ -34,13 +34,13 @@ async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, 
 }
 
 function embedding(sync: SyncService) {
-  const ref = sync.service.supervisor.ref('embedding');
+  const ref = sync.service.supervisor.ref(EMBEDDING_ID);
   return {
-    status: () => ref.ask<EmbeddingStatus>({ type: 'embedding.status' }),
-    forecast: () => ref.ask<ActivationForecast>({ type: 'embedding.forecast' }),
-    activate: () => ref.ask<ActivationResult>({ type: 'embedding.activate' }),
-    cancel: () => ref.ask<CancellationResult>({ type: 'embedding.cancel-reindex' }),
-    place: (text: string) => ref.ask<PlacedQuery>({ type: 'embedding.place-query', text }),
+    status: () => ref.ask({ type: 'embedding.status' }),
+    forecast: () => ref.ask({ type: 'embedding.forecast' }),
+    activate: () => ref.ask({ type: 'embedding.activate' }),
+    cancel: () => ref.ask({ type: 'embedding.cancel-reindex' }),
+    place: (text: string) => ref.ask({ type: 'embedding.place-query', text }),
   };
 }
 

@@ -20,7 +20,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import Libsql from 'libsql';
 import t, { type Test } from 'tap';
 import { RecordChangesReply, type ChangeAsk } from '../../../actors/imap-sync/protocol.ts';
-import { decodeStoredEmailId } from '../../../actors/mail-query/protocol.ts';
+import { decodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { cyrusAvailable, startCyrus, type Cyrus } from '../../harness/cyrus.ts';
 import { fetchAllOverImap, imapAdmin } from '../../harness/imap-admin.ts';
 import { withImap } from '../../harness/imap-client.ts';

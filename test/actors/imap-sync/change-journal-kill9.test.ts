@@ -23,7 +23,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ImapFlow } from 'imapflow';
 import Libsql from 'libsql';
 import t, { type Test } from 'tap';
-import { decodeStoredEmailId } from '../../../actors/mail-query/protocol.ts';
+import { decodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { seededRandom } from '../../../runtime/clock.ts';
 import type { ChangeEffect } from '../../../runtime/store/mailbox/change-effect.ts';
 import { recordChanges } from '../../../runtime/store/mailbox/changes.ts';

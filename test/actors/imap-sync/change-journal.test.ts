@@ -14,7 +14,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import Libsql from 'libsql';
 import t, { type Test } from 'tap';
 import { RecordChangesReply, type ChangeAsk } from '../../../actors/imap-sync/protocol.ts';
-import { decodeStoredEmailId } from '../../../actors/mail-query/protocol.ts';
+import { decodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { startDovecot, type Dovecot } from '../../harness/dovecot.ts';
 import { mailAdmin, mailboxDir } from '../../harness/doveadm.ts';
 import { appendMessages } from '../../harness/place-mail.ts';

@@ -10,15 +10,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { AttachmentSourceReply, AttachmentSourceRequest } from '../../../actors/mail-query/protocol.ts';
+import { AttachmentSourceReply, AttachmentSourceRequest } from '../../../actors/mail-query/protocol/attachment-source.ts';
 import { answerAttachmentSource, readAttachmentSource } from '../../../actors/mail-query/attachment.ts';
 import { extractAttachment } from '../../../actors/mime-parse/attachment-content.ts';
 import { parseMessage } from '../../../actors/mime-parse/parse-message.ts';
 import { ExtractAttachmentRequest } from '../../../actors/mime-parse/protocol.ts';
 import { answerExtract } from '../../../actors/mime-parse/task.ts';
-import { redeemAttachment } from '../../../http/attachments/redeem.ts';
-import { type AskOptions, isWithTransfer, TRANSFER } from '../../../runtime/actor.ts';
-import type { Askable } from '../../../runtime/ref.ts';
+import { type RedeemDeps, redeemAttachment } from '../../../http/attachments/redeem.ts';
+import { isWithTransfer, TRANSFER } from '../../../runtime/actor.ts';
+import { type Askable, parseReply, type Protocol } from '../../../runtime/ref.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { storeBatch, type FetchedMessage } from '../../../runtime/store/mailbox/store-batch.ts';
 import type { Database } from '../../../runtime/store/open.ts';
@@ -27,7 +27,6 @@ import { aliceFolders, freshStore, idOf } from '../../runtime/store/mailbox/help
 
 const pdf = randomBytes(2048);
 const note = Buffer.from('hello, attachment\n');
-const slice = { database: '/unused/by/the/handler.db', busyTimeoutMs: 1000, synchronous: 'Full' as const };
 
 function rawWithAttachments(): Buffer {
   return Buffer.from(
@@ -87,22 +86,20 @@ function store(db: Database, bindingId: number, uid: number, raw: Buffer, derive
 }
 
 /** A pool stand-in that runs a handler in this thread: the message and the reply pass the same schemas. */
-function inThread(id: string, handle: (msg: unknown) => unknown): Askable {
+function inThread<P extends Protocol>(id: string, handle: (msg: unknown) => unknown): Askable<P> {
   return {
     id,
-    ask: async <T>(msg: unknown, options: AskOptions<T> = {}): Promise<T> => {
+    ask: async (msg, options = {}) => {
       const answer = handle(msg);
-      const value = isWithTransfer(answer) ? answer.value : answer;
-      return options.reply ? options.reply.parse(value) : (value as T);
+      return parseReply(isWithTransfer(answer) ? answer.value : answer, options.reply);
     },
   };
 }
 
 function redeem(db: Database, messageId: number, index: number) {
-  const pools = {
+  const pools: RedeemDeps = {
     queryPool: inThread('mail-query', (msg) => answerAttachmentSource(db, AttachmentSourceRequest.parse(msg))),
     parsePool: inThread('mime-parse', (msg) => answerExtract(ExtractAttachmentRequest.parse(msg))),
-    store: slice,
   };
   return redeemAttachment(pools, { messageId, index }, ['alice'], 5_000);
 }
@@ -179,7 +176,7 @@ t.test('the pool handler moves the raw bytes and its messages validate', async (
   const db = freshStore(t);
   const { inbox } = aliceFolders(db);
   const id = store(db, inbox.id, 1, rawWithAttachments());
-  const request = AttachmentSourceRequest.parse({ type: 'mail-query.attachment', store: slice, messageId: id, index: 0, accounts: ['alice'] });
+  const request = AttachmentSourceRequest.parse({ type: 'mail-query.attachment', messageId: id, index: 0, accounts: ['alice'] });
   const answer = answerAttachmentSource(db, request);
   t.ok(isWithTransfer(answer));
   if (!isWithTransfer(answer)) return;

@@ -6,11 +6,10 @@
  */
 import t from 'tap';
 import { deadLetterPage, lookUpJob } from '../../../actors/mail-query/dead-letters.ts';
-import { DeadLettersReply } from '../../../actors/mail-query/protocol.ts';
+import { DeadLettersReply } from '../../../actors/mail-query/protocol/dead-letters.ts';
 import { deadLetterJob, enqueueJob } from '../../../runtime/store/jobs.ts';
 import { freshStore } from '../../runtime/store/mailbox/helpers.ts';
 
-const store = { database: ':memory:', busyTimeoutMs: 0, synchronous: 'Full' as const };
 const failure = { classification: 'database-busy' as const, code: 'SQLITE_BUSY', reason: 'The database stayed locked.' };
 
 t.test('page, next position and lookup', async (t) => {
@@ -24,7 +23,7 @@ t.test('page, next position and lookup', async (t) => {
   const b = dead('bob', 'rederivation', 2_000);
   const later = dead('alice', 'a-later-type', 3_000);
 
-  const base = { type: 'mail-query.dead-letters' as const, store, accounts: ['alice', 'bob'], pageSize: 1 };
+  const base = { type: 'mail-query.dead-letters' as const, accounts: ['alice', 'bob'], pageSize: 1 };
   const first = DeadLettersReply.parse(deadLetterPage(db, base));
   t.same(first, {
     jobs: [
@@ -53,7 +52,7 @@ t.test('page, next position and lookup', async (t) => {
     [`j${a}`],
   );
 
-  const lookup = { type: 'mail-query.job' as const, store, accounts: ['alice', 'bob'] };
+  const lookup = { type: 'mail-query.job' as const, accounts: ['alice', 'bob'] };
   t.same(lookUpJob(db, { ...lookup, job: a }), { account: 'alice' });
   t.same(lookUpJob(db, { ...lookup, job: b, accounts: ['alice'] }), { account: null }, 'an unconfigured account: unknown');
   t.same(lookUpJob(db, { ...lookup, job: later }), { account: null }, 'a type this build does not have: unknown');

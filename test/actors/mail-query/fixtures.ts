@@ -9,7 +9,8 @@ import type { z } from 'zod';
 import type { ParsedMessage } from '../../../actors/mime-parse/protocol.ts';
 import { parseMessage } from '../../../actors/mime-parse/parse-message.ts';
 import { answer } from '../../../actors/mail-query/task.ts';
-import { MailQueryMessage, type QueryScope } from '../../../actors/mail-query/protocol.ts';
+import { MailQueryMessage } from '../../../actors/mail-query/protocol.ts';
+import type { QueryScope } from '../../../actors/mail-query/protocol/query-scope.ts';
 import { reconcileAccounts } from '../../../runtime/store/accounts.ts';
 import { syncBindings } from '../../../runtime/store/mailbox/bindings.ts';
 import { progressEpoch } from '../../../runtime/store/mailbox/checkpoints.ts';
@@ -181,11 +182,11 @@ export function idOf(db: Database, bindingId: number, uid: number): number {
 }
 
 type In = Exclude<z.input<typeof MailQueryMessage>, { type: 'mail-query.attachment' }>;
-type Ask = { [K in In['type']]: Omit<Extract<In, { type: K }>, 'store' | 'scope'> & { scope?: QueryScope } }[In['type']];
+type Ask = { [K in In['type']]: Omit<Extract<In, { type: K }>, 'scope'> & { scope?: QueryScope } }[In['type']];
 
 /** Answers a message in this thread the way the pool task does: parsed by the pool's schema first. */
 export function ask<T>(w: World, msg: Ask): T {
-  const parsed = MailQueryMessage.parse({ scope, ...msg, store: w.slice });
+  const parsed = MailQueryMessage.parse({ scope, ...msg });
   if (parsed.type === 'mail-query.attachment') throw new Error('not a read tool message');
   return answer(w.db, parsed) as T;
 }

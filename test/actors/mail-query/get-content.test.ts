@@ -7,7 +7,8 @@
  */
 import t from 'tap';
 import { cutBody } from '../../../actors/mail-query/get-content.ts';
-import { encodeStoredEmailId, GetContentReply, GetEmailContentInput, type EmailContent, type EmailContentError } from '../../../actors/mail-query/protocol.ts';
+import { GetContentReply, GetEmailContentInput, type EmailContent, type EmailContentError } from '../../../actors/mail-query/protocol/mail-reads.ts';
+import { encodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { run } from '../../../runtime/store/rows.ts';
 import type { TestLike } from '../../runtime/store/fixtures/scratch.ts';

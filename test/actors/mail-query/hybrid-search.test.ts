@@ -14,7 +14,7 @@
  */
 import t from 'tap';
 import { fuse, LEXICAL_WEIGHT, VECTOR_WEIGHT } from '../../../actors/mail-query/search.ts';
-import type { SearchEmailsResult } from '../../../actors/mail-query/protocol.ts';
+import type { SearchEmailsResult } from '../../../actors/mail-query/protocol/mail-reads.ts';
 import type { SummaryRow } from '../../../actors/mail-query/summary.ts';
 import { beginGeneration, promoteGeneration, writeVectors } from '../../../runtime/store/mailbox/vectors.ts';
 import { many } from '../../../runtime/store/rows.ts';

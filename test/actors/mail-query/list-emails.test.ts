@@ -6,8 +6,8 @@
  * folders stay invisible.
  */
 import t from 'tap';
-import type { EmailSummary, ListAccountsResult, ListEmailsResult } from '../../../actors/mail-query/protocol.ts';
-import { decodeStoredEmailId } from '../../../actors/mail-query/protocol.ts';
+import type { EmailSummary, ListAccountsResult, ListEmailsResult } from '../../../actors/mail-query/protocol/mail-reads.ts';
+import { decodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { segmentQuery } from '../../../actors/mail-query/list-emails.ts';
 import { filterClauses } from '../../../actors/mail-query/filters.ts';
 import { syncBindings, withdrawUnconfigured } from '../../../runtime/store/mailbox/bindings.ts';

@@ -8,22 +8,21 @@
  */
 import t from 'tap';
 import { lookUpOutgoing, outboxPageOf, outboxSummaryOf, outgoingEmailOf } from '../../../actors/mail-query/outbox.ts';
+import { MailQueryMessage } from '../../../actors/mail-query/protocol.ts';
 import {
-  MailQueryMessage,
   OutboxPageReply,
   OutboxSummaryReply,
   OutgoingEmailReply,
   OutgoingLookupReply,
   outgoingIdOf,
   outgoingRowOf,
-} from '../../../actors/mail-query/protocol.ts';
+} from '../../../actors/mail-query/protocol/outbox-reads.ts';
 import { answer } from '../../../actors/mail-query/task.ts';
 import { reconcileAccounts } from '../../../runtime/store/accounts.ts';
 import type { Database } from '../../../runtime/store/open.ts';
 import { claimSend, endAttempt, recordSend } from '../../../runtime/store/outbox/outgoing.ts';
 import { freshStore } from '../../runtime/store/mailbox/helpers.ts';
 
-const store = { database: ':memory:', busyTimeoutMs: 0, synchronous: 'Full' as const };
 const accounts = ['alice', 'bob'];
 
 function send(db: Database, account: string, key: string, now: number): number {
@@ -75,11 +74,11 @@ t.test('summary, page, detail and lookup', async (t) => {
     retryDelayMs: () => 1_000,
   });
 
-  t.same(OutboxSummaryReply.parse(outboxSummaryOf(db, { type: 'mail-query.outbox-summary', store, accounts })), {
+  t.same(OutboxSummaryReply.parse(outboxSummaryOf(db, { type: 'mail-query.outbox-summary', accounts })), {
     stageCounts: { Recorded: 1, TransmissionBegun: 0, Sent: 1, Refused: 0, Cancelled: 0 },
   });
 
-  const base = { type: 'mail-query.outbox' as const, store, accounts, pageSize: 1 };
+  const base = { type: 'mail-query.outbox' as const, accounts, pageSize: 1 };
   const first = OutboxPageReply.parse(outboxPageOf(db, base));
   t.same(first, {
     outgoingEmails: [
@@ -108,16 +107,16 @@ t.test('summary, page, detail and lookup', async (t) => {
   );
   t.notOk(/example\.net|Secret/.test(JSON.stringify(outboxPageOf(db, { ...base, pageSize: 10 }))), 'the page holds no recipient or subject');
 
-  const detail = OutgoingEmailReply.parse(outgoingEmailOf(db, { type: 'mail-query.outgoing-email', store, accounts, outgoing: b }));
+  const detail = OutgoingEmailReply.parse(outgoingEmailOf(db, { type: 'mail-query.outgoing-email', accounts, outgoing: b }));
   t.same(detail.outgoingEmail!.recipients, [
     { address: 'first@example.net', header: 'to', state: 'accepted', replyCode: 250, repliedAt: new Date(2_600).toISOString() },
     { address: 'blind@example.net', header: 'bcc', state: 'refused', replyCode: 550, repliedAt: new Date(2_600).toISOString() },
   ]);
   t.match(detail.outgoingEmail, { outgoingEmail: `o${b}`, account: 'bob', stage: 'Sent' });
-  t.same(outgoingEmailOf(db, { type: 'mail-query.outgoing-email', store, accounts, outgoing: c }), { outgoingEmail: null }, 'an unconfigured account: unknown');
-  t.same(outgoingEmailOf(db, { type: 'mail-query.outgoing-email', store, accounts, outgoing: 99_999 }), { outgoingEmail: null });
+  t.same(outgoingEmailOf(db, { type: 'mail-query.outgoing-email', accounts, outgoing: c }), { outgoingEmail: null }, 'an unconfigured account: unknown');
+  t.same(outgoingEmailOf(db, { type: 'mail-query.outgoing-email', accounts, outgoing: 99_999 }), { outgoingEmail: null });
 
-  const lookup = { type: 'mail-query.outgoing-lookup' as const, store, accounts };
+  const lookup = { type: 'mail-query.outgoing-lookup' as const, accounts };
   t.same(OutgoingLookupReply.parse(lookUpOutgoing(db, { ...lookup, outgoing: a })), { account: 'alice' });
   t.same(lookUpOutgoing(db, { ...lookup, outgoing: c }), { account: null }, 'an unconfigured account: unknown');
   t.same(lookUpOutgoing(db, { ...lookup, outgoing: 99_999 }), { account: null });
@@ -128,10 +127,10 @@ t.test('the pool task dispatches each message and validates it', async (t) => {
   const id = send(db, 'alice', 'k1', 1_000);
   db.pragma('query_only = ON');
   const messages = [
-    { type: 'mail-query.outbox-summary', store, accounts },
-    { type: 'mail-query.outbox', store, accounts, pageSize: 50, stage: 'Recorded', account: 'alice' },
-    { type: 'mail-query.outgoing-email', store, accounts, outgoing: id },
-    { type: 'mail-query.outgoing-lookup', store, accounts, outgoing: id },
+    { type: 'mail-query.outbox-summary', accounts },
+    { type: 'mail-query.outbox', accounts, pageSize: 50, stage: 'Recorded', account: 'alice' },
+    { type: 'mail-query.outgoing-email', accounts, outgoing: id },
+    { type: 'mail-query.outgoing-lookup', accounts, outgoing: id },
   ];
   const replies = [OutboxSummaryReply, OutboxPageReply, OutgoingEmailReply, OutgoingLookupReply];
   for (const [i, message] of messages.entries()) {
@@ -139,11 +138,11 @@ t.test('the pool task dispatches each message and validates it', async (t) => {
     t.ok(replies[i]!.safeParse(answer(db, parsed as Exclude<MailQueryMessage, { type: 'mail-query.attachment' }>)).success, message.type);
   }
   for (const bad of [
-    { type: 'mail-query.outbox', store, accounts, pageSize: 201 },
-    { type: 'mail-query.outbox', store, accounts, pageSize: 0 },
-    { type: 'mail-query.outbox', store, accounts, pageSize: 5, stage: 'Queued' },
-    { type: 'mail-query.outbox', store, accounts, pageSize: 5, after: 0 },
-    { type: 'mail-query.outgoing-email', store, accounts, outgoing: 0 },
+    { type: 'mail-query.outbox', accounts, pageSize: 201 },
+    { type: 'mail-query.outbox', accounts, pageSize: 0 },
+    { type: 'mail-query.outbox', accounts, pageSize: 5, stage: 'Queued' },
+    { type: 'mail-query.outbox', accounts, pageSize: 5, after: 0 },
+    { type: 'mail-query.outgoing-email', accounts, outgoing: 0 },
   ]) {
     t.notOk(MailQueryMessage.safeParse(bad).success, `refused: ${JSON.stringify({ ...bad, store: undefined })}`);
   }

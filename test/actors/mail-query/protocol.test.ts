@@ -6,14 +6,8 @@
 import t from 'tap';
 import { decodeCursor, encodeCursor } from '../../../actors/mail-query/cursor.ts';
 import { fingerprint } from '../../../actors/mail-query/filters.ts';
-import {
-  decodeStoredEmailId,
-  encodeStoredEmailId,
-  GetEmailContentInput,
-  ListAccountsInput,
-  ListEmailsInput,
-  SearchEmailsInput,
-} from '../../../actors/mail-query/protocol.ts';
+import { GetEmailContentInput, ListAccountsInput, ListEmailsInput, SearchEmailsInput } from '../../../actors/mail-query/protocol/mail-reads.ts';
+import { decodeStoredEmailId, encodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 
 const ok = (schema: { safeParse(v: unknown): { success: boolean } }, value: unknown) => schema.safeParse(value).success;
 

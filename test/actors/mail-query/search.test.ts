@@ -10,7 +10,7 @@ import t from 'tap';
 import { compileQuery } from '../../../actors/mail-query/query-syntax.ts';
 import { keyRange, narrowedByAddress, rankingQuery } from '../../../actors/mail-query/search.ts';
 import { filterClauses } from '../../../actors/mail-query/filters.ts';
-import { SearchEmailsInput, type SearchEmailsResult } from '../../../actors/mail-query/protocol.ts';
+import { SearchEmailsInput, type SearchEmailsResult } from '../../../actors/mail-query/protocol/mail-reads.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
 import { many } from '../../../runtime/store/rows.ts';
 import type { TestLike } from '../../runtime/store/fixtures/scratch.ts';

@@ -1,26 +1,20 @@
 /**
- * The mail-query pool end to end through createPool: each message carries
- * the store slice, a pool thread opens its own read-only connection, answers
- * parse against the reply schemas the MCP layer uses, and refusals cross the
- * thread as their codes.
+ * The mail-query pool end to end through createPool: the pool is created
+ * with the store slice, a pool thread opens its own read-only connection,
+ * answers parse against the reply schemas the MCP layer uses, and refusals
+ * cross the thread as their codes.
  */
 import t from 'tap';
-import {
-  AttachmentSourceReply,
-  encodeStoredEmailId,
-  GetContentReply,
-  ListAccountsResult,
-  ListEmailsResult,
-  SearchEmailsResult,
-} from '../../../actors/mail-query/protocol.ts';
+import { MAIL_QUERY_TASK } from '../../../actors/mail-query/protocol.ts';
+import { AttachmentSourceReply } from '../../../actors/mail-query/protocol/attachment-source.ts';
+import { GetContentReply, ListAccountsResult, ListEmailsResult, SearchEmailsResult } from '../../../actors/mail-query/protocol/mail-reads.ts';
+import { encodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { MMAP_BYTES, openReadConnection } from '../../../actors/mail-query/task.ts';
 import { extractAttachment } from '../../../actors/mime-parse/attachment-content.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import { createPool } from '../../../runtime/pool/pool.ts';
 import { run } from '../../../runtime/store/rows.ts';
 import { deliver, idOf, scope, world } from './fixtures.ts';
-
-const entry = new URL('../../../actors/mail-query/task.ts', import.meta.url);
 
 async function code(p: Promise<unknown>): Promise<string> {
   try {
@@ -38,9 +32,9 @@ t.test('the pool answers the four read tools and the attachment route', async (t
     { uid: 2, subject: 'Agenda', body: 'Agenda attached.', attachment: { filename: 'agenda.txt', contentType: 'text/plain', content: 'item one' } },
     { uid: 3, subject: 'Third', body: 'Third letter.' },
   ]);
-  const pool = createPool({ id: 'mail-query', entry, minThreads: 1, maxThreads: 2 });
+  const pool = createPool({ id: 'mail-query', entry: MAIL_QUERY_TASK, config: w.slice, minThreads: 1, maxThreads: 2 });
   t.teardown(() => pool.close());
-  const base = { store: w.slice, scope };
+  const base = { scope };
 
   const accounts = await pool.ask({ type: 'mail-query.list-accounts', ...base, input: {} }, { reply: ListAccountsResult });
   t.same(
@@ -53,7 +47,10 @@ t.test('the pool answers the four read tools and the attachment route', async (t
     first.emails.map((e) => e.subject),
     ['Third', 'Agenda'],
   );
-  const second = await pool.ask({ type: 'mail-query.list-emails', ...base, input: { pageSize: 2, cursor: first.nextCursor } }, { reply: ListEmailsResult });
+  const second = await pool.ask(
+    { type: 'mail-query.list-emails', ...base, input: { pageSize: 2, cursor: first.nextCursor ?? undefined } },
+    { reply: ListEmailsResult },
+  );
   t.same(
     second.emails.map((e) => e.subject),
     ['Quarterly report'],
@@ -86,30 +83,29 @@ t.test('the pool answers the four read tools and the attachment route', async (t
   });
   t.same(content.repairs, [{ messageId: damagedId, accountId: 'alice', reason: 'damaged' }]);
 
-  const source = await pool.ask(
-    { type: 'mail-query.attachment', store: w.slice, messageId: agendaId, index: 0, accounts: ['alice'] },
-    { reply: AttachmentSourceReply },
-  );
+  const source = await pool.ask({ type: 'mail-query.attachment', messageId: agendaId, index: 0, accounts: ['alice'] }, { reply: AttachmentSourceReply });
   const part = extractAttachment(source!.raw, 0);
   t.equal(part?.content.toString(), 'item one', "the attachment route's stored source is served by the same pool");
   t.equal(source!.listedSha256, part?.encodedSha256, 'with the SHA-256 its stored list gives');
-  t.equal(
-    await pool.ask({ type: 'mail-query.attachment', store: w.slice, messageId: agendaId, index: 0, accounts: ['bob'] }, { reply: AttachmentSourceReply }),
-    null,
-  );
+  t.equal(await pool.ask({ type: 'mail-query.attachment', messageId: agendaId, index: 0, accounts: ['bob'] }, { reply: AttachmentSourceReply }), null);
 });
 
 t.test('refusals cross the thread as their codes', async (t) => {
   const w = world(t);
-  const pool = createPool({ id: 'mail-query', entry, minThreads: 1, maxThreads: 1 });
+  const pool = createPool({ id: 'mail-query', entry: MAIL_QUERY_TASK, config: w.slice, minThreads: 1, maxThreads: 1 });
   t.teardown(() => pool.close());
-  const base = { store: w.slice, scope };
+  const base = { scope };
   t.equal(await code(pool.ask({ type: 'mail-query.list-emails', ...base, input: { cursor: 'garbage' } })), 'E_CURSOR_INVALID');
   t.equal(await code(pool.ask({ type: 'mail-query.list-emails', ...base, input: { accounts: ['mallory'] } })), 'E_NOT_FOUND');
   t.equal(await code(pool.ask({ type: 'mail-query.search', ...base, input: { queryText: 'x', resultLimit: 51 } })), 'E_TOOL_RESULT_LIMIT');
   t.equal(await code(pool.ask({ type: 'mail-query.search', ...base, input: { queryText: '-x' } })), 'E_TOOL_INVALID_INPUT');
   t.equal(await code(pool.ask({ type: 'mail-query.get-content', ...base, input: { threadId: 'nothing' }, bodyCharacterBudget: 10 })), 'E_NOT_FOUND');
-  t.equal(await code(pool.ask({ type: 'mail-query.list-emails', scope, input: {} })), 'E_PROTOCOL_INVALID', 'a message without its store');
+  t.equal(
+    // @ts-expect-error the store is the pool's, given at creation: a message carrying one is refused (strict)
+    await code(pool.ask({ type: 'mail-query.list-emails', scope, input: {}, store: w.slice })),
+    'E_PROTOCOL_INVALID',
+    'a message carrying a store (the pool has its own)',
+  );
   t.equal(
     await code(pool.ask({ type: 'mail-query.list-emails', ...base, input: { pageSize: 101 } })),
     'E_PROTOCOL_INVALID',
@@ -117,6 +113,13 @@ t.test('refusals cross the thread as their codes', async (t) => {
   );
   const empty = await pool.ask({ type: 'mail-query.list-emails', ...base, input: {} }, { reply: ListEmailsResult });
   t.same(empty.emails, [], 'still serving after refusals');
+});
+
+t.test('a pool created without its store slice refuses every message as a configuration fault', async (t) => {
+  // @ts-expect-error the query pool's entry requires its config
+  const pool = createPool({ id: 'mail-query', entry: MAIL_QUERY_TASK, minThreads: 1, maxThreads: 1 });
+  t.teardown(() => pool.close());
+  t.equal(await code(pool.ask({ type: 'mail-query.list-accounts', scope, input: {} })), 'E_CONFIG_INVALID');
 });
 
 t.test("the pool's connection cannot write", async (t) => {

@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import Libsql from 'libsql';
 import t from 'tap';
 import type { AnsweringRunRecord } from '../../../actors/answering/protocol.ts';
-import { encodeStoredEmailId } from '../../../actors/mail-query/protocol.ts';
+import { encodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { NOT_ISSUED_HERE, OTHER_FILTERS } from '../../../http/admin/cursor.ts';
 import { EMPTY_RANGE } from '../../../http/admin/use-cases/audit-page.ts';
 import { ANSWERING_AUDIT_PATH } from '../../../http/admin/use-cases/answering-audit.ts';

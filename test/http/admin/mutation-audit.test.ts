@@ -23,7 +23,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Libsql from 'libsql';
 import t from 'tap';
-import { encodeStoredEmailId } from '../../../actors/mail-query/protocol.ts';
+import { encodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { createCursors, NOT_ISSUED_HERE, OTHER_FILTERS } from '../../../http/admin/cursor.ts';
 import { EMPTY_RANGE } from '../../../http/admin/use-cases/audit-page.ts';
 import { MUTATION_AUDIT_PATH } from '../../../http/admin/use-cases/mutation-audit.ts';

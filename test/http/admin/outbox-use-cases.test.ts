@@ -136,7 +136,6 @@ t.test('outbox use cases', async (t) => {
     t.type(page.nextCursor, 'string');
     t.same(asked.at(-1)!.msg, {
       type: 'mail-query.outbox',
-      store: asked.at(-1)!.msg.store,
       accounts: ['pat', 'quinn'],
       pageSize: 1,
       account: 'pat',

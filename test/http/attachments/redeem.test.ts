@@ -7,7 +7,8 @@
  */
 import t, { type Test } from 'tap';
 import { redeemAttachment, type RedeemDeps } from '../../../http/attachments/redeem.ts';
-import type { AskOptions } from '../../../runtime/actor.ts';
+import { MAIL_QUERY_TASK } from '../../../actors/mail-query/protocol.ts';
+import { MIME_PARSE_TASK, type MimeParseProtocol } from '../../../actors/mime-parse/protocol.ts';
 import { createPool } from '../../../runtime/pool/pool.ts';
 import type { Askable } from '../../../runtime/ref.ts';
 import { run } from '../../../runtime/store/rows.ts';
@@ -19,18 +20,18 @@ type Asked = { msg: { raw?: Uint8Array }; transfer: readonly unknown[] };
 
 /** The real pools, the parse pool behind a spy that keeps what it was asked. */
 function pools(t: Test, w: World): { deps: RedeemDeps; asked: Asked[] } {
-  const queryPool = createPool({ id: 'mail-query', entry: new URL('../../../actors/mail-query/task.ts', import.meta.url), minThreads: 1, maxThreads: 1 });
-  const parser = createPool({ id: 'mime-parse', entry: new URL('../../../actors/mime-parse/task.ts', import.meta.url), minThreads: 1, maxThreads: 1 });
+  const queryPool = createPool({ id: 'mail-query', entry: MAIL_QUERY_TASK, config: w.slice, minThreads: 1, maxThreads: 1 });
+  const parser = createPool({ id: 'mime-parse', entry: MIME_PARSE_TASK, minThreads: 1, maxThreads: 1 });
   t.teardown(() => Promise.all([queryPool.close(), parser.close()]));
   const asked: Asked[] = [];
-  const parsePool: Askable = {
+  const parsePool: Askable<MimeParseProtocol> = {
     id: parser.id,
-    ask: <T>(msg: unknown, options?: AskOptions<T>): Promise<T> => {
+    ask: (msg, options) => {
       asked.push({ msg: msg as Asked['msg'], transfer: options?.transfer ?? [] });
       return parser.ask(msg, options);
     },
   };
-  return { deps: { queryPool, parsePool, store: w.slice }, asked };
+  return { deps: { queryPool, parsePool }, asked };
 }
 
 t.test('a stored attachment is read, moved to the parse pool and decoded', async (t) => {
@@ -84,6 +85,6 @@ t.test('a failed ask rejects rather than answering null', async (t) => {
   deliver(w.db, 'alice', w.bindings.aliceInbox, [{ uid: 1, subject: 'Agenda', attachment: agenda }]);
   const id = idOf(w.db, w.bindings.aliceInbox, 1);
   const { deps } = pools(t, w);
-  const down: Askable = { id: 'mime-parse', ask: () => Promise.reject(new Error('pool down')) };
+  const down: Askable<MimeParseProtocol> = { id: 'mime-parse', ask: () => Promise.reject(new Error('pool down')) };
   await t.rejects(redeemAttachment({ ...deps, parsePool: down }, { messageId: id, index: 0 }, ['alice'], 30_000), /pool down/);
 });

@@ -19,7 +19,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import t from 'tap';
-import type { ActivationResult, EmbeddingStatus } from '../../../actors/embedding/protocol.ts';
+import { EMBEDDING_ID } from '../../../actors/embedding/protocol.ts';
 import { injectionSet, INJECTION_WORD } from '../../fixtures/prompt-injection.ts';
 import { type RecordedChatRequest, type StandinAnswer, startChatStandin, toolResultsOf } from '../../harness/chat-standin.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
@@ -177,11 +177,11 @@ t.test('ask_mail: withheld, offered, answered with citations, bounded, audited, 
     );
   });
 
-  const embedding = sync.service.supervisor.ref('embedding');
-  t.equal((await embedding.ask<ActivationResult>({ type: 'embedding.activate' })).outcome, 'started');
+  const embedding = sync.service.supervisor.ref(EMBEDDING_ID);
+  t.equal((await embedding.ask({ type: 'embedding.activate' })).outcome, 'started');
   const embedded = Date.now() + 60_000;
   for (;;) {
-    const status = await embedding.ask<EmbeddingStatus>({ type: 'embedding.status' });
+    const status = await embedding.ask({ type: 'embedding.status' });
     if (status.serving !== null && status.serving.emailCount > 0 && status.serving.embeddedEmailCount === status.serving.emailCount) break;
     if (Date.now() > embedded) throw new Error('the mailbox was not embedded');
     await new Promise((r) => setTimeout(r, 50));

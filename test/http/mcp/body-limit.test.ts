@@ -27,7 +27,6 @@ import { issueCapability } from '../../../http/attachments/capability.ts';
 import { createAuthenticator } from '../../../http/auth/authenticate.ts';
 import { createMcpListener } from '../../../http/mcp/mcp-listener.ts';
 import { newKeyRing, parseKeyRing } from '../../../runtime/keyring/keyring.ts';
-import { storeSlice } from '../../../config/store-slice.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 import { captureLog } from '../../helpers/log-capture.ts';
@@ -125,7 +124,6 @@ t.test('the attachment route runs the same pipeline: request timeout and the ano
   };
   const server = createMcpListener({
     config,
-    store: storeSlice(config),
     log: logs.log,
     version: 'test',
     readiness: () => ({ ready: true, checks: { database: 'migrated', supervisor: 'healthy', givenUpActors: 0, listeners: 'open' } }),

@@ -13,24 +13,24 @@ import t, { type Test } from 'tap';
 import { z } from 'zod';
 import { answerPreflight, applyCors, decideOrigin } from '../../../http/mcp/cors.ts';
 import { handleMcpRequest } from '../../../http/mcp/mcp-server.ts';
-import type { Tool, ToolContext } from '../../../http/mcp/tools.ts';
+import { defineTool, type Tool, type ToolContext } from '../../../http/mcp/tool.ts';
 import { anonymousPrincipal, type Principal } from '../../../http/auth/principal.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import { captureLog } from '../../helpers/log-capture.ts';
 
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
-const base = { category: 'mailbox' as const, permission: 'service.mail.read', annotations: readOnly };
+const base = { category: 'mailbox' as const, permission: 'service.mail.read' as const, annotations: readOnly };
 
 const tools: Tool[] = [
-  {
+  defineTool({
     ...base,
     name: 'echo_count',
     title: 'Echo',
     description: 'Counts letters.',
     input: z.strictObject({ word: z.string().min(1).max(20) }),
-    run: async (input) => ({ letters: (input as { word: string }).word.length }),
-  },
-  {
+    run: async (input) => ({ letters: input.word.length }),
+  }),
+  defineTool({
     ...base,
     name: 'always_breaks',
     title: 'Breaks',
@@ -39,8 +39,8 @@ const tools: Tool[] = [
     run: async () => {
       throw new Error('disk on fire: secret-detail-42');
     },
-  },
-  {
+  }),
+  defineTool({
     ...base,
     name: 'refuses',
     title: 'Refuses',
@@ -49,7 +49,7 @@ const tools: Tool[] = [
     run: async () => {
       throw new AppError('E_TOOL_RESULT_LIMIT');
     },
-  },
+  }),
 ];
 
 async function serve(t: Test, allowedOrigins: string[] = ['*'], principal: Principal = anonymousPrincipal('mcp')) {

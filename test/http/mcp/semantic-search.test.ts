@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import t from 'tap';
-import type { ActivationResult, EmbeddingStatus } from '../../../actors/embedding/protocol.ts';
+import { EMBEDDING_ID } from '../../../actors/embedding/protocol.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { startEmbeddingStandin } from '../../harness/embedding-standin.ts';
 import { generateMailbox } from '../../harness/generator.ts';
@@ -91,12 +91,12 @@ t.test('search_emails ranks both ways once activated, and lexically when the pro
   t.notOk('semanticCoverage' in before, 'no coverage while nothing is activated');
   t.equal(standin.requests.length, 0, 'a search before the activation sends nothing to the provider');
 
-  const embedding = sync.service.supervisor.ref('embedding');
-  const activated = await embedding.ask<ActivationResult>({ type: 'embedding.activate' });
+  const embedding = sync.service.supervisor.ref(EMBEDDING_ID);
+  const activated = await embedding.ask({ type: 'embedding.activate' });
   t.equal(activated.outcome, 'started');
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const status = await embedding.ask<EmbeddingStatus>({ type: 'embedding.status' });
+    const status = await embedding.ask({ type: 'embedding.status' });
     if (status.serving !== null && status.serving.emailCount > 0 && status.serving.embeddedEmailCount === status.serving.emailCount) break;
     if (Date.now() > deadline) throw new Error(`the mailbox was not embedded: ${JSON.stringify(status)}`);
     await new Promise((r) => setTimeout(r, 50));

@@ -15,8 +15,8 @@
  */
 import t from 'tap';
 import { answeringAuditPage } from '../../../../actors/mail-query/answering-audit.ts';
-import type { AnsweringAuditRequest } from '../../../../actors/mail-query/protocol.ts';
-import { encodeStoredEmailId } from '../../../../actors/mail-query/stored-email-id.ts';
+import type { AnsweringAuditRequest } from '../../../../actors/mail-query/protocol/answering-audit.ts';
+import { encodeStoredEmailId } from '../../../../actors/mail-query/protocol/stored-email-id.ts';
 import type { AnsweringRunRecord } from '../../../../actors/answering/protocol.ts';
 import { pruneAnsweringRuns, recordAnsweringRuns } from '../../../../runtime/store/answering/audit.ts';
 import { syncBindings } from '../../../../runtime/store/mailbox/bindings.ts';
@@ -27,8 +27,6 @@ import { run } from '../../../../runtime/store/rows.ts';
 import { count, fetched, freshStore, idOf } from '../mailbox/helpers.ts';
 
 const BASE = Date.parse('2026-11-20T00:00:00.000Z');
-/** The page is given its connection; the slice the pool would open it from is not read. */
-const slice: AnsweringAuditRequest['store'] = { database: 'unused', busyTimeoutMs: 1_000, synchronous: 'Full' };
 
 type Mail = { db: Database; alice: { inbox: number[]; old: number[] }; bob: number[] };
 
@@ -78,7 +76,7 @@ function record(over: Partial<AnsweringRunRecord> & Pick<AnsweringRunRecord, 'ru
 }
 
 const page = (db: Database, account: string, more: Partial<AnsweringAuditRequest> = {}) =>
-  answeringAuditPage(db, { type: 'mail-query.answering-audit', store: slice, account, pageSize: 50, ...more });
+  answeringAuditPage(db, { type: 'mail-query.answering-audit', account, pageSize: 50, ...more });
 
 t.test('runs are recorded with their reads and paged newest first, one account at a time', async (t) => {
   const { db, alice, bob } = mail(t);

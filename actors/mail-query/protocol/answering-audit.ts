@@ -1,20 +1,20 @@
 /**
- * The pool message `mail-query.answering-audit` (`AnsweringAuditRequest`
- * in, `AnsweringAuditReply` out): schemas only, carried by protocol.ts; the
- * handler is in answering-audit.ts. The endings and degradations an entry
- * may name are the answering actor's (its protocol.ts).
+ * The query pool's contract with the admin answering audit route: the
+ * message `mail-query.answering-audit` (`AnsweringAuditRequest` in,
+ * `AnsweringAuditReply` out). Schemas only; the handler is
+ * ../answering-audit.ts. The endings and degradations an entry may name are
+ * the audit table's words (the answering actor publishes them too).
  */
 import { z } from 'zod';
-import { StoreSlice } from '../../runtime/store/store-slice.ts';
-import { RUN_DEGRADATIONS, RUN_ENDINGS } from '../answering/protocol.ts';
-import { AuditPosition } from './mutation-audit-messages.ts';
+import type { ProtocolOf } from '../../../runtime/ref.ts';
+import { RUN_DEGRADATIONS, RUN_ENDINGS } from '../../../runtime/store/answering/run-vocabulary.ts';
+import { AuditPosition } from './audit-position.ts';
 
 /** The answering audit's pages hold 1 to 100 entries (docs/admin-api.md "Answering audit"). */
 export const ANSWERING_AUDIT_PAGE_MAX = 100;
 
 export const AnsweringAuditRequest = z.strictObject({
   type: z.literal('mail-query.answering-audit'),
-  store: StoreSlice,
   account: z.string().min(1),
   /** Epoch ms: runs that ended at or after. */
   endedFrom: z.number().int().optional(),
@@ -55,3 +55,5 @@ export const AnsweringAuditReply = z.strictObject({
   next: AuditPosition.nullable(),
 });
 export type AnsweringAuditReply = z.infer<typeof AnsweringAuditReply>;
+
+export type AnsweringAuditProtocol = ProtocolOf<z.input<typeof AnsweringAuditRequest>, { 'mail-query.answering-audit': AnsweringAuditReply }>;

@@ -12,10 +12,12 @@
  * whole set (spec: agent-surface "Tools"). Decisions: docs/mcp-tools.md.
  */
 import { z } from 'zod';
-import { type ChangeAsk, type ChangeView, KEYWORD_ATOM, MAX_CHANGE_KEYWORDS, MAX_KEYWORD_LENGTH } from '../../actors/imap-sync/protocol.ts';
-import { decodeStoredEmailId, LocateEmailReply, StoredEmailId } from '../../actors/mail-query/protocol.ts';
-import { AppError } from '../../runtime/errors.ts';
-import type { Tool } from './tools.ts';
+import { type ChangeAsk, type ChangeView, KEYWORD_ATOM, MAX_CHANGE_KEYWORDS, MAX_KEYWORD_LENGTH } from '../../../actors/imap-sync/protocol.ts';
+import { StoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
+import { AppError } from '../../../runtime/errors.ts';
+import { locateEmail } from '../caller-scope.ts';
+import { answerOf } from '../reply-answer.ts';
+import { defineTool, type Tool } from '../tool.ts';
 
 const Keyword = z
   .string()
@@ -75,8 +77,8 @@ function recordedChange(view: ChangeView): Record<string, unknown> {
   };
 }
 
-export const flagTools: readonly Tool[] = [
-  {
+export const flagsTools: readonly Tool[] = [
+  defineTool({
     name: 'set_mail_flags',
     title: 'Set mail flags',
     description:
@@ -85,22 +87,11 @@ export const flagTools: readonly Tool[] = [
     permission: 'service.mail.flags.write',
     annotations: { title: 'Set mail flags', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     input: SetMailFlagsInput,
-    async run(raw, ctx) {
-      const input = raw as SetMailFlagsInput;
-      const messageId = decodeStoredEmailId(input.storedEmailId);
-      if (messageId === null) throw new AppError('E_NOT_FOUND');
-      const { email } = await ctx.query(
-        { type: 'mail-query.locate-email', store: ctx.store, scope: ctx.scope, messageId },
-        { reply: LocateEmailReply, deadlineMs: ctx.deadlineMs },
-      );
-      if (email === null) throw new AppError('E_NOT_FOUND');
-      const reply = await ctx.recordChanges(email.accountId, {
-        messageId,
-        requestId: input.requestId ?? null,
-        changes: changesOf(input),
-      });
-      if (reply.outcome !== 'recorded') throw new AppError(reply.outcome === 'not-found' ? 'E_NOT_FOUND' : 'E_TOOL_REQUEST_CONFLICT');
-      return { storedEmailId: input.storedEmailId, accountId: email.accountId, recordedChanges: reply.changes.map(recordedChange) };
+    async run(input, ctx) {
+      const { accountId, messageId } = await locateEmail(ctx, input.storedEmailId);
+      const reply = await ctx.recordChanges(accountId, { messageId, requestId: input.requestId ?? null, changes: changesOf(input) });
+      const { changes } = answerOf(reply, 'recorded', (r) => new AppError(r.outcome === 'not-found' ? 'E_NOT_FOUND' : 'E_TOOL_REQUEST_CONFLICT'));
+      return { storedEmailId: input.storedEmailId, accountId, recordedChanges: changes.map(recordedChange) };
     },
-  },
+  }),
 ];

@@ -1,12 +1,12 @@
 /**
- * The pool messages `mail-query.dead-letters` (`DeadLettersRequest` in,
- * `DeadLettersReply` out) and `mail-query.job` (`JobLookupRequest`,
- * `JobLookupReply`): schemas only, carried by protocol.ts; the handlers are
- * in dead-letters.ts.
+ * The query pool's contract with the admin dead-letter routes: the messages
+ * `mail-query.dead-letters` (`DeadLettersRequest` in, `DeadLettersReply`
+ * out) and `mail-query.job` (`JobLookupRequest`, `JobLookupReply`), and how
+ * a job is named. Schemas only; the handlers are in ../dead-letters.ts.
  */
 import { z } from 'zod';
-import { JOB_ID_PATTERN, JOB_TYPES, jobIdOf, jobRowOf } from '../../runtime/store/jobs.ts';
-import { StoreSlice } from '../../runtime/store/store-slice.ts';
+import type { ProtocolOf } from '../../../runtime/ref.ts';
+import { JOB_ID_PATTERN, JOB_TYPES, jobIdOf, jobRowOf } from '../../../runtime/store/job-vocabulary.ts';
 
 export { JOB_ID_PATTERN, JOB_TYPES, jobIdOf, jobRowOf };
 export const JobType = z.enum(JOB_TYPES);
@@ -20,7 +20,6 @@ const Accounts = z.array(z.string().min(1));
 
 export const DeadLettersRequest = z.strictObject({
   type: z.literal('mail-query.dead-letters'),
-  store: StoreSlice,
   accounts: Accounts,
   jobType: JobType.optional(),
   account: z.string().min(1).optional(),
@@ -54,7 +53,6 @@ export type DeadLettersReply = z.infer<typeof DeadLettersReply>;
 
 export const JobLookupRequest = z.strictObject({
   type: z.literal('mail-query.job'),
-  store: StoreSlice,
   accounts: Accounts,
   job: z.number().int().positive(),
 });
@@ -63,3 +61,8 @@ export type JobLookupRequest = z.infer<typeof JobLookupRequest>;
 /** The account whose sync actor decides the job; null: no such job here. */
 export const JobLookupReply = z.strictObject({ account: z.string().nullable() });
 export type JobLookupReply = z.infer<typeof JobLookupReply>;
+
+export type DeadLettersProtocol = ProtocolOf<
+  z.input<typeof DeadLettersRequest> | z.input<typeof JobLookupRequest>,
+  { 'mail-query.dead-letters': DeadLettersReply; 'mail-query.job': JobLookupReply }
+>;

@@ -1,18 +1,18 @@
 /**
- * The pool messages of the administrative outbox reads: `mail-query.outbox-summary`
+ * The query pool's contract with the admin outbox routes: `mail-query.outbox-summary`
  * (`OutboxSummaryRequest` in, `OutboxSummaryReply` out), `mail-query.outbox`
  * (`OutboxPageRequest`, `OutboxPageReply`), `mail-query.outgoing-email`
  * (`OutgoingEmailRequest`, `OutgoingEmailReply`) and `mail-query.outgoing-lookup`
- * (`OutgoingLookupRequest`, `OutgoingLookupReply`): schemas only, carried by
- * protocol.ts; the handlers are in outbox.ts.
+ * (`OutgoingLookupRequest`, `OutgoingLookupReply`, which account's outbox
+ * a cancellation or requeue goes to), with how a send is named and the
+ * page bounds. Schemas only; the handlers are in ../outbox.ts.
  *
  * The answer schemas here are also the route answers' entries (the admin
  * routes publish them in docs/admin-api.md), so each member says what it is.
  */
 import { z } from 'zod';
-import { OUTBOX_PAGE_DEFAULT, OUTBOX_PAGE_MAX } from '../../runtime/store/outbox/listing.ts';
-import { OUTGOING_ID_PATTERN, STAGES, outgoingIdOf, outgoingRowOf } from '../../runtime/store/outbox/outgoing.ts';
-import { StoreSlice } from '../../runtime/store/store-slice.ts';
+import type { ProtocolOf } from '../../../runtime/ref.ts';
+import { OUTBOX_PAGE_DEFAULT, OUTBOX_PAGE_MAX, OUTGOING_ID_PATTERN, outgoingIdOf, outgoingRowOf, STAGES } from '../../../runtime/store/outbox/vocabulary.ts';
 
 export { OUTBOX_PAGE_DEFAULT, OUTBOX_PAGE_MAX, OUTGOING_ID_PATTERN, outgoingIdOf, outgoingRowOf };
 /** The five stages a send can stand at (docs/admin-api.md "Outbox", Stages), in the order of the lifecycle. */
@@ -24,7 +24,7 @@ export type OutboxStage = z.infer<typeof OutboxStage>;
 const Accounts = z.array(z.string().min(1));
 const OutgoingRow = z.number().int().positive();
 
-export const OutboxSummaryRequest = z.strictObject({ type: z.literal('mail-query.outbox-summary'), store: StoreSlice, accounts: Accounts });
+export const OutboxSummaryRequest = z.strictObject({ type: z.literal('mail-query.outbox-summary'), accounts: Accounts });
 export type OutboxSummaryRequest = z.infer<typeof OutboxSummaryRequest>;
 
 const Count = z.number().int().nonnegative();
@@ -44,7 +44,6 @@ export type OutboxSummaryReply = z.infer<typeof OutboxSummaryReply>;
 
 export const OutboxPageRequest = z.strictObject({
   type: z.literal('mail-query.outbox'),
-  store: StoreSlice,
   accounts: Accounts,
   account: z.string().min(1).optional(),
   stage: OutboxStage.optional(),
@@ -86,7 +85,6 @@ export type OutboxPageReply = z.infer<typeof OutboxPageReply>;
 
 export const OutgoingEmailRequest = z.strictObject({
   type: z.literal('mail-query.outgoing-email'),
-  store: StoreSlice,
   accounts: Accounts,
   outgoing: OutgoingRow,
 });
@@ -111,7 +109,6 @@ export type OutgoingEmailReply = z.infer<typeof OutgoingEmailReply>;
 
 export const OutgoingLookupRequest = z.strictObject({
   type: z.literal('mail-query.outgoing-lookup'),
-  store: StoreSlice,
   accounts: Accounts,
   outgoing: OutgoingRow,
 });
@@ -120,3 +117,13 @@ export type OutgoingLookupRequest = z.infer<typeof OutgoingLookupRequest>;
 /** The account of the send; null: no such send of a configured account. */
 export const OutgoingLookupReply = z.strictObject({ account: z.string().nullable() });
 export type OutgoingLookupReply = z.infer<typeof OutgoingLookupReply>;
+
+export type OutboxReadsProtocol = ProtocolOf<
+  z.input<typeof OutboxSummaryRequest> | z.input<typeof OutboxPageRequest> | z.input<typeof OutgoingEmailRequest> | z.input<typeof OutgoingLookupRequest>,
+  {
+    'mail-query.outbox-summary': OutboxSummaryReply;
+    'mail-query.outbox': OutboxPageReply;
+    'mail-query.outgoing-email': OutgoingEmailReply;
+    'mail-query.outgoing-lookup': OutgoingLookupReply;
+  }
+>;

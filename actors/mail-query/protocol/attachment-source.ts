@@ -1,21 +1,17 @@
 /**
- * The pool message `mail-query.attachment` (`AttachmentSourceRequest` in,
- * `AttachmentSourceReply` out): the stored source of one attachment link,
+ * The query pool's contract with the attachment download route: the message
+ * `mail-query.attachment` (`AttachmentSourceRequest` in,
+ * `AttachmentSourceReply` out), the stored source of one attachment link,
  * for the main thread to hand to the parse pool
- * (`mime-parse.extract-attachment`), which decodes it. Schemas only, so that
- * protocol.ts carries them without loading the handler (attachment.ts) and
- * the database driver.
+ * (`mime-parse.extract-attachment`), which decodes it. Schemas only; the
+ * handler is ../attachment.ts.
  */
 import { z } from 'zod';
-import { MAX_ATTACHMENT_INDEX } from '../mime-parse/protocol.ts';
-import { StoreSlice } from '../../runtime/store/store-slice.ts';
-
-export { MAX_ATTACHMENT_INDEX };
+import type { ProtocolOf } from '../../../runtime/ref.ts';
+import { MAX_ATTACHMENT_INDEX } from '../../../runtime/store/mailbox/derived-message.ts';
 
 export const AttachmentSourceRequest = z.strictObject({
   type: z.literal('mail-query.attachment'),
-  /** As on every mail-query message: the pool thread opens its one connection from it on first use. */
-  store: StoreSlice,
   /** `messages.id`, the local key a storedEmailId is built over. */
   messageId: z.number().int().positive(),
   /** Position in the message's attachment list, from 0. */
@@ -40,3 +36,5 @@ export type StoredAttachmentSource = z.infer<typeof StoredAttachmentSource>;
 /** null: nothing to serve (see attachment.ts for every reason). */
 export const AttachmentSourceReply = StoredAttachmentSource.nullable();
 export type AttachmentSourceReply = z.infer<typeof AttachmentSourceReply>;
+
+export type AttachmentSourceProtocol = ProtocolOf<z.input<typeof AttachmentSourceRequest>, { 'mail-query.attachment': AttachmentSourceReply }>;

@@ -10,11 +10,11 @@
  * is a new run that takes from the period's allowance), and open-world,
  * since the question and extracts of mail leave for the chat endpoint.
  */
-import { AskMailInput } from '../../actors/answering/protocol.ts';
-import type { Tool } from './tools.ts';
+import { AskMailInput } from '../../../actors/answering/protocol.ts';
+import { defineTool, type Tool } from '../tool.ts';
 
-export const askTools: readonly Tool[] = [
-  {
+export const answeringTools: readonly Tool[] = [
+  defineTool({
     name: 'ask_mail',
     title: 'Ask about mail',
     description:
@@ -24,6 +24,6 @@ export const askTools: readonly Tool[] = [
     annotations: { title: 'Ask about mail', readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     input: AskMailInput,
     offered: async (ctx) => (await ctx.answering.availability()).state === 'offered',
-    run: (input, ctx) => ctx.answering.ask(input as AskMailInput),
-  },
+    run: (input, ctx) => ctx.answering.ask(input),
+  }),
 ];

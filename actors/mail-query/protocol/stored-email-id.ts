@@ -6,7 +6,8 @@
  * Decoding is strict (one spelling per id), so an id an agent made up or
  * mangled is told apart from one that names no email.
  *
- * Pure. Public through `protocol.ts` (the attachment route names emails by it too).
+ * Pure, shape only: every contract and tool that names an email imports it
+ * from here (the read tools, the write tools, the attachment route).
  */
 import { z } from 'zod';
 

@@ -1,22 +1,20 @@
 /**
- * The pool message `mail-query.mutation-audit` (`MutationAuditRequest` in,
- * `MutationAuditReply` out): schemas only, carried by protocol.ts; the
- * handler is in mutation-audit.ts.
+ * The query pool's contract with the admin mailbox-change audit route: the
+ * message `mail-query.mutation-audit` (`MutationAuditRequest` in,
+ * `MutationAuditReply` out). Schemas only; the handler is
+ * ../mutation-audit.ts.
  */
 import { z } from 'zod';
-import { StoreSlice } from '../../runtime/store/store-slice.ts';
+import type { ProtocolOf } from '../../../runtime/ref.ts';
+import { AuditPosition } from './audit-position.ts';
 
 /** The changes this build permits (docs/admin-api.md "Mailbox-change audit": the eight kinds). */
 export const MUTATION_KINDS = ['relocate', 'delete', 'set-seen', 'copy', 'set-flagged', 'add-keywords', 'remove-keywords', 'set-keywords'] as const;
 export const MutationKind = z.enum(MUTATION_KINDS);
 export type MutationKind = z.infer<typeof MutationKind>;
 
-/** Keyset position: `ended_at` (epoch ms) and `id` of the last row already shown. */
-export const AuditPosition = z.tuple([z.number().int(), z.number().int().positive()]);
-
 export const MutationAuditRequest = z.strictObject({
   type: z.literal('mail-query.mutation-audit'),
-  store: StoreSlice,
   account: z.string().min(1),
   mutation: MutationKind.optional(),
   /** Epoch ms: entries that ended at or after. */
@@ -58,3 +56,5 @@ export const MutationAuditReply = z.strictObject({
   next: AuditPosition.nullable(),
 });
 export type MutationAuditReply = z.infer<typeof MutationAuditReply>;
+
+export type MutationAuditProtocol = ProtocolOf<z.input<typeof MutationAuditRequest>, { 'mail-query.mutation-audit': MutationAuditReply }>;
