@@ -16,9 +16,11 @@
  *   attachment is gone, or the account is no longer configured), no key
  *   ring configured, any method but GET and HEAD, any other path below
  *   `/attachments/`.
- * - 503/500, empty: the key ring could not be read, or the read failed
- *   (503 when asking again may succeed). Only reachable before any check of
- *   the token, or with a valid one.
+ * - 5xx, empty: the key ring could not be read, or the read failed; the
+ *   status is the error table's (runtime/errors.ts: 504 when the read did
+ *   not answer in time, 503 when the part doing it is not running), 500 for
+ *   anything else. Only reachable before any check of the token, or with a
+ *   valid one.
  * Every answer carries `Cache-Control: no-store`, `X-Content-Type-Options:
  * nosniff` and a sandboxing Content-Security-Policy.
  *
@@ -29,7 +31,7 @@
  * Importable by the MCP listener (and redeem.ts, for `AttachmentDownload`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError } from '../../runtime/errors.ts';
+import { AppError, Codes } from '../../runtime/errors.ts';
 import type { KeyRing } from '../../runtime/keyring/keyring.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { verifyCapability, type CapabilityClaims } from './capability.ts';
@@ -116,7 +118,8 @@ function empty(res: ServerResponse, status: number): void {
 }
 
 function failed(res: ServerResponse, log: Logger, err: unknown, message: string): void {
-  const status = err instanceof AppError && err.retryable ? 503 : 500;
+  // A server-side failure by the table's status; a client-side one cannot reach here with a valid token, so it is a defect: 500.
+  const status = err instanceof AppError && Codes[err.code].status >= 500 ? Codes[err.code].status : 500;
   // The route template only: the URL carries the capability.
   log.error({ err, event: 'attachment.failed', route: ATTACHMENT_ROUTE, status }, message);
   empty(res, status);
