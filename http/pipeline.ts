@@ -55,7 +55,7 @@ export function createListener(options: ListenerOptions): Server {
     const handler = options.route(req, res, path);
     if (handler === null) {
       req.resume();
-      return answerEmpty(res, 404);
+      return answerEmpty(res, Codes.E_HTTP_NO_ROUTE.status);
     }
     handler(req, res).catch((err: unknown) => {
       options.failed(err, path);
@@ -116,7 +116,7 @@ export function admitCredential(req: IncomingMessage, res: ServerResponse, judge
 
 /** The spec's refusal of a credential: empty body and the Bearer challenge. */
 export function answerUnauthenticated(res: ServerResponse, metadataUrl?: string): void {
-  res.statusCode = 401;
+  res.statusCode = Codes.E_HTTP_UNAUTHENTICATED.status;
   res.setHeader('WWW-Authenticate', unauthorizedChallenge(metadataUrl));
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Content-Length', 0);

@@ -45,6 +45,13 @@ export const Codes = {
   // The HTTP edge: a request refused for its shape (a problem document on the administrative surface, empty on MCP)
   E_HTTP_BAD_REQUEST: { status: 400, retryable: false, public: null, msg: 'The request is invalid' },
   E_HTTP_BODY_TOO_LARGE: { status: 413, retryable: false, public: null, msg: "The request body is larger than the route's limit" },
+  // The pipeline's own refusals, answered with an empty body (and a challenge, Allow or Retry-After where one applies)
+  E_HTTP_UNAUTHENTICATED: { status: 401, retryable: false, public: null, msg: 'No credential, or one that was not admitted' },
+  E_HTTP_ORIGIN_REFUSED: { status: 403, retryable: false, public: null, msg: "The request's Origin is not allowed" },
+  E_HTTP_NO_ROUTE: { status: 404, retryable: false, public: null, msg: 'Nothing is served at this path' },
+  E_HTTP_METHOD_NOT_ALLOWED: { status: 405, retryable: false, public: null, msg: 'This path does not take that method' },
+  E_HTTP_RATE_LIMITED: { status: 429, retryable: true, public: null, msg: "The caller's rate limit is spent" },
+  E_HTTP_REQUEST_TIMEOUT: { status: 504, retryable: true, public: null, msg: 'The request took longer than the request timeout' },
 
   // Protocol between threads
   E_PROTOCOL_INVALID: { status: 500, retryable: false, public: null, msg: 'A message between threads failed validation' },

@@ -28,7 +28,7 @@
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Config } from '../../config/schema.ts';
-import { AppError } from '../../runtime/errors.ts';
+import { AppError, Codes } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
 import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
@@ -88,8 +88,8 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     const route = atPath.find((r) => r.method === req.method);
     if (route === undefined) {
       req.resume();
-      if (atPath.length === 0) return answerEmpty(res, 404);
-      return answerEmpty(res, 405, { Allow: atPath.map((r) => r.method).join(', ') });
+      if (atPath.length === 0) return answerEmpty(res, Codes.E_HTTP_NO_ROUTE.status);
+      return answerEmpty(res, Codes.E_HTTP_METHOD_NOT_ALLOWED.status, { Allow: atPath.map((r) => r.method).join(', ') });
     }
 
     // The route filter: the permission the route publishes, before any body is read.

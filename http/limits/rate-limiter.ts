@@ -31,6 +31,7 @@ import { type LimiterClock, systemLimiterClock } from './clock.ts';
 import { createConcurrencyLimiter, type Permit } from './concurrency.ts';
 import { type AdmissionResult, limitMetrics, POLICY, type Surface } from './metrics.ts';
 import { createTokenBucket, type TokenBucket } from './token-bucket.ts';
+import { Codes } from '../../runtime/errors.ts';
 
 export type { Surface } from './metrics.ts';
 
@@ -173,7 +174,7 @@ export function createRateLimiter(settings: RateLimitingSettings, options: { sur
  */
 export function answerTooMany(res: ServerResponse, retryAfterSeconds: number | null): void {
   if (res.headersSent || res.writableEnded || res.destroyed) return;
-  res.statusCode = 429;
+  res.statusCode = Codes.E_HTTP_RATE_LIMITED.status;
   if (retryAfterSeconds !== null) res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfterSeconds))));
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Content-Length', 0);

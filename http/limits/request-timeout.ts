@@ -18,6 +18,7 @@
  * Imported by the listeners.
  */
 import type { ServerResponse } from 'node:http';
+import { Codes } from '../../runtime/errors.ts';
 
 export type RequestTimeoutSettings = { readonly Enabled: boolean; readonly Duration: number };
 
@@ -43,7 +44,7 @@ export function withRequestTimeout(res: ServerResponse, settings: RequestTimeout
     // unhandled 'error' event (write after end) and take the process down.
     res.on('error', () => {});
     if (!res.headersSent) {
-      res.statusCode = 504;
+      res.statusCode = Codes.E_HTTP_REQUEST_TIMEOUT.status;
       res.setHeader('Cache-Control', 'no-store');
       res.setHeader('Content-Length', 0);
       // The request body may be unread: do not reuse the connection.

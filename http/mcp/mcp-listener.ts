@@ -96,7 +96,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   // origin → client certificate (needs TLS: not served by this build) → authenticate → limit → authorize → route → body
   const mcp = async (req: IncomingMessage, res: ExchangeResponse): Promise<void> => {
     const origin = decideOrigin(req, endpoint.Cors.AllowedOrigins);
-    if (origin.kind === 'refused') return answerEmpty(res, 403);
+    if (origin.kind === 'refused') return answerEmpty(res, Codes.E_HTTP_ORIGIN_REFUSED.status);
     if (req.method === 'OPTIONS') return answerPreflight(res, origin);
     applyCors(res, origin);
     const judgement = await deps.authenticate(req, effectiveOrigin(req, config.ReverseProxy));
@@ -108,7 +108,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
     // A tool the grant does not permit is absent, and calling it reads like calling a tool that does not exist.
     const tools: Tool[] = offered.filter((tool) => holds(principal, tool.permission));
     const withheld: Tool[] = offered.filter((tool) => !holds(principal, tool.permission));
-    if (req.method !== 'POST') return answerEmpty(res, 405, { Allow: 'POST' });
+    if (req.method !== 'POST') return answerEmpty(res, Codes.E_HTTP_METHOD_NOT_ALLOWED.status, { Allow: 'POST' });
     const body = await readJson(req, res, MAX_BODY_BYTES);
     if (body.kind === 'gone' || admitted.timedOut()) return;
     if (body.kind === 'too-large') return answerEmpty(res, Codes.E_HTTP_BODY_TOO_LARGE.status);
@@ -224,7 +224,7 @@ function recordChanges(
 
 function answerParseError(res: ServerResponse): void {
   const text = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not JSON' } });
-  res.statusCode = 400;
+  res.statusCode = Codes.E_HTTP_BAD_REQUEST.status;
   res.setHeader('Content-Type', 'application/json');
   res.setHeader('Content-Length', Buffer.byteLength(text));
   res.end(text);

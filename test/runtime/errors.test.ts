@@ -63,3 +63,20 @@ t.test('every code the source names is a row of the table (nothing invents codes
   t.ok(named > 100, `the scan found the codes in use (${named})`);
   t.same(unknown, [], 'no code outside runtime/errors.ts');
 });
+
+t.test("the pipeline's own refusals are rows, with the statuses HTTP gives them", async (t) => {
+  // Written out, not read back: the listeners answer with these rows, so a changed row would change what clients see.
+  t.same(
+    {
+      unauthenticated: Codes.E_HTTP_UNAUTHENTICATED.status,
+      origin: Codes.E_HTTP_ORIGIN_REFUSED.status,
+      noRoute: Codes.E_HTTP_NO_ROUTE.status,
+      method: Codes.E_HTTP_METHOD_NOT_ALLOWED.status,
+      rateLimited: Codes.E_HTTP_RATE_LIMITED.status,
+      requestTimeout: Codes.E_HTTP_REQUEST_TIMEOUT.status,
+      badRequest: Codes.E_HTTP_BAD_REQUEST.status,
+      bodyTooLarge: Codes.E_HTTP_BODY_TOO_LARGE.status,
+    },
+    { unauthenticated: 401, origin: 403, noRoute: 404, method: 405, rateLimited: 429, requestTimeout: 504, badRequest: 400, bodyTooLarge: 413 },
+  );
+});

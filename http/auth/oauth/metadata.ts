@@ -14,6 +14,7 @@
  * Importable from the HTTP listeners and `http/auth/**`.
  */
 import { distinct, type OAuthEntry, resourceOf } from './entries.ts';
+import { Codes } from '../../../runtime/errors.ts';
 
 export const METADATA_PREFIX = '/.well-known/oauth-protected-resource';
 const RESOURCE_NAME = 'mailcairn';
@@ -86,13 +87,13 @@ export function serveMetadata(req: Request, res: Response, origin: { scheme: str
 
   res.setHeader('Cache-Control', 'no-store');
   if (!sameOrigin(document.resource, origin)) {
-    res.statusCode = 404;
+    res.statusCode = Codes.E_HTTP_NO_ROUTE.status;
     res.setHeader('Content-Length', 0);
     res.end();
     return true;
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
-    res.statusCode = 405;
+    res.statusCode = Codes.E_HTTP_METHOD_NOT_ALLOWED.status;
     res.setHeader('Allow', 'GET, HEAD');
     res.setHeader('Content-Length', 0);
     res.end();
