@@ -138,7 +138,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     const cursorKey = prepareStore(config, log, teardown);
     migrated = true;
     if (stopAsked()) return service;
-    const pools = createPools(config, supervisor, teardown);
+    const pools = createPools(config, log, supervisor, teardown);
     // Pushed before the start: children started before a failing one are stopped too.
     teardown.push(() => supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000));
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
@@ -178,7 +178,7 @@ function prepareStore(config: Config, log: Logger, teardown: Teardown): Buffer {
 type Pools = { query: PoolRef; downloads: PoolRef };
 
 /** The worker pools: parsing (the actors'), read-only queries and attachment downloads (the listeners'). */
-function createPools(config: Config, supervisor: Supervisor, teardown: Teardown): Pools {
+function createPools(config: Config, log: Logger, supervisor: Supervisor, teardown: Teardown): Pools {
   const parse = createPool({
     id: MIME_PARSE_POOL,
     entry: MIME_PARSE_TASK,
@@ -188,6 +188,7 @@ function createPools(config: Config, supervisor: Supervisor, teardown: Teardown)
     maxThreads: availableParallelism(),
     maxQueue: 4_096,
     logLevel: config.Logging.Level,
+    log,
   });
   // Read-only queries of the agent surface: the main thread never runs SQL.
   const query = createPool({
@@ -199,6 +200,7 @@ function createPools(config: Config, supervisor: Supervisor, teardown: Teardown)
     maxThreads: availableParallelism(),
     maxQueue: 1_024,
     logLevel: config.Logging.Level,
+    log,
     // Not parked between tasks: each thread loads its in-memory vector index in the background, in
     // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
     atomics: 'disabled',
@@ -212,6 +214,7 @@ function createPools(config: Config, supervisor: Supervisor, teardown: Teardown)
     maxThreads: 1,
     maxQueue: 64,
     logLevel: config.Logging.Level,
+    log,
   });
   teardown.push(() => Promise.all([parse.close(), query.close(), downloads.close()]).then(() => undefined));
   supervisor.router.registerPool(parse);

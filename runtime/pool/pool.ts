@@ -6,12 +6,19 @@
  * Pool tasks that do async I/O should pass `atomics: 'disabled'` so the
  * thread is not parked between tasks.
  *
+ * A thread that dies outside a task (out of memory while loading an index
+ * between searches, an error thrown from a timer) is a crash like an
+ * actor's: piscina replaces the thread, and the pool logs `pool.thread-failed`
+ * at error level. Without that listener piscina emits the failure as an
+ * `'error'` event nobody handles, which ends the whole process.
+ *
  * Importable from anywhere (the query and parse pools are created in app.ts).
  */
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { AppError, fromPayload } from '../errors.ts';
+import { createLogger, type Logger } from '../log.ts';
 import { moduleUrl } from '../module-url.ts';
 import { Reply, type ToHost } from '../protocol/envelope.ts';
 import { encodeToHost } from '../protocol/wire.ts';
@@ -40,6 +47,8 @@ export type PoolOptions<P extends Protocol = AnyProtocol, Config = undefined> = 
   atomics?: 'sync' | 'async' | 'disabled';
   /** Level of the pool threads' loggers (Logging:Level); `info` when not given. */
   logLevel?: PoolData['logLevel'];
+  /** Where a thread's death outside a task is logged; a logger of `logLevel` on fd 1 when not given. */
+  log?: Logger;
 } & (undefined extends Config
   ? { config?: Config }
   : {
@@ -65,6 +74,10 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
     maxThreads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,
     atomics: options.atomics ?? 'sync',
+  });
+  const log = options.log ?? createLogger({ level: options.logLevel ?? 'info' });
+  piscina.on('error', (err: unknown) => {
+    log.error({ err, event: 'pool.thread-failed', pool: options.id }, 'pool.thread-failed');
   });
   // The bound is ours, counted from ask to answer: piscina's own queue limit
   // also lends capacity to busy threads, which makes it inexact.

@@ -1,8 +1,10 @@
 /** The piscina pool answers `ask` like an actor: replies, typed refusals, deadlines, bounded queue. */
+import { setTimeout as delay } from 'node:timers/promises';
 import t from 'tap';
 import { z } from 'zod';
 import { createPool } from '../../../runtime/pool/pool.ts';
 import { AppError } from '../../../runtime/errors.ts';
+import { createLogger } from '../../../runtime/log.ts';
 
 const entry = new URL('../../fixtures/pool/echo-task.ts', import.meta.url);
 
@@ -40,4 +42,20 @@ t.test('a full pool queue refuses with E_ACTOR_MAILBOX_FULL', async (t) => {
   const running = [0, 1, 2].map(() => pool.ask({ type: 'sleep', ms: 300 }));
   t.equal(await code(pool.ask({ type: 'sleep', ms: 1 })), 'E_ACTOR_MAILBOX_FULL');
   t.same(await Promise.all(running), ['slept', 'slept', 'slept']);
+});
+
+t.test('a thread that dies outside a task is logged and replaced; the process lives on', async (t) => {
+  const lines: Record<string, unknown>[] = [];
+  const log = createLogger({ level: 'info', destination: { write: (line: string) => lines.push(JSON.parse(line)) } });
+  // Not parked between tasks (as the query pool's threads are not), so the thread's timer runs.
+  const pool = createPool({ id: 'dies-later', entry, minThreads: 1, maxThreads: 1, atomics: 'disabled', log });
+  t.teardown(() => pool.close());
+  t.equal(await pool.ask({ type: 'throw-later' }), 'answered');
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline && !lines.some((l) => l.event === 'pool.thread-failed')) await delay(20);
+  const failed = lines.find((l) => l.event === 'pool.thread-failed');
+  t.ok(failed, 'the death is logged');
+  t.equal(failed?.level, 50, 'at error level');
+  t.equal(failed?.pool, 'dies-later', 'naming the pool');
+  t.same(await pool.ask({ type: 'echo', payload: 'served by the replacement' }), 'served by the replacement');
 });
