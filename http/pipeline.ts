@@ -49,8 +49,12 @@ export type ListenerOptions = {
   failed(err: unknown, path: string): void;
 };
 
-export function createListener(options: ListenerOptions): Server {
-  const server = createServer({ ServerResponse: ExchangeResponse }, (req, res) => {
+/** What a surface answers, whatever carries it: a clear-text listener (`createListener`) or a TLS one (http/tls/secure-server.ts). */
+export type SurfaceHandler = (req: IncomingMessage, res: ExchangeResponse) => void;
+
+/** The route lookup and the one answer to a handler's failure, for any server to call. */
+export function surfaceHandler(options: ListenerOptions): SurfaceHandler {
+  return (req, res) => {
     const path = pathOf(req.url);
     const handler = options.route(req, res, path);
     if (handler === null) {
@@ -62,9 +66,18 @@ export function createListener(options: ListenerOptions): Server {
       if (!res.headersSent) answerEmpty(res, Codes.E_INTERNAL.status);
       else res.destroy();
     });
-  });
+  };
+}
+
+/** A clear-text server answering with `handler`, not yet listening. */
+export function clearTextServer(handler: SurfaceHandler): Server {
+  const server = createServer({ ServerResponse: ExchangeResponse }, handler as (req: IncomingMessage, res: ServerResponse) => void);
   // Outside, a listener is only opened and closed (http/listen.ts): the response class is this module's business.
   return server as unknown as Server;
+}
+
+export function createListener(options: ListenerOptions): Server {
+  return clearTextServer(surfaceHandler(options));
 }
 
 export type Limits = {
