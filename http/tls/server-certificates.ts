@@ -259,7 +259,8 @@ function leafProblems(leaf: X509Certificate, material: Material, domain: string,
     singleLabelSubdomains: false,
   });
   if (covered === undefined) problems.push(problem(at, `no subject alternative name of the leaf certificate covers Domain (${RULE.covers})`));
-  const extended = leaf.keyUsage as string[] | undefined;
+  // Node 20 names the extended key usage `keyUsage`; later releases add `extKeyUsage` and deprecate the old name.
+  const extended = ((leaf as { extKeyUsage?: string[] }).extKeyUsage ?? leaf.keyUsage) as string[] | undefined;
   if (extended === undefined || extended.length === 0) {
     problems.push(problem(at, `the leaf certificate has no extended key usage; it must name server authentication (${RULE.serverAuth})`));
   } else if (!extended.includes(SERVER_AUTH)) {
