@@ -7,7 +7,9 @@
  *    checks);
  * 2. refuse what this build does not serve (`config/not-served.ts`), and
  *    read the credential material of every enabled endpoint, refused by
- *    position (`http/auth/startup-checks.ts`), both reported together;
+ *    position (`http/auth/startup-checks.ts`), and the server certificates
+ *    of every HTTPS profile served (`http/tls/server-certificates.ts`), all
+ *    reported together;
  * 3. the posture and its warnings, not-served settings included.
  *
  * What needs the running system stays with startup: a port held by another
@@ -15,6 +17,7 @@
  * be opened or migrated.
  */
 import { credentialProblems } from '../http/auth/startup-checks.ts';
+import { serverCertificateProblems } from '../http/tls/server-certificates.ts';
 import { AppError } from '../runtime/errors.ts';
 import { loadConfigAsWritten } from '../config/load.ts';
 import { notServedProblems } from '../config/not-served.ts';
@@ -32,7 +35,7 @@ export function loadStartupConfig(options: { file?: string; env?: NodeJS.Process
   const env = options.env ?? process.env;
   const now = options.now ?? Date.now();
   const { config, written } = loadConfigAsWritten({ ...(options.file === undefined ? {} : { file: options.file }), env });
-  const problems = [...notServedProblems(config), ...credentialProblems(config, env, now)];
+  const problems = [...notServedProblems(config), ...credentialProblems(config, env, now), ...serverCertificateProblems(config, env, now)];
   if (problems.length > 0) throw new AppError('E_CONFIG_INVALID', { message: problems.map(formatProblem).join('\n'), details: { problems: problems.length } });
   return { config, posture: describePosture(config, { now, written }) };
 }

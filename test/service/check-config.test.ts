@@ -84,7 +84,7 @@ t.test('a missing named file is a refusal; a missing default file is accepted as
   t.end();
 });
 
-t.test('TLS this release does not serve is refused as startup refuses it, certificate files or not', (t) => {
+t.test('TLS this release does not serve is refused as startup refuses it, with its certificate references judged too', (t) => {
   const { code, out } = run({
     McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
   });
@@ -92,6 +92,8 @@ t.test('TLS this release does not serve is refused as startup refuses it, certif
   t.same(out.slice(1), [
     'Refused: the service would not start.',
     '  McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)',
+    '  McpEndpoint:Https:Endpoints:0:ServerCertificate:CertificateChain:SecretReference: could not be read at startup: a secret reference (file:) could not be read: nothing exists there (rule: the reference resolves and parses)',
+    '  McpEndpoint:Https:Endpoints:0:ServerCertificate:PrivateKey:SecretReference: could not be read at startup: a secret reference (file:) could not be read: nothing exists there (rule: the reference resolves and parses)',
   ]);
   t.notMatch(out.join('\n'), /https:\/\//, 'no https listener is printed');
   t.end();

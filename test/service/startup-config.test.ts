@@ -28,7 +28,7 @@ t.test('an accepted configuration gives the frozen configuration and its posture
   t.end();
 });
 
-t.test('what is not served and unreadable credential material are refused together, in that order', (t) => {
+t.test('what is not served, unreadable credential material and unreadable certificates are refused together, in that order', (t) => {
   const lines = refusalLines(() =>
     loadStartupConfig({
       file: file({
@@ -42,9 +42,11 @@ t.test('what is not served and unreadable credential material are refused togeth
       env: {},
     }),
   );
-  t.equal(lines.length, 2);
+  t.equal(lines.length, 4);
   t.match(lines[0], /^McpEndpoint:Transport: only Http is served by this release/);
   t.match(lines[1], /^McpEndpoint:Authentication:0:ApiKey:SecretReference: /);
+  t.match(lines[2], /^McpEndpoint:Https:Endpoints:0:ServerCertificate:CertificateChain:SecretReference: could not be read at startup/);
+  t.match(lines[3], /^McpEndpoint:Https:Endpoints:0:ServerCertificate:PrivateKey:SecretReference: could not be read at startup/);
   t.end();
 });
 
