@@ -16,6 +16,7 @@ import { sql as embeddingSpend } from './0008-embedding-spend.ts';
 import { sql as vectorSequence } from './0009-vector-sequence.ts';
 import { sql as questionAllowance } from './0010-question-allowance.ts';
 import { sql as answeringPruneIndex } from './0011-answering-prune-index.ts';
+import { sql as contacts } from './0012-contacts.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -31,4 +32,5 @@ export const migrations: readonly Migration[] = [
   { version: 9, name: 'vector-sequence', sql: vectorSequence },
   { version: 10, name: 'question-allowance', sql: questionAllowance },
   { version: 11, name: 'answering-prune-index', sql: answeringPruneIndex },
+  { version: 12, name: 'contacts', sql: contacts },
 ];
