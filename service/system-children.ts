@@ -157,6 +157,7 @@ function outboxChild(config: Config): ChildSpecInput {
       allowedAddresses: [...policy.AllowedAddresses],
       deniedDomains: [...policy.DeniedDomains],
       deniedAddresses: [...policy.DeniedAddresses],
+      contacts: policy.Contacts,
     },
     ceilings: {
       periodMs: outbox.Ceilings.Period,

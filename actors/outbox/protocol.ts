@@ -71,6 +71,8 @@ export const OutboxConfig = z.strictObject({
     allowedAddresses: z.array(z.string()),
     deniedDomains: z.array(z.string()),
     deniedAddresses: z.array(z.string()),
+    /** Whether a recipient must be in the contact book (`Outbox:RecipientPolicy:Contacts`). */
+    contacts: z.enum(['Any', 'Asserted', 'AssertedOrCollected']),
   }),
   ceilings: z.strictObject({
     periodMs: z.number().int().positive(),

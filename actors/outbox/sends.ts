@@ -24,6 +24,7 @@ import {
 } from '../../runtime/store/outbox/outgoing.ts';
 import type { OutboxState } from './actor.ts';
 import { type Composed, compose, parseOriginal } from './compose.ts';
+import { anyHolds, assertedHolds } from '../../runtime/store/contacts/book.ts';
 import { policyRefusal } from './policy.ts';
 import { type Composition, type OutboxMessage, SEND_PERMISSION, type OutgoingView, type SendReply } from './protocol.ts';
 
@@ -108,6 +109,7 @@ export function recordComposed(
   const policy = policyRefusal(
     composed.recipients.map((r) => r.address),
     state.config.policy,
+    (address, origin) => (origin === 'asserted' ? assertedHolds(state.db, address) : anyHolds(state.db, address)),
   );
   if (policy !== null) return refusal('policy', policy);
   const from = state.config.accounts.find((a) => a.id === send.accountId)!.address!;

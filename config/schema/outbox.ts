@@ -5,7 +5,7 @@
  * apply to attempts that ended with an answer or never began.
  */
 import { z } from 'zod';
-import { flag, list, text, wholeNumber } from './fields.ts';
+import { choice, flag, list, text, wholeNumber } from './fields.ts';
 import { timeSpan } from './time-span.ts';
 
 const Entries = (what: string) => list(text(what, 254), what).default([]);
@@ -16,6 +16,10 @@ const RecipientPolicy = z
     AllowedAddresses: Entries('Addresses that may be recipients besides the allowed domains'),
     DeniedDomains: Entries('Domains no recipient may be in; denied wins over allowed'),
     DeniedAddresses: Entries('Addresses that may never be recipients; denied wins over allowed'),
+    Contacts: choice(
+      ['Any', 'Asserted', 'AssertedOrCollected'],
+      'Whether a recipient must be in the contact book: Any (no such rule), Asserted (an asserted contact holds the address) or AssertedOrCollected (any contact does); checked after the rules above',
+    ).default('Any'),
   })
   .meta({ description: 'Who may receive mail from this deployment; one refused recipient refuses the whole message (ours)' });
 

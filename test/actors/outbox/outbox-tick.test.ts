@@ -102,7 +102,7 @@ async function harness(t: Test, outbox: Partial<OutboxConfig>, smtpPort: number 
         smtp: smtpPort === null ? null : { host: '127.0.0.1', port: smtpPort, security: 'None', username: 'ann', oauth: false, sentCopy: true },
       },
     ],
-    policy: { allowedDomains: [], allowedAddresses: [], deniedDomains: [], deniedAddresses: [] },
+    policy: { allowedDomains: [], allowedAddresses: [], deniedDomains: [], deniedAddresses: [], contacts: 'Any' },
     ceilings: { periodMs: 86_400_000, perAccount: null, perCaller: null, perDeployment: null },
     ...outbox,
   };
