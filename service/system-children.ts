@@ -1,6 +1,6 @@
 /**
  * The supervision tree of the service, as data, in start order: the store
- * maintenance, the replay guard, the derivation writer, the embedding actor, the answering actor, one sync actor per
+ * maintenance, the replay guard, the contact book, the derivation writer, the embedding actor, the answering actor, one sync actor per
  * configured account (25 per thread, see docs/actors.md), the outbox, then
  * the synchronization scheduler that drives them.
  * Stopping runs in reverse: the scheduler first, then the accounts together.
@@ -13,6 +13,7 @@ import { STORE_MAINTENANCE_ENTRY } from '../actors/store-maintenance/protocol.ts
 import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
 import { storeSlice } from '../config/store-slice.ts';
 import { replayGuardChild } from '../actors/replay-guard/protocol.ts';
+import { contactsChild } from '../actors/contacts/protocol.ts';
 import { DERIVATION_ENTRY, DERIVATION_ID } from '../actors/derivation/protocol.ts';
 import { OUTBOX_ENTRY, OUTBOX_ID, type OutboxConfig } from '../actors/outbox/protocol.ts';
 import { senderAddress } from '../config/schema/accounts.ts';
@@ -24,7 +25,7 @@ export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
 export const MAIL_QUERY_POOL = 'mail-query';
 export const ACCOUNTS_PER_THREAD = 25;
-/** The thread the system actors share (store maintenance, replay guard, derivation, outbox, scheduler). */
+/** The thread the system actors share (store maintenance, replay guard, contacts, derivation, outbox, scheduler). */
 const SYSTEM_THREAD = { kind: 'shared', group: 'system', actorsPerThread: 8 } as const;
 
 /** Restart policy of work that must come back however often it crashes: backoff up to a minute, never given up. */
@@ -89,6 +90,8 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       config: { ...storeSlice(config), intervalMs: STORE_MAINTENANCE_INTERVAL_MS, checkpointCheckMs: 1_000 },
     },
     replayGuardChild(storeSlice(config)),
+    // A crash loop is retried with backoff, never given up: the book is in the database, and the contact tools and routes come back with it.
+    { ...contactsChild(storeSlice(config)), ...RETRIED_FOREVER },
     {
       id: DERIVATION_ID,
       entry: DERIVATION_ENTRY,
