@@ -13,13 +13,13 @@ import { STORE_MAINTENANCE_ENTRY } from '../actors/store-maintenance/protocol.ts
 import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
 import { storeSlice } from '../config/store-slice.ts';
 import { replayGuardChild } from '../actors/replay-guard/protocol.ts';
-import { contactsChild } from '../actors/contacts/protocol.ts';
 import { DERIVATION_ENTRY, DERIVATION_ID } from '../actors/derivation/protocol.ts';
 import { OUTBOX_ENTRY, OUTBOX_ID, type OutboxConfig } from '../actors/outbox/protocol.ts';
 import { senderAddress } from '../config/schema/accounts.ts';
 import { EMBEDDING_ENTRY, EMBEDDING_ID, type EmbeddingConfig } from '../actors/embedding/protocol.ts';
 import { LOCAL_DIMENSIONS, LOCAL_MODEL } from '../config/schema/embeddings.ts';
 import { ANSWERING_ENTRY, ANSWERING_ID, type AnsweringConfig } from '../actors/answering/protocol.ts';
+import { contactsChild } from '../actors/contacts/protocol.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
