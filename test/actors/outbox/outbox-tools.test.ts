@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { simpleParser } from 'mailparser';
 import t from 'tap';
-import { call, SENDER, settled, sleep, startOutboxed, type Json, type Outboxed } from './outbox-setup.ts';
+import { ADMIN_KEYS, call, SENDER, settled, sleep, startOutboxed, type Json, type Outboxed } from './outbox-setup.ts';
 
 t.setTimeout(240_000);
 
@@ -143,6 +143,28 @@ t.test('header injection is impossible; bounds are named; the recipient policy r
   t.match(unknownAccount.text, /^Mailcairn error 53001: /);
   await sleep(1_500);
   t.equal(o.smtp.dataCommands, 0, 'nothing refused reached the SMTP server');
+});
+
+t.test('the contact rule: only addresses of asserted contacts may be recipients, and the refusal names the rule', async (t) => {
+  const o = await startOutboxed(t, { outbox: { RecipientPolicy: { Contacts: 'Asserted' } } });
+  const asserted = await fetch(`http://127.0.0.1:${o.adminPort()}/api/admin/contacts`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_KEYS.operator}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Sato Haruki', addresses: [{ address: 'Haruki.Sato@partner.example' }] }),
+  });
+  t.equal(asserted.status, 201, 'the owner asserts a contact');
+  const base = { account: 'ann', subject: 'Friday', plainTextBody: 'See you on Friday.' };
+  const unknown = await call(o.agent, 'send_email', { ...base, to: ['haruki.sato@partner.example', 'attacker@evil.example'], idempotencyKey: 'c1' });
+  t.match(
+    unknown.text,
+    /^Mailcairn error 53002: a recipient is not an address of an asserted contact/,
+    'an address no asserted contact holds refuses the message',
+  );
+  t.notMatch(unknown.text, /attacker|evil|sato/i, 'the refusal names the rule, not the address');
+  const known = await call(o.agent, 'send_email', { ...base, to: ['HARUKI.SATO@partner.example'], idempotencyKey: 'c2' });
+  t.ok(known.ok, "an asserted contact's address, in any case, is sent");
+  await settled(o.agent, known.value.outgoingEmailId as string, ['sent']);
+  t.equal(o.smtp.dataCommands, 1, 'only the allowed message reached the SMTP server');
 });
 
 t.test('send ceilings hold across a restart', async (t) => {
