@@ -149,6 +149,12 @@ export const Codes = {
     public: 58001,
     msg: 'It is too late for that: transmission has begun or the message already ended',
   },
+  E_CONTACT_COLLECTED: {
+    status: 409,
+    retryable: false,
+    public: 58002,
+    msg: 'A collected contact cannot be amended in place: promote it first (it then becomes an asserted contact)',
+  },
   E_LLM_CREDENTIAL_REFUSED: { status: 502, retryable: false, public: 71001, undiagnosed: true, msg: 'The chat provider refused the credential' },
   E_LLM_NO_ANSWER: { status: 504, retryable: true, public: 72001, undiagnosed: true, msg: 'The chat provider did not answer' },
   E_LLM_NO_TEXT: { status: 502, retryable: true, public: 73001, undiagnosed: true, msg: 'The chat provider produced no text' },

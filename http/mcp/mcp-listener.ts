@@ -26,6 +26,7 @@ import { type ChangeAsk, RecordChangesReply, RecordRepairsReply, syncActorId } f
 import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
 import { EMBEDDING_ID, PlacedQuery } from '../../actors/embedding/protocol.ts';
 import { OUTBOX_ID } from '../../actors/outbox/protocol.ts';
+import { CONTACTS_ID } from '../../actors/contacts/protocol.ts';
 import { ANSWERING_ID, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
 import { AppError, Codes } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
@@ -78,7 +79,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
-  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'outbox' | 'placeQuery' | 'answering'> = {
+  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'outbox' | 'contacts' | 'placeQuery' | 'answering'> = {
     scope,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
     queryPool: deps.queryPool,
@@ -123,6 +124,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
         recordChanges: (accountId, request) => recordChanges(deps, accountId, { ...request, requester: principal.identity }, admitted.deadlineMs),
         caller: { identity: principal.identity, permissions: [...principal.permissions] },
         outbox: deps.actor(OUTBOX_ID),
+        contacts: deps.actor(CONTACTS_ID),
         placeQuery: (text) => placeQuery(deps, text, admitted.deadlineMs),
         answering: {
           availability: () => deps.actor(ANSWERING_ID).ask({ type: 'answering.availability' }, { reply: Availability, deadlineMs: AVAILABILITY_DEADLINE_MS }),

@@ -14,6 +14,7 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import type { AskMailInput, AskMailResult, Availability } from '../../actors/answering/protocol.ts';
 import type { PlacedQuery } from '../../actors/embedding/protocol.ts';
+import type { ContactsProtocol } from '../../actors/contacts/protocol.ts';
 import type { ChangeAsk, RecordChangesReply } from '../../actors/imap-sync/protocol.ts';
 import type { EmailLookupProtocol } from '../../actors/mail-query/protocol/email-lookup.ts';
 import type { MailReadsProtocol, RepairNeeded } from '../../actors/mail-query/protocol/mail-reads.ts';
@@ -58,6 +59,8 @@ export type ToolContext = {
   answering: { availability(): Promise<Availability>; ask(input: AskMailInput): Promise<AskMailResult> };
   /** The outbox actor (it records sends and drafts). */
   outbox: Askable<OutboxProtocol>;
+  /** The contacts actor (the contact book's writer; it answers the book's reads too). */
+  contacts: Askable<ContactsProtocol>;
   deadlineMs: number;
 };
 

@@ -9,9 +9,10 @@
  */
 import type { Tool } from './tool.ts';
 import { answeringTools } from './tools/answering.ts';
+import { contactsTools } from './tools/contacts.ts';
 import { draftsTools } from './tools/drafts.ts';
 import { flagsTools } from './tools/flags.ts';
 import { mailboxTools } from './tools/mailbox.ts';
 import { sendingTools } from './tools/sending.ts';
 
-export const allTools: readonly Tool[] = [...mailboxTools, ...answeringTools, ...flagsTools, ...sendingTools, ...draftsTools];
+export const allTools: readonly Tool[] = [...mailboxTools, ...answeringTools, ...flagsTools, ...sendingTools, ...draftsTools, ...contactsTools];
