@@ -44,7 +44,7 @@ export type AdminClient = {
   readonly endpoint: string;
   session(): Promise<SessionReport>;
   get(path: string, query?: Record<string, string | undefined>): Promise<unknown>;
-  /** The JSON answer, or null for a 204. */
+  /** The JSON answer (200, or 201 for a record created), or null for a 204. */
   post(path: string, body: unknown): Promise<unknown>;
   /** Replaces a record with `body`; the JSON answer. */
   put(path: string, body: unknown): Promise<unknown>;
@@ -271,7 +271,8 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       const route = `POST ${path}`;
       const answer = await exchange('POST', path, undefined, body);
       if (answer.status === 204) return null;
-      if (answer.status !== 200) throw refusal(answer, route);
+      // 201: a record created (a contact).
+      if (answer.status !== 200 && answer.status !== 201) throw refusal(answer, route);
       return json(answer, route);
     },
     async put(path, body) {
