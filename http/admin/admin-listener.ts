@@ -11,7 +11,7 @@
  *   lacking scope) → route lookup (a path written out, else a template
  *   such as `/api/admin/outbox/{id}`; 404; 405 with Allow) → route filter on the
  *   published permission (403 problem document, counted by recordRefusal)
- *   → body (writes: application/json, else 400; past the route's limit, 413;
+ *   → body (POST and PUT: application/json, else 400; past the route's limit, 413;
  *   a route taking no input also takes no body at all, read as `{}`)
  *   → use case, which checks again (same 403 shape) → answer. A use case's
  *   failure is answered with its status in the error table, through
@@ -40,7 +40,7 @@ import { effectiveOrigin } from '../proxy.ts';
 import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
 import { answerForbidden, answerInvalid, answerJson, answerProblem, answerTooLarge, failureAnswerOf } from './problem.ts';
-import { WRITE_BODY_BYTES, type AdminDeps, type AdminQueries, type Route } from './route.ts';
+import { takesBody, WRITE_BODY_BYTES, type AdminDeps, type AdminQueries, type Route } from './route.ts';
 import { ROUTES } from './routes/index.ts';
 import { ADMIN_PREFIX } from './routes/prefix.ts';
 
@@ -100,10 +100,10 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     }
 
     let body: unknown;
-    if (route.method === 'POST' && route.bodyOptional === true && sendsNoBody(req)) {
+    if (takesBody(route.method) && route.bodyOptional === true && sendsNoBody(req)) {
       req.resume();
       body = {};
-    } else if (route.method === 'POST') {
+    } else if (takesBody(route.method)) {
       const limit = route.bodyLimit ?? WRITE_BODY_BYTES;
       if (!isJson(req)) {
         req.resume();
@@ -137,7 +137,7 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
       const answer = await route.handle({ principal, deadlineMs, query, body, params }, routeDeps);
       if (admitted.timedOut()) return;
       if (answer.status === 204) answerEmpty(res, 204);
-      else answerJson(res, 200, answer.json);
+      else answerJson(res, answer.status, answer.json);
     } catch (err) {
       if (admitted.timedOut()) return;
       // Anything but an AppError is a defect: the pipeline logs it by type and answers the empty 500.

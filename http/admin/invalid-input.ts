@@ -26,12 +26,24 @@ export function sentenceOf(error: z.ZodError, where: Where): string {
     case 'invalid_type':
       if (issue.path.length === 0) return 'Send a JSON object as the body.';
       // A field's own sentence, when its schema states one, beats the generic.
-      if (issue.message && !issue.message.startsWith('Invalid input')) return issue.message;
+      if (issue.message && !issue.message.startsWith('Invalid input')) return predicate(issue.message, place, member) ?? issue.message;
       return issue.input === undefined ? `Add the ${place} ${member}.` : `Send the ${place} ${member} as ${describeExpected(issue.expected)}.`;
     default:
-      if (issue.message && !issue.message.startsWith('Invalid') && !issue.message.startsWith('Too ')) return issue.message;
+      if (issue.message && !issue.message.startsWith('Invalid') && !issue.message.startsWith('Too '))
+        return predicate(issue.message, place, member) ?? issue.message;
       return `Change the ${place} ${member}: ${issue.message}.`;
   }
+}
+
+/**
+ * A schema message written as a predicate about its member (lower case:
+ * "must not be empty", as the shared record schemas of actors/<name>/protocol.ts
+ * state them for both surfaces), made a sentence naming the member.
+ */
+function predicate(message: string, place: string, member: string): string | null {
+  if (!/^[a-z]/.test(message)) return null;
+  if (member === '') return `Change the request: ${message}.`;
+  return /^must\b/.test(message) ? `The ${place} ${member} ${message}.` : `Change the ${place} ${member}: ${message}.`;
 }
 
 function describeExpected(expected: string): string {

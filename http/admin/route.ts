@@ -54,11 +54,19 @@ export type RouteInput<Q, B> = {
   params: Readonly<Record<string, string>>;
 };
 
-/** 200 with a JSON document, or 204 with none. */
-export type RouteAnswer = { status: 200; json: unknown } | { status: 204 };
+/** 200 with a JSON document, 201 with the record a POST made, or 204 with none. */
+export type RouteAnswer = { status: 200 | 201; json: unknown } | { status: 204 };
+
+/** The methods a route may take; POST and PUT read a JSON body, GET and DELETE read none. */
+export type RouteMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** Whether a route of this method reads a request body. */
+export function takesBody(method: RouteMethod): boolean {
+  return method === 'POST' || method === 'PUT';
+}
 
 export type Route = {
-  readonly method: 'GET' | 'POST';
+  readonly method: RouteMethod;
   /**
    * The path, or a template whose `{name}` segments each match one
    * non-empty segment (`/api/admin/outbox/{id}`). A path written out wins
@@ -74,7 +82,7 @@ export type Route = {
   readonly summary: string;
   /** GET: the query string's parameters (all strings as sent). */
   readonly query?: z.ZodType;
-  /** POST: the JSON body, and the largest taken. */
+  /** POST and PUT: the JSON body, and the largest taken. */
   readonly body?: z.ZodType;
   readonly bodyLimit?: number;
   /**
@@ -83,8 +91,10 @@ export type Route = {
    * body is read and checked as any other.
    */
   readonly bodyOptional?: boolean;
-  /** The 200 answer's document; absent for a 204. */
+  /** The answer's document; absent for a 204. */
   readonly answer?: z.ZodType;
+  /** The status of a success with a document: 200 unless the route makes a record (201). */
+  readonly answerStatus?: 200 | 201;
   handle(input: RouteInput<unknown, unknown>, deps: AdminDeps): Promise<RouteAnswer>;
 };
 

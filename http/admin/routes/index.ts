@@ -4,6 +4,7 @@
  */
 import type { Route } from '../route.ts';
 import { auditRoutes } from './audit.ts';
+import { contactRoutes } from './contacts.ts';
 import { embeddingRoutes } from './embeddings.ts';
 import { folderRoutes } from './folders.ts';
 import { jobRoutes } from './jobs.ts';
@@ -19,4 +20,5 @@ export const ROUTES: readonly Route[] = [
   ...folderRoutes,
   ...jobRoutes,
   ...outboxRoutes,
+  ...contactRoutes,
 ];
