@@ -1,6 +1,6 @@
 /**
  * The supervision tree of the service, as data, in start order: the store
- * maintenance, the replay guard, the derivation writer, the embedding actor, the answering actor, one sync actor per
+ * maintenance, the replay guard, the contact book, the derivation writer, the embedding actor, the answering actor, one sync actor per
  * configured account (25 per thread, see docs/actors.md), the outbox, then
  * the synchronization scheduler that drives them.
  * Stopping runs in reverse: the scheduler first, then the accounts together.
@@ -19,12 +19,13 @@ import { senderAddress } from '../config/schema/accounts.ts';
 import { EMBEDDING_ENTRY, EMBEDDING_ID, type EmbeddingConfig } from '../actors/embedding/protocol.ts';
 import { LOCAL_DIMENSIONS, LOCAL_MODEL } from '../config/schema/embeddings.ts';
 import { ANSWERING_ENTRY, ANSWERING_ID, type AnsweringConfig } from '../actors/answering/protocol.ts';
+import { contactsChild } from '../actors/contacts/protocol.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
 export const MAIL_QUERY_POOL = 'mail-query';
 export const ACCOUNTS_PER_THREAD = 25;
-/** The thread the system actors share (store maintenance, replay guard, derivation, outbox, scheduler). */
+/** The thread the system actors share (store maintenance, replay guard, contacts, derivation, outbox, scheduler). */
 const SYSTEM_THREAD = { kind: 'shared', group: 'system', actorsPerThread: 8 } as const;
 
 /** Restart policy of work that must come back however often it crashes: backoff up to a minute, never given up. */
@@ -89,6 +90,8 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       config: { ...storeSlice(config), intervalMs: STORE_MAINTENANCE_INTERVAL_MS, checkpointCheckMs: 1_000 },
     },
     replayGuardChild(storeSlice(config)),
+    // A crash loop is retried with backoff, never given up: the book is in the database, and the contact tools and routes come back with it.
+    { ...contactsChild(storeSlice(config)), ...RETRIED_FOREVER },
     {
       id: DERIVATION_ID,
       entry: DERIVATION_ENTRY,

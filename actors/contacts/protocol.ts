@@ -17,9 +17,27 @@ import { z } from 'zod';
 import { moduleUrl } from '../../runtime/module-url.ts';
 import type { ActorId, ProtocolOf } from '../../runtime/ref.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
+import type { ChildSpecInput } from '../../runtime/supervisor/child-spec.ts';
 
 export const CONTACTS_ENTRY = moduleUrl('./actor.ts', import.meta.url);
 export const CONTACTS_ID: ActorId<ContactsProtocol> = 'contacts';
+
+/**
+ * The child spec of the contacts actor, for service/system-children.ts (which
+ * adds its never-give-up restart policy). Permanent, on the system actors'
+ * thread like the replay guard: its work is single indexed statements, and
+ * everything it holds is in the database, so a restart loses nothing.
+ */
+export function contactsChild(store: StoreSlice): ChildSpecInput {
+  return {
+    id: CONTACTS_ID,
+    entry: CONTACTS_ENTRY,
+    restart: 'permanent',
+    shutdownMs: 2_000,
+    placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
+    config: store satisfies ContactsConfig,
+  };
+}
 
 /** Permissions of the agent surface's contact tools (names ours: the spec leaves them open). */
 export const CONTACTS_READ_PERMISSION = 'service.mail.contacts.read';
@@ -111,9 +129,18 @@ export type ContactPosition = z.infer<typeof ContactPosition>;
 export const ContactsConfig = StoreSlice;
 export type ContactsConfig = z.infer<typeof ContactsConfig>;
 
+/**
+ * The record as a message carries it: the store's shape, held to the owner's
+ * rules too, so a sender that skipped `ContactRecordInput` is refused
+ * (E_PROTOCOL_INVALID) rather than breaking the store's invariants.
+ */
+const MessageRecord = ContactRecord.refine((record) => ContactRecordInput.safeParse(record).success, {
+  error: 'must follow the contact record rules',
+});
+
 // Messages. Writes:
-export const CreateContact = z.strictObject({ type: z.literal('contacts.create'), record: ContactRecord });
-export const ReplaceContact = z.strictObject({ type: z.literal('contacts.replace'), id: ContactId, record: ContactRecord });
+export const CreateContact = z.strictObject({ type: z.literal('contacts.create'), record: MessageRecord });
+export const ReplaceContact = z.strictObject({ type: z.literal('contacts.replace'), id: ContactId, record: MessageRecord });
 export const PromoteContact = z.strictObject({ type: z.literal('contacts.promote'), id: ContactId });
 export const EraseContact = z.strictObject({ type: z.literal('contacts.erase'), id: ContactId });
 export const EraseCollected = z.strictObject({ type: z.literal('contacts.erase-collected') });
