@@ -34,7 +34,7 @@ import { openServiceStore } from '../helpers/outbox.ts';
 import { until } from '../helpers/log-capture.ts';
 import { cli, cliHome, forwardingProxy, leaks, loginWithKey, onTerminal, startCliService, type CliResult } from './harness.ts';
 
-t.setTimeout(300_000);
+t.setTimeout(600_000);
 
 type View = {
   id: string;
