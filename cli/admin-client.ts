@@ -44,8 +44,12 @@ export type AdminClient = {
   readonly endpoint: string;
   session(): Promise<SessionReport>;
   get(path: string, query?: Record<string, string | undefined>): Promise<unknown>;
-  /** The JSON answer, or null for a 204. */
+  /** The JSON answer (200, or 201 for a record created), or null for a 204. */
   post(path: string, body: unknown): Promise<unknown>;
+  /** Replaces a record with `body`; the JSON answer. */
+  put(path: string, body: unknown): Promise<unknown>;
+  /** The JSON answer of an erasure. */
+  delete(path: string): Promise<unknown>;
   close(): Promise<void>;
 };
 
@@ -146,7 +150,12 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   });
   const again = `log in again (mailcairn login --endpoint ${options.profile ?? endpoint})`;
 
-  const exchange = async (method: 'GET' | 'POST', path: string, query?: Record<string, string | undefined>, body?: unknown): Promise<Exchange> => {
+  const exchange = async (
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    query?: Record<string, string | undefined>,
+    body?: unknown,
+  ): Promise<Exchange> => {
     const url = new URL(`${endpoint}${path}`);
     for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
     const signals = [AbortSignal.timeout(timeoutMs), ...(options.signal ? [options.signal] : [])];
@@ -190,7 +199,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       }
       case 404:
         // A route naming a record in its path answers a problem document when it holds none by that name; a path no route serves answers an empty 404.
-        if (problem.detail !== undefined) return new CliFailure(`Not found: ${problem.detail}`, EXIT.failed, refused);
+        if (problem.detail !== undefined) return new CliFailure(`Not found: ${problem.detail}`, EXIT.failed, { refusal: true, status: 404 });
         return new CliFailure(`${endpoint} does not serve ${route}: this build of the deployment has no such route.`);
       case 405:
         return new CliFailure(`${endpoint} does not serve ${route}: this build of the deployment has no such route.`);
@@ -205,6 +214,10 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       case 504:
         return new CliFailure('The deployment abandoned the request at its own time limit (504).');
       default:
+        // Another refusal with its sentence (a collected contact amended in place: the status is the deployment's to choose).
+        if (answer.status >= 400 && answer.status < 500 && problem.detail !== undefined) {
+          return new CliFailure(`The deployment refused the request: ${problem.detail}`, EXIT.failed, refused);
+        }
         return new CliFailure(`${endpoint} answered ${route} with status ${answer.status}.`);
     }
   };
@@ -258,6 +271,19 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       const route = `POST ${path}`;
       const answer = await exchange('POST', path, undefined, body);
       if (answer.status === 204) return null;
+      // 201: a record created (a contact).
+      if (answer.status !== 200 && answer.status !== 201) throw refusal(answer, route);
+      return json(answer, route);
+    },
+    async put(path, body) {
+      const route = `PUT ${path}`;
+      const answer = await exchange('PUT', path, undefined, body);
+      if (answer.status !== 200) throw refusal(answer, route);
+      return json(answer, route);
+    },
+    async delete(path) {
+      const route = `DELETE ${path}`;
+      const answer = await exchange('DELETE', path);
       if (answer.status !== 200) throw refusal(answer, route);
       return json(answer, route);
     },

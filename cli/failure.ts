@@ -15,11 +15,14 @@ export class CliFailure extends Error {
   readonly exitCode: ExitCode;
   /** The deployment answered and refused (400, 401, 403, 413): it did nothing. */
   readonly refusal: boolean;
-  constructor(message: string, exitCode: ExitCode = EXIT.failed, options: { refusal?: boolean } = {}) {
+  /** The status the deployment answered, when it answered one (404: it holds no such record). */
+  readonly status: number | undefined;
+  constructor(message: string, exitCode: ExitCode = EXIT.failed, options: { refusal?: boolean; status?: number } = {}) {
     super(message);
     this.name = 'CliFailure';
     this.exitCode = exitCode;
     this.refusal = options.refusal ?? false;
+    this.status = options.status;
   }
 }
 
@@ -33,7 +36,7 @@ export async function unchanged<T>(work: Promise<T>, what: string): Promise<T> {
   try {
     return await work;
   } catch (err) {
-    if (err instanceof CliFailure && err.refusal) throw new CliFailure(`${err.message} ${what}`, err.exitCode, { refusal: true });
+    if (err instanceof CliFailure && err.refusal) throw new CliFailure(`${err.message} ${what}`, err.exitCode, { refusal: true, status: err.status });
     throw err;
   }
 }

@@ -8,6 +8,7 @@
  */
 import sade, { type LazyOutput, type Sade } from 'sade';
 import { version } from '../runtime/version.ts';
+import { registerContact } from './commands/contact.ts';
 import { registerEmbedding } from './commands/embedding.ts';
 import { registerFolder } from './commands/folder.ts';
 import { registerJobs } from './commands/jobs.ts';
@@ -101,6 +102,7 @@ export async function main(io: MainIo): Promise<number> {
   registerFolder(program, run);
   registerJobs(program, run);
   registerOutbox(program, run);
+  registerContact(program, run);
 
   let parsed;
   try {

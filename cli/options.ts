@@ -54,5 +54,10 @@ export const STRING_OPTIONS = [
   'job',
   'stage',
   'message',
+  'id',
+  'address',
+  'preferred',
+  'note',
+  'origin',
 ] as const;
-export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal'] as const;
+export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal', 'clear-note'] as const;

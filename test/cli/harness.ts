@@ -267,7 +267,7 @@ export async function forwardingProxy(t: Teardown, target: string, options: { tl
       undiciRequest(`${to}${req.url}`, {
         method: req.method as 'GET',
         headers: headers as Record<string, string>,
-        ...(req.method === 'POST' ? { body: req } : {}),
+        ...(req.method === 'POST' || req.method === 'PUT' ? { body: req } : {}),
       }).then(
         async (answer) => {
           const out = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !['connection', 'keep-alive', 'transfer-encoding'].includes(name)));
