@@ -135,7 +135,6 @@ export const Codes = {
     msg: 'The cursor belongs to other filters or another direction; only pageSize may change between pages',
   },
   E_NOT_FOUND: { status: 404, retryable: false, public: 53001, msg: 'No such account, folder or email is available to this caller' },
-  E_CONTACT_COLLECTED: { status: 409, retryable: false, public: null, msg: 'A collected contact cannot be amended in place; promote it first' },
   E_SEND_POLICY_REFUSED: { status: 403, retryable: false, public: 53002, msg: "A recipient is not permitted by this deployment's sending policy" },
   E_INTERNAL: { status: 500, retryable: false, public: 54001, undiagnosed: true, msg: 'Something went wrong; the reason is in the server log' },
   E_CONTENT_DAMAGED: { status: 500, retryable: false, public: 55001, msg: 'The stored content of this email is missing or damaged' },
