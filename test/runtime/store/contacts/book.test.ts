@@ -154,3 +154,27 @@ t.test('erasure: the person and the collected records of their addresses, counte
   t.same(eraseCollected(db), { contacts: 1, addresses: 1 });
   t.equal(contactById(db, next.id)?.name, 'Next', 'asserted contacts stay');
 });
+
+t.test('erasure reach: after it, no table of the store holds the person (the book keeps no trace, no audit of names)', async (t) => {
+  const db = freshStore(t);
+  collect(db, [{ address: 'Reiko.Tanaka@old.example', name: 'Reiko Tanaka' }], NOW);
+  const person = createAsserted(
+    db,
+    {
+      name: 'Reiko Tanaka',
+      addresses: [
+        { address: 'reiko@new.example', preferred: true },
+        { address: 'reiko.tanaka@OLD.example', preferred: false },
+      ],
+      note: 'Prefers mornings',
+    },
+    NOW,
+  );
+  erase(db, person.id);
+  const tables = many<{ name: string }>(db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"));
+  t.ok(tables.length > 10, `every table of the schema is read (${tables.length})`);
+  for (const { name } of tables) {
+    const text = JSON.stringify(many(db.prepare(`SELECT * FROM "${name}"`))).toLowerCase();
+    t.notOk(/reiko|tanaka|mornings|new\.example|old\.example/.test(text), `${name} holds nothing of the person`);
+  }
+});
