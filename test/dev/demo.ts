@@ -643,10 +643,19 @@ function printSummary(o: {
       : `    Send an email to someone@example.org with the subject "Hello" saying hello from ${OWNER.name}.`,
   );
   out();
+  out('Contacts       correspondents are collected into the contact book as the mailbox is mirrored');
+  out('               (docs/contacts.md); the contact tools look them up and keep what you assert. Ask, e.g.:');
+  out(
+    correspondent
+      ? `    Look up ${correspondent} in my contacts and add a note that they prefer mornings.`
+      : '    List my contacts, then add Sato Haruki <haruki@example.jp> as a contact.',
+  );
+  out();
   out(`Operator API  ${o.adminUrl}/api/admin (docs/admin-api.md), for the mailcairn client (docs/cli.md):`);
   out(`    node --import tsx bin/mailcairn.ts login --endpoint ${o.adminUrl} --name demo < ${o.adminKeyFile}`);
   out('    node --import tsx bin/mailcairn.ts mailbox status');
   out('    node --import tsx bin/mailcairn.ts embedding status   # the semantic half: coverage, spend');
+  out('    node --import tsx bin/mailcairn.ts contact list --origin Collected   # the book the mailbox filled');
   out('    node --import tsx bin/mailcairn.ts logout demo        # when done: forgets the profile');
   out('Press Ctrl-C to stop (the service, the SMTP sink, then Dovecot; the temporary directory is removed).');
 }
