@@ -95,7 +95,8 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   let listening = false;
   let stopping = false;
   const opened: OpenedListener[] = [];
-  const serving = (surface: OpenedListener['surface']): AddressInfo | null => opened.find((l) => l.surface === surface && l.role !== 'redirect')?.address ?? null;
+  const serving = (surface: OpenedListener['surface']): AddressInfo | null =>
+    opened.find((l) => l.surface === surface && l.role !== 'redirect')?.address ?? null;
   const readiness = (): Readiness => {
     const health = supervisor.health();
     const supervisorState = stopping ? 'stopping' : health.healthy ? 'healthy' : 'degraded';

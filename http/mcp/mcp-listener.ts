@@ -39,7 +39,17 @@ import type { Authenticate } from '../auth/authenticate.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { createRateLimiter, describeLimits, partitionFor, type PartitionAdmission } from '../limits/rate-limiter.ts';
 import { effectiveOrigin } from '../proxy.ts';
-import { admit, admitCredential, ANSWERED, answerEmpty, clearTextServer, readJson, surfaceHandler, type ExchangeResponse, type SurfaceHandler } from '../pipeline.ts';
+import {
+  admit,
+  admitCredential,
+  ANSWERED,
+  answerEmpty,
+  clearTextServer,
+  readJson,
+  surfaceHandler,
+  type ExchangeResponse,
+  type SurfaceHandler,
+} from '../pipeline.ts';
 import { type ClientCertificateCheck, logCertificateRefusal, peerCertificateOf } from '../tls/client-certificates.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
