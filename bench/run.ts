@@ -21,6 +21,7 @@ import { retrieval } from './scenarios/retrieval.ts';
 import { search } from './scenarios/search.ts';
 import { searchHybrid } from './scenarios/search-hybrid.ts';
 import { syncInitial } from './scenarios/sync-initial.ts';
+import { tls } from './scenarios/tls.ts';
 import type { Row, Scenario } from './scenario.ts';
 
 const scenarios: Scenario[] = [
@@ -31,6 +32,7 @@ const scenarios: Scenario[] = [
   search,
   searchHybrid,
   authOverhead,
+  tls,
   mailboxChanges,
   outbox,
   accounts100,

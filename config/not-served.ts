@@ -40,33 +40,6 @@ export type Refused = {
 export type NotServed = NoEffect | Refused;
 
 export const NOT_SERVED: readonly NotServed[] = [
-  {
-    kind: 'refused',
-    setting: 'McpEndpoint:Transport',
-    refuses: (config) => config.McpEndpoint.Enabled && config.McpEndpoint.Transport !== 'Http',
-    message: 'only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)',
-    when: 'startup refuses HttpsOnly and HttpAndHttps while the endpoint is enabled',
-    covers: ['McpEndpoint:Https', 'McpEndpoint:ClientCertificateProfiles'],
-    coversWhy: 'used only under a TLS transport, which this release does not serve',
-  },
-  {
-    kind: 'refused',
-    setting: 'AdminEndpoint:Https:Endpoints',
-    refuses: (config) => config.AdminEndpoint.Enabled && config.AdminEndpoint.Https.Endpoints.length > 0,
-    message: 'TLS is not served by this release; leave it empty and terminate TLS in front of BindAddress:Port (see docs/admin-api.md)',
-    when: 'startup refuses a profile while the endpoint is enabled',
-    covers: ['AdminEndpoint:Https'],
-    coversWhy: 'TLS is not served by this release; only an empty Https:Endpoints is accepted while the endpoint is enabled',
-  },
-  {
-    kind: 'refused',
-    setting: 'HealthEndpoints:Transport',
-    refuses: (config) => config.HealthEndpoints.Enabled && config.HealthEndpoints.Transport !== 'Http',
-    message: 'HttpsOnly is not served by this release; use Http on a loopback or internal address',
-    when: 'startup refuses HttpsOnly while the listener is enabled',
-    covers: ['HealthEndpoints:Https'],
-    coversWhy: 'used only under Transport HttpsOnly, which this release does not serve',
-  },
   { kind: 'no-effect', setting: 'Accounts:[]:Owner', consequence: 'the label is shown nowhere' },
   { kind: 'no-effect', setting: 'MailRules', consequence: 'no rule runs on arriving mail' },
   { kind: 'no-effect', setting: 'Spam', consequence: 'no mail is classified' },

@@ -20,14 +20,12 @@
  */
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
-import type { Server } from 'node:http';
 import type { Config } from '../config/schema.ts';
 import { loadStartupConfig } from './startup-config.ts';
-import { createHealthServer, type Readiness } from '../http/health/health-server.ts';
-import { REPLAY_GUARD_ID, replayClaimer } from '../actors/replay-guard/protocol.ts';
+import type { Readiness } from '../http/health/health-server.ts';
+import { type OpenedListener, openListeners } from './listeners.ts';
 import { MIME_PARSE_TASK } from '../actors/mime-parse/protocol.ts';
 import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
-import { close, listen } from '../http/listen.ts';
 import { AppError } from '../runtime/errors.ts';
 import { createLogger, type Logger } from '../runtime/log.ts';
 import { reduceError } from '../runtime/log-error.ts';
@@ -51,11 +49,14 @@ export type Service = {
   readonly config: Config;
   readonly log: Logger;
   readonly supervisor: Supervisor;
+  /** The health listener's address while `HealthEndpoints:Enabled` (its first TLS socket under HttpsOnly). */
   readonly health: AddressInfo | null;
-  /** The MCP listener's address while `McpEndpoint:Enabled`. */
+  /** The MCP listener's address while `McpEndpoint:Enabled` (its first TLS socket under a TLS transport). */
   readonly mcp: AddressInfo | null;
-  /** The administrative listener's address while `AdminEndpoint:Enabled`. */
+  /** The administrative listener's address while `AdminEndpoint:Enabled` (its first TLS socket with profiles). */
   readonly admin: AddressInfo | null;
+  /** Every socket opened, redirect listeners included, in the order opened. */
+  readonly listeners: readonly OpenedListener[];
   readiness(): Readiness;
   stop(): Promise<void>;
 };
@@ -93,7 +94,9 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   let migrated = false;
   let listening = false;
   let stopping = false;
-  const addresses: { health: AddressInfo | null; mcp: AddressInfo | null; admin: AddressInfo | null } = { health: null, mcp: null, admin: null };
+  const opened: OpenedListener[] = [];
+  const serving = (surface: OpenedListener['surface']): AddressInfo | null =>
+    opened.find((l) => l.surface === surface && l.role !== 'redirect')?.address ?? null;
   const readiness = (): Readiness => {
     const health = supervisor.health();
     const supervisorState = stopping ? 'stopping' : health.healthy ? 'healthy' : 'degraded';
@@ -113,14 +116,15 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     log,
     supervisor,
     get health() {
-      return addresses.health;
+      return serving('HealthEndpoints');
     },
     get mcp() {
-      return addresses.mcp;
+      return serving('McpEndpoint');
     },
     get admin() {
-      return addresses.admin;
+      return serving('AdminEndpoint');
     },
+    listeners: opened,
     readiness,
     stop: () => {
       stopped ??= (async () => {
@@ -143,7 +147,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     teardown.push(() => supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000));
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
     if (stopAsked()) return service;
-    await openListeners({ config, log, version, env: options.env ?? process.env, supervisor, readiness, pools, cursorKey, teardown }, addresses, stopAsked);
+    await openListeners({ config, log, version, env: options.env ?? process.env, supervisor, readiness, pools, cursorKey, teardown }, opened, stopAsked);
   } catch (err) {
     // A failed start is not a stop: no stopping lines, the error is the caller's to report.
     stopping = true;
@@ -220,85 +224,6 @@ function createPools(config: Config, log: Logger, supervisor: Supervisor, teardo
   supervisor.router.registerPool(parse);
   supervisor.router.registerPool(query);
   return { query, downloads };
-}
-
-type ListenerContext = {
-  config: Config;
-  log: Logger;
-  version: string;
-  env: NodeJS.ProcessEnv;
-  supervisor: Supervisor;
-  readiness: () => Readiness;
-  pools: Pools;
-  cursorKey: Buffer;
-  teardown: Teardown;
-};
-
-/**
- * Health first, so liveness answers while the others open (readiness waits
- * for all of them), then MCP, then admin. The listeners' modules (the MCP
- * SDK, authentication, their schemas) load only when an endpoint is enabled:
- * a start that serves no agent does not pay for them (docs/performance.md).
- */
-async function openListeners(
-  ctx: ListenerContext,
-  addresses: { health: AddressInfo | null; mcp: AddressInfo | null; admin: AddressInfo | null },
-  stopAsked: () => boolean,
-): Promise<void> {
-  const { config, log, supervisor } = ctx;
-  const open = async (server: Server, section: string, bind: string, port: number): Promise<AddressInfo> => {
-    ctx.teardown.push(() => close(server));
-    const address = await listen(server, section, bind, port);
-    log.info({ event: 'listener.open', section, bind: address.address, port: address.port }, 'listener.open');
-    return address;
-  };
-  // One authentication stage per surface; discovery and key sets are read now, so the first token after boot does not wait.
-  const authenticatorFor = async (surface: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
-    const [{ createKeySets }, { serversOf }, { createAuthenticator }] = await Promise.all([
-      import('../http/auth/oauth/key-sets.ts'),
-      import('../http/auth/oauth/entries.ts'),
-      import('../http/auth/authenticate.ts'),
-    ]);
-    const keySets = createKeySets({ log });
-    keySets.warm(serversOf(entries));
-    return createAuthenticator(surface, entries, { log, env: ctx.env, claimJti: replayClaimer(supervisor.ref(REPLAY_GUARD_ID)), keySets });
-  };
-
-  const health = config.HealthEndpoints;
-  if (health.Enabled) {
-    addresses.health = await open(createHealthServer(ctx.readiness), 'HealthEndpoints', health.BindAddress, health.Port);
-    if (stopAsked()) return;
-  }
-  const mcp = config.McpEndpoint;
-  if (mcp.Enabled) {
-    const { createMcpListener } = await import('../http/mcp/mcp-listener.ts');
-    const server = createMcpListener({
-      config,
-      log,
-      version: ctx.version,
-      readiness: ctx.readiness,
-      queryPool: ctx.pools.query,
-      parsePool: ctx.pools.downloads,
-      actor: (id) => supervisor.ref(id),
-      authenticate: await authenticatorFor('mcp', mcp.Authentication),
-    });
-    addresses.mcp = await open(server, 'McpEndpoint', mcp.BindAddress, mcp.Port);
-    if (stopAsked()) return;
-  }
-  const admin = config.AdminEndpoint;
-  if (admin.Enabled) {
-    const { createAdminListener } = await import('../http/admin/admin-listener.ts');
-    const server = createAdminListener({
-      config,
-      log,
-      version: ctx.version,
-      actor: (id) => supervisor.ref(id),
-      queryPool: ctx.pools.query,
-      cursorKey: ctx.cursorKey,
-      authenticate: await authenticatorFor('admin', admin.Authentication),
-    });
-    addresses.admin = await open(server, 'AdminEndpoint', admin.BindAddress, admin.Port);
-  }
 }
 
 /**

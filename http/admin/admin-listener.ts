@@ -35,7 +35,18 @@ import type { Authenticate } from '../auth/authenticate.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { holds, recordRefusal } from '../auth/principal.ts';
 import { createRateLimiter, describeLimits, partitionFor } from '../limits/rate-limiter.ts';
-import { admit, admitCredential, ANSWERED, answerEmpty, answerUnauthenticated, createListener, readJson, type ExchangeResponse } from '../pipeline.ts';
+import {
+  admit,
+  admitCredential,
+  ANSWERED,
+  answerEmpty,
+  answerUnauthenticated,
+  clearTextServer,
+  readJson,
+  surfaceHandler,
+  type ExchangeResponse,
+  type SurfaceHandler,
+} from '../pipeline.ts';
 import { effectiveOrigin } from '../proxy.ts';
 import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
@@ -63,6 +74,11 @@ export type AdminListenerDeps = {
 };
 
 export function createAdminListener(deps: AdminListenerDeps): Server {
+  return clearTextServer(createAdminSurface(deps));
+}
+
+/** What the administrative surface answers, for every listener that serves it (clear text, or a TLS socket of its profiles). */
+export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
   const { config, log } = deps;
   const endpoint = config.AdminEndpoint;
   const limiter = createRateLimiter(endpoint.RateLimiting, { surface: 'admin' });
@@ -159,7 +175,7 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
     }
   };
 
-  return createListener({
+  return surfaceHandler({
     route(req, res, path) {
       if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
       // `/mcp` and everything else: nothing is served here, and no credential is looked at.

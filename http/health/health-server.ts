@@ -7,7 +7,7 @@
  *
  * Answers name no actor, account or path: the listener is unauthenticated.
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
 export type Readiness = {
   ready: boolean;
@@ -21,7 +21,12 @@ export type Readiness = {
 };
 
 export function createHealthServer(readiness: () => Readiness): Server {
-  return createServer((req, res) => {
+  return createServer(healthHandler(readiness));
+}
+
+/** What the health listener answers, on clear text or on a TLS socket of its profiles (`Transport: HttpsOnly`). */
+export function healthHandler(readiness: () => Readiness): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/livez' && path !== '/readyz') return answer(res, 404);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -30,7 +35,7 @@ export function createHealthServer(readiness: () => Readiness): Server {
     }
     if (path === '/livez') return answer(res, 200, { status: 'live' }, req.method === 'HEAD');
     return answerReadiness(res, readiness(), req.method === 'HEAD');
-  });
+  };
 }
 
 /** The readiness answer, on this listener and on the MCP listener (`/readyz`, no credential, outside limits). */

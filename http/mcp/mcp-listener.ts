@@ -16,6 +16,7 @@
  * Imports of the SDK stay under http/mcp/.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import type { Config } from '../../config/schema.ts';
 import type { AttachmentSourceProtocol } from '../../actors/mail-query/protocol/attachment-source.ts';
 import type { EmailLookupProtocol } from '../../actors/mail-query/protocol/email-lookup.ts';
@@ -39,7 +40,18 @@ import type { Authenticate } from '../auth/authenticate.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { createRateLimiter, describeLimits, partitionFor, type PartitionAdmission } from '../limits/rate-limiter.ts';
 import { effectiveOrigin } from '../proxy.ts';
-import { admit, admitCredential, ANSWERED, answerEmpty, createListener, readJson, type ExchangeResponse } from '../pipeline.ts';
+import {
+  admit,
+  admitCredential,
+  ANSWERED,
+  answerEmpty,
+  clearTextServer,
+  readJson,
+  surfaceHandler,
+  type ExchangeResponse,
+  type SurfaceHandler,
+} from '../pipeline.ts';
+import { type ClientCertificateCheck, logCertificateRefusal, peerCertificateOf } from '../tls/client-certificates.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
 import type { Tool, ToolContext } from './tool.ts';
@@ -65,9 +77,16 @@ export type McpListenerDeps = {
   actor<P extends Protocol>(id: ActorId<P>): Askable<P>;
   /** The authentication stage of this surface (http/auth/authenticate.ts). */
   authenticate: Authenticate;
+  /** The client-certificate stage (http/tls/client-certificates.ts), when `ClientCertificateProfiles` are configured. */
+  clientCertificates?: ClientCertificateCheck | null;
 };
 
 export function createMcpListener(deps: McpListenerDeps): Server {
+  return clearTextServer(createMcpSurface(deps));
+}
+
+/** What the MCP surface answers, for every listener that serves it (clear text, or a TLS socket of its profiles). */
+export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
   const { config, log } = deps;
   const endpoint = config.McpEndpoint;
   const categories = endpoint.PublishedToolCategories;
@@ -94,14 +113,27 @@ export function createMcpListener(deps: McpListenerDeps): Server {
 
   const limits = { limiter, timeout: endpoint.RequestTimeout };
 
-  // origin → client certificate (needs TLS: not served by this build) → authenticate → limit → authorize → route → body
+  // origin → client certificate → authenticate → limit → authorize → route → body
   const mcp = async (req: IncomingMessage, res: ExchangeResponse): Promise<void> => {
     const origin = decideOrigin(req, endpoint.Cors.AllowedOrigins);
     if (origin.kind === 'refused') return answerEmpty(res, Codes.E_HTTP_ORIGIN_REFUSED.status);
     if (req.method === 'OPTIONS') return answerPreflight(res, origin);
     applyCors(res, origin);
+    // Judged per request, not per handshake: a withdrawn client is refused on a kept-alive connection too.
+    const certificate = deps.clientCertificates ? await deps.clientCertificates({ certificate: peerCertificateOf(req.socket as TLSSocket) }) : null;
+    if (certificate?.kind === 'refused') {
+      req.resume();
+      logCertificateRefusal(log, certificate);
+      return answerEmpty(res, Codes.E_HTTP_CERTIFICATE_REFUSED.status);
+    }
     const judgement = await deps.authenticate(req, effectiveOrigin(req, config.ReverseProxy));
-    const partition: PartitionAdmission = judgement.kind === 'admitted' && judgement.partition.kind === 'api-key' ? judgement.partition : { kind: 'other' };
+    // The key's name, else the certificate's profile (`<profile:name>`), else the shared anonymous partition.
+    const partition: PartitionAdmission =
+      judgement.kind === 'admitted' && judgement.partition.kind === 'api-key'
+        ? judgement.partition
+        : certificate?.kind === 'identified'
+          ? { kind: 'certificate-profile', name: certificate.profile }
+          : { kind: 'other' };
     const admitted = await admit(req, res, limits, partitionFor('mcp', partition));
     if (admitted === null) return;
     const principal = admitCredential(req, res, judgement, metadataUrl);
@@ -153,7 +185,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
     });
   };
 
-  return createListener({
+  return surfaceHandler({
     route(req, res, path) {
       if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
       // `/api/admin` first of all: 404 before any credential is looked at.

@@ -60,7 +60,10 @@ async function start(profiles: SecureProfile[], protocols: ('Http1' | 'Http2')[]
 }
 
 /** The handshake's outcome: the server certificate's SAN and the protocol, or the error's code. */
-function handshake(port: number, options: ConnectionOptions): Promise<{ san?: string; protocol?: string | null; alpn?: string | false; failed?: string }> {
+function handshake(
+  port: number,
+  options: ConnectionOptions,
+): Promise<{ san?: string; protocol?: string | null; alpn?: string | false | null; failed?: string }> {
   return new Promise((resolve) => {
     const socket = tlsConnect({ host: '127.0.0.1', port, ca: root.cert, ...options }, () => {
       const san = socket.getPeerX509Certificate()?.subjectAltName;
