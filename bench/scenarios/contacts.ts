@@ -33,7 +33,7 @@ import { generateMailbox } from '../../test/harness/generator.ts';
 import { DOMAINS, FIRST_NAMES, LAST_NAMES } from '../../test/harness/generator-words.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
 import { seededRandom } from '../../runtime/clock.ts';
-import { collect, createAsserted, listContacts } from '../../runtime/store/contacts/book.ts';
+import { type Correspondent, collect, createAsserted, listContacts } from '../../runtime/store/contacts/book.ts';
 import { migrate } from '../../runtime/store/migrate.ts';
 import { openStore } from '../../runtime/store/open.ts';
 import { writeBenchConfig } from '../peers/daemon-config.ts';
@@ -125,21 +125,26 @@ function fillBook(database: string, count: number): void {
     const person = people(2929);
     const random = seededRandom(7);
     const now = Date.now();
-    db.transaction(() => {
-      let made = 0;
-      while (made < count) {
-        if (made % 5 === 0) {
-          const p = person();
-          const extra = Math.floor(random.next() * 3);
-          const addresses = [p.address, ...Array.from({ length: extra }, (_, k) => p.address.replace('@', `+${k}@`))];
-          createAsserted(db, { name: p.name, addresses: addresses.map((address, k) => ({ address, preferred: k === 0 })), note: null }, now);
-          made += 1;
-        } else {
-          const p = person();
-          made += collect(db, [{ address: p.address, name: random.next() < 0.8 ? p.name : null }], now);
-        }
+    // Asserted ones one by one (each its own transaction, as the actor writes them); collected ones in batches, as a segment does.
+    let made = 0;
+    let batch: Correspondent[] = [];
+    const flush = (): void => {
+      made += db.transaction(() => collect(db, batch, now))();
+      batch = [];
+    };
+    while (made + batch.length < count) {
+      const p = person();
+      if ((made + batch.length) % 5 === 0) {
+        flush();
+        const extra = Math.floor(random.next() * 3);
+        const addresses = [p.address, ...Array.from({ length: extra }, (_, k) => p.address.replace('@', `+${k}@`))];
+        createAsserted(db, { name: p.name, addresses: addresses.map((address, k) => ({ address, preferred: k === 0 })), note: null }, now);
+        made += 1;
+      } else {
+        batch.push({ address: p.address, name: random.next() < 0.8 ? p.name : null });
       }
-    })();
+    }
+    flush();
   } finally {
     db.close();
   }
