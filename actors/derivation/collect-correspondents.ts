@@ -47,6 +47,9 @@ export function folderRoleOf(alias: string): FolderRole {
   }
 }
 
+/** What of a parse collection reads. */
+export type CorrespondentHeaders = Pick<DerivedMessage, 'from' | 'to' | 'cc' | 'bcc' | 'bulk'>;
+
 /** The owner's own addresses, compared case-insensitively. */
 export type OwnAddresses = ReadonlySet<string>;
 
@@ -85,7 +88,7 @@ function nameOf(name: string): string | null {
  * (case-insensitively, as first written; its first display name), in
  * header order.
  */
-export function correspondentsOf(message: DerivedMessage, role: FolderRole, own: OwnAddresses): Correspondent[] {
+export function correspondentsOf(message: CorrespondentHeaders, role: FolderRole, own: OwnAddresses): Correspondent[] {
   if (role === 'none' || message.bulk) return [];
   const candidates: readonly StoredAddress[] = role === 'sent' ? [...message.to, ...message.cc, ...message.bcc] : message.from;
   const found = new Map<string, Correspondent>();

@@ -6,10 +6,14 @@
  * the owner's own address and junk do not; an asserted contact holding one
  * of the addresses is left exactly as it was; another run collects only what
  * is new, and does not bring back what the owner erased. With
- * `MailSynchronization:CollectContacts` false nothing is collected. No
- * address or name ever reaches a log line.
+ * `MailSynchronization:CollectContacts` false nothing is collected. A
+ * collection that fails (a real SQLite error the test places on the
+ * contacts table) takes the message's derivation with it: nothing is half
+ * made, and the next run derives and collects both. No address or name
+ * ever reaches a log line.
  */
 import { join } from 'node:path';
+import Libsql from 'libsql';
 import t from 'tap';
 import { contactById, createAsserted, eraseCollected, listContacts, type Contact } from '../../../runtime/store/contacts/book.ts';
 import { migrate } from '../../../runtime/store/migrate.ts';
@@ -17,6 +21,8 @@ import { openStore } from '../../../runtime/store/open.ts';
 import { startDovecot, type Dovecot } from '../../harness/dovecot.ts';
 import { appendMessages } from '../../harness/place-mail.ts';
 import { tempDir } from '../../helpers/daemon.ts';
+import { until } from '../../helpers/log-capture.ts';
+import { indexState } from '../../helpers/mirror.ts';
 import { type AccountSpec, startSyncService } from '../../helpers/sync-service.ts';
 
 t.setTimeout(240_000);
@@ -172,4 +178,45 @@ t.test('with CollectContacts false nothing is collected', async (t) => {
   const off = book(sync.database);
   t.same(off.all, [], 'the book stays empty');
   off.close();
+});
+
+t.test('a failed collection leaves its messages underived, and the next run derives and collects them together', async (t) => {
+  const dovecot = await startDovecot({ users: [{ user: 'dee', password: 'pw-dee' }] });
+  t.teardown(() => dovecot.stop());
+  await placeMailbox(dovecot);
+  const dir = tempDir(t);
+  const database = join(dir, 'mailcairn.db');
+  const setup = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });
+  migrate(setup);
+  setup.exec(`CREATE TRIGGER test_fault_on_contacts BEFORE INSERT ON contacts BEGIN SELECT RAISE(ABORT, 'fault injected by the test'); END`);
+  setup.close();
+
+  const { spec, extra } = account(true);
+  const sync = await startSyncService(dir, dovecot, [spec], extra);
+  t.teardown(() => sync.service.stop());
+  await sync.syncNow('dee', 120_000);
+  const before = indexState(database);
+  t.equal(before.withRaw, inbox.length + sent.length + junk.length, 'every message is mirrored');
+  t.ok(before.underived > 0, 'the messages whose collection failed are not derived');
+  t.equal(before.underived, before.withRaw - before.documents, 'and no derived message lacks its document: nothing half made');
+  const empty = book(database);
+  t.same(empty.all, [], 'nobody collected');
+  empty.close();
+
+  await until(() => sync.logs.events('actor.start', 'derivation').some((l) => l.reason === 'E_ACTOR_CRASHED'), 60_000, 'the writer to be restarted');
+  const fix = new Libsql(database);
+  fix.exec('DROP TRIGGER test_fault_on_contacts');
+  fix.close();
+  await sync.syncNow('dee', 120_000);
+  const after = indexState(database);
+  t.equal(after.underived, 0, 'every message derived on the next run');
+  const full = book(database);
+  t.same(
+    collected(full.all)
+      .map((c) => c.address.toLowerCase())
+      .sort(),
+    ['bob@example.com', 'carol@example.net', 'dan@example.net', 'kim@example.net', 'sato@example.jp'],
+    'and its correspondents collected with it',
+  );
+  full.close();
 });
