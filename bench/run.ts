@@ -14,6 +14,7 @@ import { actorAsk } from './scenarios/actor-ask.ts';
 import { ask } from './scenarios/ask.ts';
 import { actorDensity } from './scenarios/actor-density.ts';
 import { authOverhead } from './scenarios/auth-overhead.ts';
+import { contacts } from './scenarios/contacts.ts';
 import { mailboxChanges } from './scenarios/mailbox-changes.ts';
 import { mimeParse } from './scenarios/mime-parse.ts';
 import { outbox } from './scenarios/outbox.ts';
@@ -38,6 +39,7 @@ const scenarios: Scenario[] = [
   accounts100,
   retrieval,
   ask,
+  contacts,
 ];
 
 function table(rows: Row[]): string {

@@ -6,14 +6,14 @@
  * Stopping runs in reverse: the scheduler first, then the accounts together.
  */
 import type { Config } from '../config/schema.ts';
-import { defaultMailPort } from '../config/schema/accounts.ts';
+import { defaultMailPort, PLAIN_ADDRESS } from '../config/schema/accounts.ts';
 import { IMAP_SYNC_ENTRY, syncActorId } from '../actors/imap-sync/protocol.ts';
 import { SCHEDULER_ENTRY, SCHEDULER_ID } from '../actors/sync-scheduler/protocol.ts';
 import { STORE_MAINTENANCE_ENTRY } from '../actors/store-maintenance/protocol.ts';
 import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
 import { storeSlice } from '../config/store-slice.ts';
 import { replayGuardChild } from '../actors/replay-guard/protocol.ts';
-import { DERIVATION_ENTRY, DERIVATION_ID } from '../actors/derivation/protocol.ts';
+import { type CollectionConfig, DERIVATION_ENTRY, DERIVATION_ID } from '../actors/derivation/protocol.ts';
 import { OUTBOX_ENTRY, OUTBOX_ID, type OutboxConfig } from '../actors/outbox/protocol.ts';
 import { senderAddress } from '../config/schema/accounts.ts';
 import { EMBEDDING_ENTRY, EMBEDDING_ID, type EmbeddingConfig } from '../actors/embedding/protocol.ts';
@@ -101,7 +101,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       placement: SYSTEM_THREAD,
       // A crash loop is retried with backoff, never given up: stored mail waits, underived, meanwhile.
       ...RETRIED_FOREVER,
-      config: { store: storeSlice(config) },
+      config: { store: storeSlice(config), collection: collectionOf(config) },
     },
     embeddingChild(config),
     answeringChild(config),
@@ -125,6 +125,21 @@ export function systemChildren(config: Config): ChildSpecInput[] {
       },
     },
   ];
+}
+
+/**
+ * Contact collection as the derivation writer takes it: the switch, and each
+ * account's own addresses (its sender address and every login that is an
+ * address), which are never collected (docs/contacts.md "Collection").
+ */
+function collectionOf(config: Config): CollectionConfig {
+  return {
+    enabled: config.MailSynchronization.CollectContacts,
+    accounts: config.Accounts.map((account) => ({
+      id: account.Id,
+      ownAddresses: [account.Smtp?.From, account.Smtp?.Username, account.Imap.Username].filter((a): a is string => a !== undefined && PLAIN_ADDRESS.test(a)),
+    })),
+  };
 }
 
 /** The outbox: one per deployment, beside the accounts it files copies through (docs/sending.md). */

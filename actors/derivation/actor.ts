@@ -16,17 +16,21 @@
  * A crash loses nothing: a row is derived in the transaction that writes its
  * documents, or stays underived and is taken by the next catch-up (every
  * synchronization run ends with one for the whole account).
+ *
+ * The same transaction records the row's correspondents as collected
+ * contacts (collect-correspondents.ts decides who; docs/contacts.md
+ * "Collection"): the message's parsed headers exist here, once.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { z } from 'zod';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
-import { deriveFirst, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
-import type { DerivedMessage } from '../../runtime/store/mailbox/derived-message.ts';
+import { deriveFirst, type FirstDerivation, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
 import { MIME_PARSE_IN_PLACE, type ParseInPlace } from '../mime-parse/protocol.ts';
 import { EMBEDDING_ID } from '../embedding/protocol.ts';
 import { CatchUp, type CatchUpReply, DerivationConfig } from './protocol.ts';
+import { correspondentsOf, folderRoleOf, type OwnAddresses, ownAddressesOf } from './collect-correspondents.ts';
 
 /**
  * Rows per transaction: one commit per segment, short enough that a sync
@@ -46,6 +50,8 @@ type State = {
   /** The catch-up under way or queued last, per account. */
   tails: Map<string, Promise<unknown>>;
   stopping: boolean;
+  /** Each account's own addresses; null when collection is switched off. */
+  collecting: ReadonlyMap<string, OwnAddresses> | null;
 };
 
 async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<CatchUpReply> {
@@ -57,7 +63,8 @@ async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<C
     const segment = underivedSegment(state.db, msg.account, { afterId, throughId, limit: SEGMENT_MESSAGES, maxBytes: SEGMENT_BYTES });
     if (segment.length === 0) break;
     afterId = segment[segment.length - 1]!.id;
-    const results: Array<{ id: number; parsed: DerivedMessage | null }> = [];
+    const results: FirstDerivation[] = [];
+    const own = state.collecting?.get(msg.account);
     for (const m of segment) {
       if (m.raw === null) {
         reply.missingRaw += 1;
@@ -65,7 +72,11 @@ async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<C
       }
       const parsed = state.parse(m.raw, msg.account);
       if (!parsed.ok) reply.unreadable.push({ bindingId: m.bindingId, uid: m.uid, failure: parsed });
-      results.push({ id: m.id, parsed: parsed.ok ? parsed.message : null });
+      results.push({
+        id: m.id,
+        parsed: parsed.ok ? parsed.message : null,
+        ...(parsed.ok && own !== undefined ? { correspondents: correspondentsOf(parsed.message, folderRoleOf(m.alias), own) } : {}),
+      });
     }
     reply.derived += deriveFirst(state.db, results, Date.now());
     await nextTurn();
@@ -100,7 +111,8 @@ export default defineActor({
       db.close();
     });
     const { parseMessage } = (await import(MIME_PARSE_IN_PLACE.href)) as { parseMessage: ParseInPlace };
-    const state: State = { db, parse: parseMessage, tails: new Map(), stopping: false };
+    const collecting = config.collection.enabled ? new Map(config.collection.accounts.map((a) => [a.id, ownAddressesOf(a.ownAddresses)] as const)) : null;
+    const state: State = { db, parse: parseMessage, tails: new Map(), stopping: false, collecting };
     return state;
   },
   handle(state, msg, ctx) {

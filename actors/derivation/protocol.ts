@@ -21,7 +21,18 @@ export const DERIVATION_ENTRY = moduleUrl('./actor.ts', import.meta.url);
 
 export const DERIVATION_ID: ActorId<DerivationProtocol> = 'derivation';
 
-export const DerivationConfig = z.strictObject({ store: StoreSlice });
+/**
+ * Contact collection (docs/contacts.md "Collection"): whether the writer
+ * records correspondents at all (`MailSynchronization:CollectContacts`), and
+ * each account's own addresses, which are never collected.
+ */
+export const CollectionConfig = z.strictObject({
+  enabled: z.boolean(),
+  accounts: z.array(z.strictObject({ id: z.string().min(1), ownAddresses: z.array(z.string()) })),
+});
+export type CollectionConfig = z.infer<typeof CollectionConfig>;
+
+export const DerivationConfig = z.strictObject({ store: StoreSlice, collection: CollectionConfig });
 export type DerivationConfig = z.infer<typeof DerivationConfig>;
 
 /**

@@ -39,6 +39,18 @@ function joined(fields: HeaderFields, name: string): string | null {
   return values ? values.join(' ') : null;
 }
 
+/** Precedence values of mail sent in bulk (RFC 2076; `junk` is what vacation responders set). */
+const BULK_PRECEDENCE = /^\s*(?:bulk|list|junk)\s*$/i;
+
+/** Mailing-list or machine mail (DerivedMessage `bulk`): what contact collection leaves out. */
+function isBulk(fields: HeaderFields): boolean {
+  if (fields.has('list-id') || fields.has('list-unsubscribe')) return true;
+  const precedence = first(fields, 'precedence');
+  if (precedence !== null && BULK_PRECEDENCE.test(precedence)) return true;
+  const submitted = first(fields, 'auto-submitted');
+  return submitted !== null && !/^\s*no\s*(?:;|$)/i.test(submitted);
+}
+
 export function parseMessage(raw: Uint8Array, account: string): ParseReply {
   try {
     if (raw.byteLength === 0) return EMPTY;
@@ -65,6 +77,8 @@ export function parseMessage(raw: Uint8Array, account: string): ParseReply {
         replyTo: addresses(fields.get('reply-to'), hint),
         to: addresses(fields.get('to'), hint),
         cc: addresses(fields.get('cc'), hint),
+        bcc: addresses(fields.get('bcc'), hint),
+        bulk: isBulk(fields),
         sentAt: sentAt(first(fields, 'date')),
         attachments: listAttachments(tree.buf, tree.root),
         bodyText: text,

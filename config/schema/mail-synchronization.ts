@@ -18,6 +18,9 @@ export const MailSynchronization = z
     ).prefault('00:00:05'),
     MaxConcurrentAccounts: wholeNumber(1, 500, 'Accounts synchronizing at once; others wait for a slot').default(4),
     MaxMessageBytes: wholeNumber(1_024, 1_073_741_824, 'Largest message stored; a larger one is counted as oversized (ours)').default(52_428_800),
+    CollectContacts: flag(
+      'Record the senders of arriving mail and the recipients of the owner\'s sent mail as collected contacts (docs/contacts.md "Collection"); false records none and leaves those already collected (ours)',
+    ).default(true),
     BatchSize: wholeNumber(1, 5_000, 'Messages fetched and stored per transaction with the checkpoint (ours)').default(200),
     ConnectTimeout: timeSpan('00:00:01', '00:05:00', 'How long connecting and logging in may take (ours)').prefault('00:00:30'),
     CommandTimeout: timeSpan('00:00:01', '00:30:00', 'How long one IMAP command may go unanswered (ours)').prefault('00:02:00'),

@@ -2,8 +2,9 @@
  * The contact book (migration 12; docs/contacts.md): asserted contacts the
  * owner entered or promoted, collected contacts the deployment recorded from
  * arriving and sent mail. Writers: the contacts actor (asserted contacts,
- * promotion, erasure) and each account's sync thread (collection, through
- * `collect`). Readers: the query pool.
+ * promotion, erasure) and the derivation writer (collection, through
+ * `collect`, in the transaction that first derives a message:
+ * mailbox/underived.ts). Readers: the query pool.
  *
  * Rules kept here, for every writer:
  * - exactly one preferred address per contact (`Addresses` is validated
@@ -15,8 +16,8 @@
  * - an amendment states the whole record and applies only to an asserted
  *   contact that still exists (`replace` answers which it was).
  *
- * Nothing here logs. Importable by the contacts actor, the sync threads and
- * the query pool.
+ * Nothing here logs. Importable by the contacts actor, the derivation
+ * writer's store modules and the query pool.
  */
 import type { Database } from '../open.ts';
 import { many, one, run } from '../rows.ts';
@@ -211,7 +212,7 @@ export type Correspondent = { readonly address: string; readonly name: string | 
 
 /**
  * Records correspondents as collected contacts, in the caller's transaction
- * (the sync thread's batch). An address an asserted contact holds is not
+ * (the derivation writer's segment). An address an asserted contact holds is not
  * collected; an address already collected gains a display name only if its
  * contact has none (the address itself stands in for a name). Answers how
  * many contacts were recorded.

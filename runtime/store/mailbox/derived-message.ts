@@ -41,6 +41,14 @@ export const DerivedMessage = z.strictObject({
   replyTo: z.array(StoredAddress),
   to: z.array(StoredAddress),
   cc: z.array(StoredAddress),
+  /** Bcc, which only a sent copy carries (not stored; contact collection reads it: docs/contacts.md "Collection"). */
+  bcc: z.array(StoredAddress),
+  /**
+   * Mailing-list or machine mail: a List-Id or List-Unsubscribe header,
+   * Precedence bulk, list or junk, or Auto-Submitted other than `no` (RFC
+   * 3834). Not stored; contact collection skips such mail.
+   */
+  bulk: z.boolean(),
   /** Date header, epoch ms, or null when absent or unreadable. */
   sentAt: z.number().nullable(),
   attachments: z.array(StoredAttachment),

@@ -77,19 +77,23 @@ export function applyDerivation(db: Database, id: number, parsed: DerivedMessage
  * written (the derivation writer's queue); a row derived, tombstoned or
  * erased since it was read is left as it is.
  */
-export function applyDerivations(
+export function applyDerivations<R extends { id: number; parsed: DerivedMessage | null }>(
   db: Database,
-  results: ReadonlyArray<{ id: number; parsed: DerivedMessage | null }>,
+  results: readonly R[],
   now: number,
   mode: 'rederive' | 'first' = 'rederive',
+  /** Further writes for a row applied, in the same transaction (the first derivation's contact collection). */
+  alsoWrite?: (result: R) => void,
 ): number {
   const s = statements(db);
   const statement = mode === 'first' ? s.applyFirst : s.apply;
   const apply = db.transaction((): number => {
     let applied = 0;
-    for (const { id, parsed } of results) {
+    for (const result of results) {
+      const { id, parsed } = result;
       if (run(statement, [parsed === null ? 'unreadable' : 'stored', ...derivedValues(parsed), now, now, id]).changes === 0) continue;
       writeDerivedChildren(db, id, parsed, true);
+      alsoWrite?.(result);
       applied += 1;
     }
     return applied;

@@ -10,7 +10,11 @@
  * Writers: the derivation actor takes a row from underived to derived, and
  * only that (`deriveFirst` touches no row derived, tombstoned or erased
  * since it was read); everything else about the row stays the account's
- * sync actor's.
+ * sync actor's. In the same transaction it records the row's correspondents
+ * as collected contacts (runtime/store/contacts/book.ts `collect`), so a
+ * message's contacts are collected exactly once, with it, whatever crashes:
+ * a first derivation only, never a re-derivation (which would bring back
+ * what the owner erased: docs/contacts.md "Collection").
  *
  * The queue is the partial index `messages_underived` (account_id, id),
  * so it costs no table and a derived row leaves it by its update.
@@ -18,6 +22,7 @@
  * Importable by the derivation actor and the read side (the lag counts).
  */
 import type { DerivedMessage } from './derived-message.ts';
+import { collect, type Correspondent } from '../contacts/book.ts';
 import type { Database } from '../open.ts';
 import { many, one } from '../rows.ts';
 import { blobOf, perConnection } from './prepared.ts';
@@ -28,15 +33,17 @@ export type UnderivedMessage = {
   id: number;
   bindingId: number;
   uid: number;
+  /** The alias of the folder it is in (what its correspondents are: the sent folder's are its recipients). */
+  alias: string;
   /** null: the raw MIME row is missing (a defect elsewhere); left underived and reported as lag. */
   raw: Uint8Array | null;
 };
 
-type Head = { id: number; binding_id: number; uid: number; bytes: number | null };
+type Head = { id: number; binding_id: number; uid: number; alias: string; bytes: number | null };
 
 const statements = perConnection((db: Database) => ({
   heads: db.prepare(
-    `SELECT m.id, m.binding_id, m.uid, (SELECT length(r.mime) FROM message_raw r WHERE r.message_id = m.id) AS bytes
+    `SELECT m.id, m.binding_id, m.uid, (SELECT b.alias FROM folder_bindings b WHERE b.id = m.binding_id) AS alias, (SELECT length(r.mime) FROM message_raw r WHERE r.message_id = m.id) AS bytes
      FROM messages m WHERE m.account_id = ? AND m.id > ? AND m.id <= ? AND m.parse_version IS NULL AND m.state = 'stored'
      ORDER BY m.id LIMIT ?`,
   ),
@@ -67,7 +74,7 @@ export function underivedSegment(db: Database, accountId: string, bounds: Segmen
     if (taken.length > 0 && bytes + size > bounds.maxBytes) break;
     bytes += size;
     const row = head.bytes === null ? undefined : one<{ mime: Uint8Array | ArrayBuffer }>(s.raw, [head.id]);
-    taken.push({ id: head.id, bindingId: head.binding_id, uid: head.uid, raw: row === undefined ? null : blobOf(row.mime) });
+    taken.push({ id: head.id, bindingId: head.binding_id, uid: head.uid, alias: head.alias, raw: row === undefined ? null : blobOf(row.mime) });
   }
   return taken;
 }
@@ -82,7 +89,16 @@ export function underivedInBinding(db: Database, accountId: string, bindingId: n
   return one<{ count: number }>(statements(db).lagOfBinding, [accountId, bindingId])?.count ?? 0;
 }
 
-/** Writes the first derivation of a segment's rows in one transaction; returns how many were still waiting for it. */
-export function deriveFirst(db: Database, results: ReadonlyArray<{ id: number; parsed: DerivedMessage | null }>, now: number): number {
-  return applyDerivations(db, results, now, 'first');
+/** One row's first derivation, and the correspondents it makes collected contacts (none: nothing collected). */
+export type FirstDerivation = { id: number; parsed: DerivedMessage | null; correspondents?: readonly Correspondent[] };
+
+/**
+ * Writes the first derivation of a segment's rows in one transaction, each
+ * applied row's correspondents collected with it; returns how many were
+ * still waiting for it.
+ */
+export function deriveFirst(db: Database, results: readonly FirstDerivation[], now: number): number {
+  return applyDerivations(db, results, now, 'first', (result) => {
+    if (result.correspondents !== undefined && result.correspondents.length > 0) collect(db, result.correspondents, now);
+  });
 }

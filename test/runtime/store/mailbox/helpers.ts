@@ -48,6 +48,8 @@ export function parsedOf(uid: number, letter: Letter): ParsedMessage {
     replyTo: [],
     to: [{ name: '', address: letter.to ?? 'alice@example.org' }],
     cc: [],
+    bcc: [],
+    bulk: false,
     sentAt: 1_700_000_000_000 + uid,
     attachments:
       letter.attachment === undefined
