@@ -1,7 +1,7 @@
 /**
  * Public surface of the contacts actor (`contacts`), the writer of the
  * contact book's asserted side (runtime/store/contacts/book.ts; collection
- * is written by each account's sync thread): the record an owner states and
+ * is written by the derivation writer as it derives new mail): the record an owner states and
  * its validation, the messages the tools and the admin routes send, their
  * replies, the answer shape, and the child spec. Everything outside this
  * folder imports this file only. docs/contacts.md is the user's account.
