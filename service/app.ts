@@ -24,6 +24,7 @@ import type { Server } from 'node:http';
 import type { Config } from '../config/schema.ts';
 import { loadStartupConfig } from './startup-config.ts';
 import { createHealthServer, type Readiness } from '../http/health/health-server.ts';
+import { hostGuardOf } from '../http/host-guard.ts';
 import { REPLAY_GUARD_ID, replayClaimer } from '../actors/replay-guard/protocol.ts';
 import { MIME_PARSE_TASK } from '../actors/mime-parse/protocol.ts';
 import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
@@ -266,7 +267,8 @@ async function openListeners(
 
   const health = config.HealthEndpoints;
   if (health.Enabled) {
-    addresses.health = await open(createHealthServer(ctx.readiness), 'HealthEndpoints', health.BindAddress, health.Port);
+    const server = createHealthServer(ctx.readiness, hostGuardOf(config, 'HealthEndpoints', log));
+    addresses.health = await open(server, 'HealthEndpoints', health.BindAddress, health.Port);
     if (stopAsked()) return;
   }
   const mcp = config.McpEndpoint;

@@ -37,6 +37,7 @@ import { holds, recordRefusal } from '../auth/principal.ts';
 import { createRateLimiter, describeLimits, partitionFor } from '../limits/rate-limiter.ts';
 import { admit, admitCredential, ANSWERED, answerEmpty, answerUnauthenticated, createListener, readJson, type ExchangeResponse } from '../pipeline.ts';
 import { effectiveOrigin } from '../proxy.ts';
+import { hostGuardOf } from '../host-guard.ts';
 import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
 import { answerForbidden, answerInvalid, answerJson, answerProblem, answerTooLarge, failureAnswerOf } from './problem.ts';
@@ -160,6 +161,7 @@ export function createAdminListener(deps: AdminListenerDeps): Server {
   };
 
   return createListener({
+    hosts: hostGuardOf(config, 'AdminEndpoint', log),
     route(req, res, path) {
       if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
       // `/mcp` and everything else: nothing is served here, and no credential is looked at.

@@ -38,6 +38,7 @@ import type { Authenticate } from '../auth/authenticate.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { createRateLimiter, describeLimits, partitionFor, type PartitionAdmission } from '../limits/rate-limiter.ts';
 import { effectiveOrigin } from '../proxy.ts';
+import { hostGuardOf } from '../host-guard.ts';
 import { admit, admitCredential, ANSWERED, answerEmpty, createListener, readJson, type ExchangeResponse } from '../pipeline.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
@@ -152,6 +153,7 @@ export function createMcpListener(deps: McpListenerDeps): Server {
   };
 
   return createListener({
+    hosts: hostGuardOf(config, 'McpEndpoint', log),
     route(req, res, path) {
       if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
       // `/api/admin` first of all: 404 before any credential is looked at.
