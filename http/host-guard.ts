@@ -9,6 +9,8 @@
  * - an IP literal (IPv4, or bracketed IPv6): nobody's DNS answers for it;
  * - `localhost` or a name under `.localhost` (RFC 6761: never sent to DNS);
  * - a domain of the surface's HTTPS profiles (`<Section>:Https:Endpoints`);
+ * - the host of the surface's OAuth `Resource`, when an entry carries one
+ *   (where its clients are told the surface is);
  * - the host of `Deployment:PublicBaseAddress`, when set.
  *
  * The port is ignored (as the MCP SDK's `hostHeaderValidation` does), and so
@@ -47,7 +49,7 @@ import type { Logger } from '../runtime/log.ts';
 export type HostGuardSettings = {
   /** Whether the surface asks every request for a credential (a non-empty `Authentication`). */
   readonly credentialRequired: boolean;
-  /** Host names served besides IP literals and loopback names: profile domains, the public base address's host. */
+  /** Host names served besides IP literals and loopback names: profile domains, the OAuth resource's and public base address's hosts. */
   readonly names: readonly string[];
 };
 
@@ -64,8 +66,10 @@ const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
 /** The guard of a surface as configured; refusals are logged (throttled) as `http.host-refused`. */
 export function hostGuardOf(config: Config, section: GuardedSection, log?: Logger): HostGuard {
-  const credentialRequired = section === 'HealthEndpoints' ? false : config[section].Authentication.length > 0;
+  const entries = section === 'HealthEndpoints' ? [] : config[section].Authentication;
+  const credentialRequired = entries.length > 0;
   const names = config[section].Https.Endpoints.map((profile) => profile.Domain);
+  for (const entry of entries) if (entry.OAuth !== undefined) names.push(new URL(entry.OAuth.Resource).hostname);
   const base = config.Deployment.PublicBaseAddress;
   if (base !== undefined) names.push(new URL(base).hostname);
   return createHostGuard({ credentialRequired, names }, log === undefined ? undefined : throttledRefusalLog(log, section));

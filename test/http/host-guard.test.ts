@@ -114,12 +114,20 @@ t.test('the guard: its connection, then its Host, then an absolute-form target',
   t.ok(authenticated.admits(requestAt('10.0.0.7', 'evil.example.com')), 'credentials required, reached elsewhere: not checked');
 });
 
-t.test('a configuration adds its surface’s profile domains and the public base address’s host, nothing else', async (t) => {
+t.test('a configuration adds its surface’s profile domains, OAuth resource host and the public base address’s host, nothing else', async (t) => {
   const validation = validateConfig({
     McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
     AdminEndpoint: {
       Enabled: true,
-      Authentication: [{ ApiKey: { Name: 'ops', SecretReference: 'file:/etc/mailcairn/ops.key', Lifetime: 'NoLimit' } }],
+      Authentication: [
+        { ApiKey: { Name: 'ops', SecretReference: 'file:/etc/mailcairn/ops.key', Lifetime: 'NoLimit' } },
+        {
+          OAuth: {
+            Resource: 'https://ops.example.org/api/admin',
+            AuthorizationServers: [{ Name: 'id', Issuer: 'https://id.example.org', AuthorizedSubjects: ['ops'] }],
+          },
+        },
+      ],
       Https: { Endpoints: [profile('admin', 'admin.example.org', 9443)] },
     },
     HealthEndpoints: { Transport: 'HttpsOnly', Https: { Endpoints: [profile('health', 'health.example.org', 10443)] } },
@@ -132,13 +140,13 @@ t.test('a configuration adds its surface’s profile domains and the public base
   const admin = hostGuardOf(config, 'AdminEndpoint');
   const health = hostGuardOf(config, 'HealthEndpoints');
   const served = (guard: typeof mcp, localAddress: string) =>
-    ['mcp.example.org', 'admin.example.org', 'health.example.org', 'links.example.org:443', 'evil.example.com', '192.0.2.1'].filter((host) =>
+    ['mcp.example.org', 'admin.example.org', 'ops.example.org', 'health.example.org', 'links.example.org:443', 'evil.example.com', '192.0.2.1'].filter((host) =>
       guard.admits(requestAt(localAddress, host)),
     );
   t.same(served(mcp, '192.0.2.1'), ['mcp.example.org', 'links.example.org:443', '192.0.2.1'], 'MCP, no credential: checked everywhere');
   t.same(served(health, '192.0.2.1'), ['health.example.org', 'links.example.org:443', '192.0.2.1'], 'health: never a credential, checked everywhere');
-  t.same(served(admin, '127.0.0.1'), ['admin.example.org', 'links.example.org:443', '192.0.2.1'], 'admin with a credential, over loopback');
-  t.equal(served(admin, '192.0.2.1').length, 6, 'admin with a credential, reached elsewhere: not checked');
+  t.same(served(admin, '127.0.0.1'), ['admin.example.org', 'ops.example.org', 'links.example.org:443', '192.0.2.1'], 'admin with a credential, over loopback');
+  t.equal(served(admin, '192.0.2.1').length, 7, 'admin with a credential, reached elsewhere: not checked');
 });
 
 t.test('refusals are logged without the Host, at most once a minute, with the count', async (t) => {
