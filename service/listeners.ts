@@ -23,6 +23,7 @@ import { type Listener, listenersOf, type ListenerSurface } from '../config/list
 import { formatProblem } from '../config/problem.ts';
 import type { Config } from '../config/schema.ts';
 import { healthHandler, type Readiness } from '../http/health/health-server.ts';
+import { hostGuardOf } from '../http/host-guard.ts';
 import { close, listen } from '../http/listen.ts';
 import { clearTextServer, type SurfaceHandler } from '../http/pipeline.ts';
 import { createRedirectListener } from '../http/tls/redirect-listener.ts';
@@ -128,7 +129,7 @@ async function serverFor(
 /** One handler per surface; discovery and key sets are read now, so the first token after boot does not wait. */
 async function surfaceHandlerOf(ctx: ListenerContext, surface: ListenerSurface): Promise<SurfaceHandler> {
   const { config, log, supervisor } = ctx;
-  if (surface === 'HealthEndpoints') return healthHandler(ctx.readiness);
+  if (surface === 'HealthEndpoints') return healthHandler(ctx.readiness, hostGuardOf(config, 'HealthEndpoints', log));
   const authenticatorFor = async (kind: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
     const [{ createKeySets }, { serversOf }, { createAuthenticator }] = await Promise.all([
       import('../http/auth/oauth/key-sets.ts'),
