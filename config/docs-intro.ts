@@ -78,8 +78,9 @@ profile; \`Https:Redirect\` written without profiles or under \`HttpsOnly\`; a r
 repeated account \`Id\` or folder \`Alias\`; \`Security\` \`None\` to a host other than this
 machine; an IMAP server without exactly one of \`Password\` and \`OAuth\`; a \`Storage:AuthToken\`
 beside a file database; half an embedding declaration; a rule or spam action naming an account or
-folder alias that is not configured. This release terminates no TLS, so no certificate is read; API
-keys and public keys of enabled endpoints are read and checked at startup and by \`check-config\`.
+folder alias that is not configured. The certificate of every HTTPS profile of an enabled endpoint
+is read and checked (docs/security.md "TLS in process"), all profiles reported together; API keys
+and public keys of enabled endpoints are read and checked too, at startup and by \`check-config\`.
 
 **Startup warnings** (the service starts): an enabled MCP endpoint with no credential entry, and
 additionally with every origin allowed (DNS rebinding); rate limits or the request timeout turned

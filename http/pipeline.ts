@@ -9,9 +9,11 @@
  * is written once:
  *
  * - `createListener`: the node:http server, its `ExchangeResponse`, the
- *   route lookup (an unknown path is an empty 404 before any credential is
- *   looked at) and the one answer to a handler's failure (an empty 500, or
- *   the connection cut when an answer was begun);
+ *   host guard (a `Host` that may not be served is an empty 403 before
+ *   anything else: http/host-guard.ts), the route lookup (an unknown path
+ *   is an empty 404 before any credential is looked at) and the one answer
+ *   to a handler's failure (an empty 500, or the connection cut when an
+ *   answer was begun);
  * - `admit`: request timeout (504, written once, the exchange abandoned
  *   after it) → the surface's limiter, token bucket then concurrency (429)
  *   → the permit released when the response closes or times out;
@@ -29,6 +31,7 @@ import { Codes } from '../runtime/errors.ts';
 import type { Judgement } from './auth/authenticate.ts';
 import { answerTokenRefusal, unauthorizedChallenge } from './auth/oauth/challenge.ts';
 import type { Principal } from './auth/principal.ts';
+import type { HostGuard } from './host-guard.ts';
 import { answerTooMany, type PartitionKey, type RateLimiter } from './limits/rate-limiter.ts';
 import { withRequestTimeout, type RequestTimeoutSettings } from './limits/request-timeout.ts';
 import { ExchangeResponse } from './pipeline/exchange-response.ts';
@@ -43,6 +46,8 @@ export type Handler = (req: IncomingMessage, res: ExchangeResponse) => Promise<v
 export const ANSWERED: Handler = async () => {};
 
 export type ListenerOptions = {
+  /** Which `Host` may be served (http/host-guard.ts), judged before routing: an empty 403 otherwise. Absent: every one. */
+  hosts?: HostGuard;
   /** The handler of a path, or null: an empty 404 (no credential looked at, nothing spent). */
   route(req: IncomingMessage, res: ExchangeResponse, path: string): Handler | null;
   /** Logs a handler's failure, naming the path only by a template (a path may carry a capability). */
@@ -55,6 +60,10 @@ export type SurfaceHandler = (req: IncomingMessage, res: ExchangeResponse) => vo
 /** The route lookup and the one answer to a handler's failure, for any server to call. */
 export function surfaceHandler(options: ListenerOptions): SurfaceHandler {
   return (req, res) => {
+    if (options.hosts !== undefined && !options.hosts.admits(req)) {
+      req.resume();
+      return answerEmpty(res, Codes.E_HTTP_HOST_REFUSED.status);
+    }
     const path = pathOf(req.url);
     const handler = options.route(req, res, path);
     if (handler === null) {

@@ -48,6 +48,7 @@ export const Codes = {
   // The pipeline's own refusals, answered with an empty body (and a challenge, Allow or Retry-After where one applies)
   E_HTTP_UNAUTHENTICATED: { status: 401, retryable: false, public: null, msg: 'No credential, or one that was not admitted' },
   E_HTTP_ORIGIN_REFUSED: { status: 403, retryable: false, public: null, msg: "The request's Origin is not allowed" },
+  E_HTTP_HOST_REFUSED: { status: 403, retryable: false, public: null, msg: "The request's Host names nothing this listener serves" },
   E_HTTP_CERTIFICATE_REFUSED: { status: 403, retryable: false, public: null, msg: 'No client certificate where one is required, or one no profile accepts' },
   E_HTTP_NO_ROUTE: { status: 404, retryable: false, public: null, msg: 'Nothing is served at this path' },
   E_HTTP_METHOD_NOT_ALLOWED: { status: 405, retryable: false, public: null, msg: 'This path does not take that method' },

@@ -23,6 +23,7 @@ import { type Listener, listenersOf, type ListenerSurface } from '../config/list
 import { formatProblem } from '../config/problem.ts';
 import type { Config } from '../config/schema.ts';
 import { healthHandler, type Readiness } from '../http/health/health-server.ts';
+import { hostGuardOf } from '../http/host-guard.ts';
 import { close, listen } from '../http/listen.ts';
 import { clearTextServer, type SurfaceHandler } from '../http/pipeline.ts';
 import { createRedirectListener } from '../http/tls/redirect-listener.ts';
@@ -70,10 +71,13 @@ export async function openListeners(ctx: ListenerContext, opened: OpenedListener
     return handler;
   };
 
+  // The port each profile was bound on, by `<surface>:<index>`: a redirect names it (Port 0 is "any free port", never 0).
+  const boundPorts = new Map<string, number>();
   for (const listener of planned) {
-    const server = await serverFor(ctx, listener, handlerOf, certificates);
+    const server = await serverFor(ctx, listener, handlerOf, certificates, boundPorts);
     ctx.teardown.push(() => close(server));
     const address = await listen(server, listener.section, listener.bindAddress, listener.port);
+    for (const index of listener.profiles) boundPorts.set(`${listener.surface}:${index}`, address.port);
     log.info({ event: 'listener.open', section: listener.section, role: listener.role, bind: address.address, port: address.port }, 'listener.open');
     opened.push({ surface: listener.surface, role: listener.role, section: listener.section, address });
     if (stopAsked()) return;
@@ -101,11 +105,13 @@ async function serverFor(
   listener: Listener,
   handlerOf: (surface: ListenerSurface) => Promise<SurfaceHandler>,
   certificates: Map<string, ServerCertificate>,
+  boundPorts: ReadonlyMap<string, number>,
 ): Promise<Server> {
   const profiles = profilesOf(ctx.config, listener.surface);
   if (listener.role === 'redirect') {
+    // listenersOf plans a surface's TLS sockets before its redirect listener, so their ports are known here.
     return createRedirectListener(
-      profiles.map((profile) => ({ domain: profile.Domain, port: profile.Port })),
+      profiles.map((profile, index) => ({ domain: profile.Domain, port: boundPorts.get(`${listener.surface}:${index}`) ?? profile.Port })),
       { log: ctx.log },
     );
   }
@@ -128,7 +134,7 @@ async function serverFor(
 /** One handler per surface; discovery and key sets are read now, so the first token after boot does not wait. */
 async function surfaceHandlerOf(ctx: ListenerContext, surface: ListenerSurface): Promise<SurfaceHandler> {
   const { config, log, supervisor } = ctx;
-  if (surface === 'HealthEndpoints') return healthHandler(ctx.readiness);
+  if (surface === 'HealthEndpoints') return healthHandler(ctx.readiness, hostGuardOf(config, 'HealthEndpoints', log));
   const authenticatorFor = async (kind: 'mcp' | 'admin', entries: Config['McpEndpoint']['Authentication']) => {
     const [{ createKeySets }, { serversOf }, { createAuthenticator }] = await Promise.all([
       import('../http/auth/oauth/key-sets.ts'),

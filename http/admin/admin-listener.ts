@@ -48,6 +48,7 @@ import {
   type SurfaceHandler,
 } from '../pipeline.ts';
 import { effectiveOrigin } from '../proxy.ts';
+import { hostGuardOf } from '../host-guard.ts';
 import { createCursors } from './cursor.ts';
 import { sentenceOf } from './invalid-input.ts';
 import { answerForbidden, answerInvalid, answerJson, answerProblem, answerTooLarge, failureAnswerOf } from './problem.ts';
@@ -176,6 +177,7 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
   };
 
   return surfaceHandler({
+    hosts: hostGuardOf(config, 'AdminEndpoint', log),
     route(req, res, path) {
       if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
       // `/mcp` and everything else: nothing is served here, and no credential is looked at.

@@ -3,11 +3,15 @@
  * runs, `/readyz` while it can serve (database migrated, every configured
  * listener open, supervisor healthy, no child given up, not shutting down).
  * It opens first, so liveness answers while the others are still opening. No credential, no rate limit, and
- * nothing else: `/mcp` and every other path answer 404.
+ * nothing else: `/mcp` and every other path answer 404. A `Host` the guard
+ * does not serve is an empty 403 before anything (http/host-guard.ts: the
+ * listener takes no credential, so it is checked wherever bound).
  *
  * Answers name no actor, account or path: the listener is unauthenticated.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Codes } from '../../runtime/errors.ts';
+import type { HostGuard } from '../host-guard.ts';
 
 export type Readiness = {
   ready: boolean;
@@ -20,13 +24,21 @@ export type Readiness = {
   };
 };
 
-export function createHealthServer(readiness: () => Readiness): Server {
-  return createServer(healthHandler(readiness));
+export function createHealthServer(readiness: () => Readiness, hosts?: HostGuard): Server {
+  return createServer(healthHandler(readiness, hosts));
 }
 
-/** What the health listener answers, on clear text or on a TLS socket of its profiles (`Transport: HttpsOnly`). */
-export function healthHandler(readiness: () => Readiness): (req: IncomingMessage, res: ServerResponse) => void {
+/**
+ * What the health listener answers, on clear text or on a TLS socket of its
+ * profiles (`Transport: HttpsOnly`). `hosts`: the DNS-rebinding guard
+ * (http/host-guard.ts); probes naming an IP address, as kubelet's do, pass it.
+ */
+export function healthHandler(readiness: () => Readiness, hosts?: HostGuard): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
+    if (hosts !== undefined && !hosts.admits(req)) {
+      req.resume();
+      return answer(res, Codes.E_HTTP_HOST_REFUSED.status);
+    }
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/livez' && path !== '/readyz') return answer(res, 404);
     if (req.method !== 'GET' && req.method !== 'HEAD') {

@@ -40,6 +40,7 @@ import type { Authenticate } from '../auth/authenticate.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { createRateLimiter, describeLimits, partitionFor, type PartitionAdmission } from '../limits/rate-limiter.ts';
 import { effectiveOrigin } from '../proxy.ts';
+import { hostGuardOf } from '../host-guard.ts';
 import {
   admit,
   admitCredential,
@@ -186,6 +187,7 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
   };
 
   return surfaceHandler({
+    hosts: hostGuardOf(config, 'McpEndpoint', log),
     route(req, res, path) {
       if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
       // `/api/admin` first of all: 404 before any credential is looked at.

@@ -46,24 +46,39 @@ t.test('an account key counts once, whichever accounts write it', (t) => {
   t.end();
 });
 
-t.test('TLS is refused only on an enabled endpoint, with the messages startup gave before', (t) => {
-  const tls = {
-    McpEndpoint: { Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
-    AdminEndpoint: { Https: { Endpoints: [profile('admin', 'admin.example.org', 9443)] } },
-    HealthEndpoints: { Enabled: false, Transport: 'HttpsOnly', Https: { Endpoints: [profile('health', 'health.example.org', 10443)] } },
-  };
-  t.same(notServedProblems(config(tls)), [], 'every endpoint disabled: nothing opens, nothing refused');
+t.test('TLS is served: no row refuses a TLS transport, and the docs mark no TLS setting', (t) => {
   const enabled = {
-    McpEndpoint: { ...tls.McpEndpoint, Enabled: true },
-    AdminEndpoint: { ...tls.AdminEndpoint, Enabled: true },
-    HealthEndpoints: { ...tls.HealthEndpoints, Enabled: true },
+    McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
+    AdminEndpoint: { Enabled: true, Https: { Endpoints: [profile('admin', 'admin.example.org', 9443)] } },
+    HealthEndpoints: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('health', 'health.example.org', 10443)] } },
   };
-  t.same(notServedProblems(config(enabled)).map(formatProblem), [
-    'McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)',
-    'AdminEndpoint:Https:Endpoints: TLS is not served by this release; leave it empty and terminate TLS in front of BindAddress:Port (see docs/admin-api.md)',
-    'HealthEndpoints:Transport: HttpsOnly is not served by this release; use Http on a loopback or internal address',
-  ]);
-  t.same(notServedProblems(config({ McpEndpoint: { Enabled: true }, AdminEndpoint: { Enabled: true, Port: 8091 } })), [], 'clear text is served');
+  t.same(notServedProblems(config(enabled)), [], 'every endpoint on TLS: nothing refused as not served');
+  t.same(written(enabled), [], 'and nothing written counts as without effect');
+  t.same(
+    NOT_SERVED.filter((row) => /Https|Transport|ClientCertificate/.test(row.setting)),
+    [],
+    'the table names no TLS setting',
+  );
+  const tlsRows = renderConfigurationDocs()
+    .split('\n')
+    .filter((line) => /^\| `[A-Za-z]+:(Https|Transport|ClientCertificateProfiles)/.test(line));
+  t.ok(tlsRows.length > 30, 'the docs have rows for the TLS settings');
+  t.same(
+    tlsRows.filter((line) => line.includes('Not served yet')),
+    [],
+    'none of them is marked not served',
+  );
+  t.end();
+});
+
+t.test('the rows that remain still warn: a written no-effect setting beside TLS counts, the TLS does not', (t) => {
+  const tree = {
+    McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
+    Spam: { Enabled: true },
+    Accounts: [account('a', { Owner: 'A' })],
+  };
+  t.same(written(tree), ['Accounts:[]:Owner', 'Spam']);
+  t.same(notServedProblems(config(tree)), []);
   t.end();
 });
 

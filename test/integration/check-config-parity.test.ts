@@ -8,8 +8,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
+import { listenerPort, spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
 import { reservePort } from '../helpers/ports.ts';
+import { createCa, type IssueOptions, issue } from '../harness/test-ca.ts';
 
 // Two processes per case, each loading the sources through tsx.
 t.setTimeout(300_000);
@@ -24,37 +25,49 @@ const profile = (name: string, dir: string) => ({
   },
 });
 
+/** A profile serving `domain` from a leaf of a test authority made under `dir`, with what `leaf` overrides (names, validity). */
+const issuedProfile = (name: string, dir: string, leaf: Partial<IssueOptions> = {}) => {
+  const issued = issue(createCa(dir, `${name}-ca`), { name, dns: [`${name}.example.org`], eku: ['serverAuth'], ...leaf });
+  return {
+    Name: name,
+    Domain: `${name}.example.org`,
+    BindAddress: '127.0.0.1',
+    Port: 0,
+    ServerCertificate: {
+      CertificateChain: { Name: `${name}-chain`, SecretReference: `file:${issued.certPath}` },
+      PrivateKey: { Name: `${name}-key`, SecretReference: `file:${issued.keyPath}` },
+    },
+  };
+};
+
 type Case = { name: string; config: (dir: string) => Record<string, unknown> | Promise<Record<string, unknown>>; env?: NodeJS.ProcessEnv; expect: RegExp };
 
 const REFUSED: Case[] = [
   {
     name: 'MCP HttpsOnly with certificate files that do not exist',
     config: (dir) => ({ McpEndpoint: { Enabled: true, Port: 0, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', dir)] } } }),
-    expect: /^McpEndpoint:Transport: only Http is served by this release/,
+    expect: /^McpEndpoint:Https:Endpoints:0:ServerCertificate:CertificateChain:SecretReference: could not be read at startup/,
   },
   {
-    name: 'MCP HttpAndHttps with a redirect listener',
+    name: 'an administrative HTTPS profile whose certificate has expired, with a redirect listener',
     config: (dir) => ({
-      McpEndpoint: {
+      AdminEndpoint: {
         Enabled: true,
         Port: 0,
-        Transport: 'HttpAndHttps',
-        Https: { Endpoints: [profile('mcp', dir)], Redirect: { BindAddress: '127.0.0.1', Port: 0 } },
+        Https: {
+          Endpoints: [issuedProfile('admin', dir, { validFromDays: -30, validToDays: -1 })],
+          Redirect: { BindAddress: '127.0.0.1', Port: 0 },
+        },
       },
     }),
-    expect: /^McpEndpoint:Transport: only Http is served by this release/,
+    expect: /^AdminEndpoint:Https:Endpoints:0:ServerCertificate:CertificateChain: the leaf certificate is not valid now: it expired on /,
   },
   {
-    name: 'an administrative HTTPS profile',
+    name: 'health over HttpsOnly with a certificate for another name',
     config: (dir) => ({
-      AdminEndpoint: { Enabled: true, Port: 0, Https: { Endpoints: [profile('admin', dir)], Redirect: { BindAddress: '127.0.0.1', Port: 0 } } },
+      HealthEndpoints: { Port: 0, Transport: 'HttpsOnly', Https: { Endpoints: [issuedProfile('health', dir, { dns: ['other.example.org'] })] } },
     }),
-    expect: /^AdminEndpoint:Https:Endpoints: TLS is not served by this release/,
-  },
-  {
-    name: 'health over HttpsOnly',
-    config: (dir) => ({ HealthEndpoints: { Port: 0, Transport: 'HttpsOnly', Https: { Endpoints: [profile('health', dir)] } } }),
-    expect: /^HealthEndpoints:Transport: HttpsOnly is not served by this release/,
+    expect: /^HealthEndpoints:Https:Endpoints:0:ServerCertificate:CertificateChain: no subject alternative name of the leaf certificate covers Domain/,
   },
   {
     name: 'an API key file that does not exist',
@@ -81,7 +94,7 @@ const REFUSED: Case[] = [
     expect: /^AdminEndpoint:Authentication:0:ApiKey:SecretReference: holds a space/,
   },
   {
-    name: 'a TLS transport and an unreadable key together',
+    name: 'unreadable certificate files and an unreadable key together',
     config: (dir) => ({
       McpEndpoint: {
         Enabled: true,
@@ -180,4 +193,27 @@ t.test('a missing configuration file is refused alike', async (t) => {
   t.equal(started.code, 78);
   t.same(startupProblems(start.stderr()), checkConfigProblems(check.stdout()));
   t.match(checkConfigProblems(check.stdout()).join('\n'), /absent\.json does not exist/);
+});
+
+t.test('accepted alike: MCP over TLS with a good certificate, and the redirect listener', async (t) => {
+  const dir = tempDir(t);
+  const database = join(dir, 'data', 'mailcairn.db');
+  const file = writeConfig(dir, {
+    HealthEndpoints: { Port: 0 },
+    Storage: { Database: database },
+    McpEndpoint: {
+      Enabled: true,
+      Transport: 'HttpAndHttps',
+      Https: { Endpoints: [issuedProfile('mcp', dir)], Redirect: { BindAddress: '127.0.0.1', Port: 0 } },
+    },
+  });
+  const check = spawnDaemon(['check-config', '--config', file]);
+  const start = spawnDaemon(['--config', file]);
+  t.teardown(() => void start.child.kill('SIGKILL'));
+  t.equal((await check.exited).code, 0, check.stdout());
+  t.match(check.stdout(), /McpEndpoint:Https:Endpoints:0 \(mcp\): serving \/mcp for mcp\.example\.org on https:\/\/127\.0\.0\.1:0/);
+  t.ok((await listenerPort(start, 'McpEndpoint:Https:Endpoints:0')) > 0, 'the TLS socket opened');
+  t.ok((await listenerPort(start, 'McpEndpoint:Https:Redirect')) > 0, 'the redirect listener opened');
+  start.child.kill('SIGTERM');
+  t.equal((await start.exited).code, 0, 'and it stops cleanly');
 });

@@ -5,6 +5,7 @@ import t from 'tap';
 import { runCheckConfig } from '../../service/check-config.ts';
 import { startService } from '../../service/app.ts';
 import { profile } from '../config/fixtures.ts';
+import { createCa, issue } from '../harness/test-ca.ts';
 import { captureLog, until } from '../helpers/log-capture.ts';
 import { tempDir, writeConfig } from '../helpers/daemon.ts';
 
@@ -54,20 +55,37 @@ t.test('a port held by another process fails startup naming the section, and rel
   await again.stop();
 });
 
-t.test('a setting this release does not serve is refused before the database is opened, as check-config refuses it', async (t) => {
+t.test('a TLS profile whose certificate has expired is refused before the database is opened, as check-config refuses it', async (t) => {
   const dir = tempDir(t);
+  const ca = createCa(dir, 'app-ca');
+  const expired = issue(ca, { name: 'health', dns: ['health.example.org'], eku: ['serverAuth'], validFromDays: -30, validToDays: -2 });
   const { log } = captureLog();
   const file = writeConfig(dir, {
-    HealthEndpoints: { Port: 0, Transport: 'HttpsOnly', Https: { Endpoints: [profile('health', 'health.example.org')] } },
+    HealthEndpoints: {
+      Port: 0,
+      Transport: 'HttpsOnly',
+      Https: {
+        Endpoints: [
+          {
+            ...profile('health', 'health.example.org', 0),
+            ServerCertificate: {
+              CertificateChain: { Name: 'health-chain', SecretReference: `file:${expired.certPath}` },
+              PrivateKey: { Name: 'health-key', SecretReference: `file:${expired.keyPath}` },
+            },
+          },
+        ],
+      },
+    },
     Storage: { Database: join(dir, 'm.db') },
   });
-  await t.rejects(startService({ configFile: file, env: {}, log }), {
-    code: 'E_CONFIG_INVALID',
-    // The first line; the profile's certificate references (absent files) are judged after it.
-    message: /^HealthEndpoints:Transport: HttpsOnly is not served by this release; use Http on a loopback or internal address\n/,
-  });
+  const line =
+    /^HealthEndpoints:Https:Endpoints:0:ServerCertificate:CertificateChain: the leaf certificate is not valid now: it expired on \d{4}-\d{2}-\d{2} \(rule: the certificate is valid now\)$/;
+  await t.rejects(startService({ configFile: file, env: {}, log }), { code: 'E_CONFIG_INVALID', message: line });
   t.notOk(existsSync(join(dir, 'm.db')), 'no database file was created');
   const out: string[] = [];
-  t.equal(runCheckConfig({ file, env: {}, out: (line) => out.push(line) }), 78);
-  t.ok(out.includes('  HealthEndpoints:Transport: HttpsOnly is not served by this release; use Http on a loopback or internal address'));
+  t.equal(runCheckConfig({ file, env: {}, out: (l) => out.push(l) }), 78);
+  t.ok(
+    out.some((l) => line.test(l.slice(2))),
+    out.join('\n'),
+  );
 });

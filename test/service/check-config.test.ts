@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { EX_CONFIG, runCheckConfig } from '../../service/check-config.ts';
 import { profile } from '../config/fixtures.ts';
+import { createCa, issue } from '../harness/test-ca.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailcairn-check-'));
 function run(content: unknown, env: NodeJS.ProcessEnv = {}): { code: number; out: string[] } {
@@ -84,18 +85,47 @@ t.test('a missing named file is a refusal; a missing default file is accepted as
   t.end();
 });
 
-t.test('TLS this release does not serve is refused as startup refuses it, with its certificate references judged too', (t) => {
+t.test('a TLS profile is judged by its certificate references, as startup judges them', (t) => {
   const { code, out } = run({
     McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
   });
   t.equal(code, 78);
   t.same(out.slice(1), [
     'Refused: the service would not start.',
-    '  McpEndpoint:Transport: only Http is served by this release; terminate TLS in front of it (see docs/connecting-agents.md)',
     '  McpEndpoint:Https:Endpoints:0:ServerCertificate:CertificateChain:SecretReference: could not be read at startup: a secret reference (file:) could not be read: nothing exists there (rule: the reference resolves and parses)',
     '  McpEndpoint:Https:Endpoints:0:ServerCertificate:PrivateKey:SecretReference: could not be read at startup: a secret reference (file:) could not be read: nothing exists there (rule: the reference resolves and parses)',
   ]);
-  t.notMatch(out.join('\n'), /https:\/\//, 'no https listener is printed');
+  t.notMatch(out.join('\n'), /https:\/\/|\/etc\/tls/, 'no https listener is printed, nor the paths behind the references');
+  t.end();
+});
+
+t.test('a TLS profile with a good certificate is accepted: one line per socket, redirect included, and no material', (t) => {
+  const ca = createCa(dir, 'check-ca');
+  const leaf = issue(ca, { name: 'mcp', dns: ['mcp.example.org'], eku: ['serverAuth'] });
+  const { code, out } = run({
+    McpEndpoint: {
+      Enabled: true,
+      Transport: 'HttpAndHttps',
+      Https: {
+        Endpoints: [
+          {
+            ...profile('mcp', 'mcp.example.org'),
+            MinimumTlsVersion: 'Tls13',
+            ServerCertificate: {
+              CertificateChain: { Name: 'mcp-chain', SecretReference: `file:${leaf.certPath}` },
+              PrivateKey: { Name: 'mcp-key', SecretReference: `file:${leaf.keyPath}` },
+            },
+          },
+        ],
+        Redirect: { Port: 8080 },
+      },
+    },
+  });
+  t.equal(code, 0, out.join('\n'));
+  const text = out.join('\n');
+  t.match(text, /McpEndpoint:Https:Endpoints:0 \(mcp\): serving \/mcp for mcp\.example\.org on https:\/\/0\.0\.0\.0:8443, TLS 1\.3, Http1 and Http2/);
+  t.match(text, /McpEndpoint:Https:Redirect: clear text on 0\.0\.0\.0:8080 answers 308/);
+  t.notMatch(text, /BEGIN|check-ca|mcp\.crt|mcp\.key/, 'no material and no path');
   t.end();
 });
 

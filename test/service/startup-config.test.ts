@@ -1,7 +1,8 @@
 /**
  * `loadStartupConfig`, what startup and check-config both run: validation,
- * then the refusals of what this build does not serve and of credential
- * material, reported together, then the posture with its warnings.
+ * then the refusals of what this build does not serve, of credential
+ * material and of server certificates, reported together, then the posture
+ * with its warnings.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { loadStartupConfig } from '../../service/startup-config.ts';
 import { profile, refusalLines } from '../config/fixtures.ts';
+import { createCa, issue } from '../harness/test-ca.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailcairn-startup-'));
 function file(content: unknown): string {
@@ -28,7 +30,7 @@ t.test('an accepted configuration gives the frozen configuration and its posture
   t.end();
 });
 
-t.test('what is not served, unreadable credential material and unreadable certificates are refused together, in that order', (t) => {
+t.test('unreadable credential material and unreadable certificates are refused together, in that order', (t) => {
   const lines = refusalLines(() =>
     loadStartupConfig({
       file: file({
@@ -42,11 +44,40 @@ t.test('what is not served, unreadable credential material and unreadable certif
       env: {},
     }),
   );
-  t.equal(lines.length, 4);
-  t.match(lines[0], /^McpEndpoint:Transport: only Http is served by this release/);
-  t.match(lines[1], /^McpEndpoint:Authentication:0:ApiKey:SecretReference: /);
-  t.match(lines[2], /^McpEndpoint:Https:Endpoints:0:ServerCertificate:CertificateChain:SecretReference: could not be read at startup/);
-  t.match(lines[3], /^McpEndpoint:Https:Endpoints:0:ServerCertificate:PrivateKey:SecretReference: could not be read at startup/);
+  t.equal(lines.length, 3, 'the TLS transport itself is not refused');
+  t.match(lines[0], /^McpEndpoint:Authentication:0:ApiKey:SecretReference: /);
+  t.match(lines[1], /^McpEndpoint:Https:Endpoints:0:ServerCertificate:CertificateChain:SecretReference: could not be read at startup/);
+  t.match(lines[2], /^McpEndpoint:Https:Endpoints:0:ServerCertificate:PrivateKey:SecretReference: could not be read at startup/);
+  t.end();
+});
+
+t.test('a TLS profile whose certificate passes is accepted, and its socket is in the posture', (t) => {
+  const ca = createCa(dir, 'startup-ca');
+  const leaf = issue(ca, { name: 'mcp', dns: ['mcp.example.org'], eku: ['serverAuth'], keyUsage: ['digitalSignature'] });
+  const { posture } = loadStartupConfig({
+    file: file({
+      McpEndpoint: {
+        Enabled: true,
+        Transport: 'HttpsOnly',
+        Https: {
+          Endpoints: [
+            {
+              ...profile('mcp', 'mcp.example.org'),
+              ServerCertificate: {
+                CertificateChain: { Name: 'mcp-chain', SecretReference: `file:${leaf.certPath}` },
+                PrivateKey: { Name: 'mcp-key', SecretReference: `file:${leaf.keyPath}` },
+              },
+            },
+          ],
+        },
+      },
+    }),
+    env: {},
+  });
+  t.ok(
+    posture.lines.includes('McpEndpoint:Https:Endpoints:0 (mcp): serving /mcp for mcp.example.org on https://0.0.0.0:8443, TLS 1.2 or later, Http1 and Http2'),
+    posture.lines.join('\n'),
+  );
   t.end();
 });
 

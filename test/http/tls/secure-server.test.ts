@@ -16,7 +16,8 @@ import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { close, listen } from '../../../http/listen.ts';
-import { answerEmpty, surfaceHandler } from '../../../http/pipeline.ts';
+import { createRateLimiter } from '../../../http/limits/rate-limiter.ts';
+import { admit, answerEmpty, readBody, surfaceHandler } from '../../../http/pipeline.ts';
 import { createTlsServer, type SecureProfile } from '../../../http/tls/secure-server.ts';
 import { chainOf, createCa, issue } from '../../harness/test-ca.ts';
 
@@ -34,6 +35,8 @@ const profile = (leaf: ReturnType<typeof serverLeaf>, domain: string, minVersion
   minVersion,
 });
 
+const slowLimits = { limiter: createRateLimiter({ Enabled: false } as never, { surface: 'mcp' }), timeout: { Enabled: true, Duration: 300 } };
+
 /** Echoes what the pipeline saw: the protocol, the Host, the path. */
 const handler = surfaceHandler({
   route: (req, res, path) =>
@@ -46,7 +49,18 @@ const handler = surfaceHandler({
         }
       : path === '/empty'
         ? async () => answerEmpty(res, 204)
-        : null,
+        : path === '/slow'
+          ? async () => {
+              // Admitted under a 300 ms request timeout, then never answered by the handler.
+              await admit(req, res, slowLimits, 'mcp:<anonymous>' as never);
+            }
+          : path === '/upload'
+            ? async () => {
+                const body = await readBody(req, res, 1024);
+                if (body.kind === 'too-large') answerEmpty(res, 413);
+                else answerEmpty(res, 204);
+              }
+            : null,
   failed: (err) => {
     throw err;
   },
@@ -173,4 +187,23 @@ t.test("each profile's MinimumTlsVersion holds on a shared socket", async (t) =>
     socket.on('data', () => resolve('answered'));
   });
   t.not(refused, 'answered', `a TLS 1.2 client of the Tls13 profile gets no answer (${refused})`);
+});
+
+t.test('HTTP/2: the request timeout and the body limit answer one stream, and the session serves on', async (t) => {
+  const { port } = await start([profile(one, 'one.example.test')]);
+  const session = connectHttp2(`https://one.example.test:${port}`, { ca: root.cert, host: '127.0.0.1', servername: 'one.example.test' } as never);
+  t.teardown(() => session.close());
+  const exchange = (path: string, body?: Buffer): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const stream = session.request({ ':path': path, ':method': body ? 'POST' : 'GET' });
+      stream.on('response', (headers) => resolve(Number(headers[':status'])));
+      stream.on('error', reject);
+      stream.resume();
+      stream.end(body);
+    });
+  const [slow, fast] = await Promise.all([exchange('/slow'), exchange('/empty')]);
+  t.equal(slow, 504, 'the request timeout answers its stream 504');
+  t.equal(fast, 204, 'a concurrent stream is answered meanwhile');
+  t.equal(await exchange('/upload', Buffer.alloc(4096, 1)), 413, 'a body past the limit: 413');
+  t.equal(await exchange('/upload', Buffer.alloc(16, 1)), 204, 'the same session serves the next stream');
 });
