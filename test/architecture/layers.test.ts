@@ -100,6 +100,8 @@ const BENCH_MEASURES: Record<string, string> = {
   'bench/ingest-stages.ts → actors/mime-parse/parse-message.ts': 'times the parse stage of ingest',
   'bench/retrieval-vectors.ts → actors/embedding/provider.ts': 'the provider interface the embedding run drives (type only)',
   'bench/scenarios/ask.ts → actors/mime-parse/parse-message.ts': 'the received time of evaluation messages, read as ingest reads it',
+  'bench/scenarios/contacts.ts → actors/derivation/collect-correspondents.ts': 'times collection in process (selection, then the store)',
+  'bench/scenarios/contacts.ts → actors/mime-parse/parse-message.ts': 'the headers collection reads, parsed as the derivation writer parses them',
   'bench/scenarios/mime-parse.ts → actors/mime-parse/html-text.ts': 'times the HTML-to-text conversion beside html-to-text',
   'bench/scenarios/mime-parse.ts → actors/mime-parse/parse-message.ts': 'times the parser in this thread',
   'bench/scenarios/retrieval.ts → actors/embedding/local-use-lite.ts': 'scores the local embedding model',
