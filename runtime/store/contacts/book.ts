@@ -48,9 +48,18 @@ export type ContactRecord = {
 /** A contact's identity on every surface: `c` and its row id. */
 export const contactIds = rowIdCodec('c');
 
-/** The comparison form of a name (listing order, prefix lookup): NFKC, case-folded, spaces collapsed. */
+/**
+ * Longest comparison form kept, in UTF-16 units. NFKC can expand a character
+ * eighteenfold (U+FDFA), and the form travels inside listing cursors, whose
+ * length is bounded: collected names come from mail, so a sender could
+ * otherwise make a page unreachable. Order past this many units is by identity.
+ */
+const NAME_KEY_UNITS = 256;
+
+/** The comparison form of a name (listing order, prefix lookup): NFKC, case-folded, spaces collapsed, at most NAME_KEY_UNITS. */
 export function nameKeyOf(name: string): string {
-  return name.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
+  const key = name.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
+  return key.length <= NAME_KEY_UNITS ? key : key.slice(0, NAME_KEY_UNITS).replace(/[\ud800-\udbff]$/, '');
 }
 
 /** The comparison form of an address: as recorded, lower-cased (docs/contacts.md "Addresses"). */

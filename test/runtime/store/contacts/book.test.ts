@@ -178,3 +178,14 @@ t.test('erasure reach: after it, no table of the store holds the person (the boo
     t.notOk(/reiko|tanaka|mornings|new\.example|old\.example/.test(text), `${name} holds nothing of the person`);
   }
 });
+
+t.test('a name whose comparison form would expand enormously is cut, so a listing cursor stays small', async (t) => {
+  const db = freshStore(t);
+  const long = '\ufdfa'.repeat(200); // NFKC: 18 characters each
+  for (let i = 0; i < 3; i += 1) createAsserted(db, { name: long, addresses: [{ address: `p${i}@x.example`, preferred: true }], note: null }, NOW);
+  const first = listContacts(db, { limit: 2 });
+  t.ok(first.next !== null && first.next.nameKey.length <= 256, `the position carries at most 256 units (${first.next?.nameKey.length})`);
+  const rest = listContacts(db, { limit: 2, after: first.next! });
+  t.equal(first.contacts.length + rest.contacts.length, 3, 'every contact is reached, ordered by identity among equal forms');
+  t.equal(rest.contacts[0]?.name, long, 'the name itself is kept whole');
+});
