@@ -61,6 +61,7 @@ t.test('starts, answers health, and stops cleanly on SIGTERM', async (t) => {
       ['answering', 'shutdown', null],
       ['embedding', 'shutdown', null],
       ['derivation', 'shutdown', null],
+      ['contacts', 'shutdown', null],
       ['replay-guard', 'shutdown', null],
       ['store-maintenance', 'shutdown', null],
     ],
@@ -100,7 +101,7 @@ t.test('a slow child is drained within the deadline on SIGTERM', async (t) => {
   const exits = daemon.lines().filter((l) => l.event === 'actor.exit');
   t.same(
     exits.map((l) => l.actor),
-    ['slow-stopper', 'sync-scheduler', 'outbox', 'answering', 'embedding', 'derivation', 'replay-guard', 'store-maintenance'],
+    ['slow-stopper', 'sync-scheduler', 'outbox', 'answering', 'embedding', 'derivation', 'contacts', 'replay-guard', 'store-maintenance'],
     'reverse start order',
   );
   t.same(
