@@ -44,7 +44,12 @@ import { seededRandom } from '../../runtime/clock.ts';
 import { type Correspondent, collect, createAsserted, listContacts } from '../../runtime/store/contacts/book.ts';
 import { migrate } from '../../runtime/store/migrate.ts';
 import { openStore } from '../../runtime/store/open.ts';
-import { writeBenchConfig } from '../peers/daemon-config.ts';
+import { randomBytes } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { reservePort } from '../../test/helpers/ports.ts';
+import { apiKeyEntry, benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
+import { startBenchDaemon } from '../peers/daemon.ts';
 import { boundGoal, mebibytes, millis, ratioGoal } from '../goals.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
@@ -204,14 +209,6 @@ function prefixLookups(database: string, lookups: number): { name: ReturnType<ty
   const db = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });
   try {
     const held = Number((db.prepare('SELECT count(*) AS n FROM contacts').get() as { n: number }).n);
-    const random = seededRandom(11);
-    const person = people(2929);
-    const prefixes = (kind: 'name' | 'address'): string[] =>
-      Array.from({ length: lookups + WARM_UP }, () => {
-        const p = person();
-        const text = kind === 'name' ? p.name : p.address;
-        return text.slice(0, 1 + Math.floor(random.next() * 4));
-      });
     const measure = (list: string[]): ReturnType<typeof summarize> => {
       const samples: number[] = [];
       const started = performance.now();
@@ -222,9 +219,74 @@ function prefixLookups(database: string, lookups: number): { name: ReturnType<ty
       });
       return summarize(samples, performance.now() - started);
     };
-    return { name: measure(prefixes('name')), address: measure(prefixes('address')), held };
+    return { name: measure(lookupPrefixes('name', lookups + WARM_UP)), address: measure(lookupPrefixes('address', lookups + WARM_UP)), held };
   } finally {
     db.close();
+  }
+}
+
+/** The prefixes a lookup run asks: names or addresses of the book's people, cut to 1–4 characters. */
+function lookupPrefixes(kind: 'name' | 'address', count: number): string[] {
+  const random = seededRandom(kind === 'name' ? 13 : 17);
+  const person = people(2929);
+  return Array.from({ length: count }, () => {
+    const p = person();
+    const text = kind === 'name' ? p.name : p.address;
+    return text.slice(0, 1 + Math.floor(random.next() * 4));
+  });
+}
+
+/**
+ * The same lookups as an agent makes them: `list_contacts` through `/mcp`
+ * of a daemon serving the filled book (the official SDK client, one call at
+ * a time, a page of 50).
+ */
+async function mcpLookups(
+  dir: string,
+  database: string,
+  lookups: number,
+): Promise<{ name: ReturnType<typeof summarize>; address: ReturnType<typeof summarize> }> {
+  const apiKey = `mc_${randomBytes(24).toString('base64url')}`;
+  const keyFile = join(dir, 'agent.key');
+  writeFileSync(keyFile, apiKey);
+  const port = await reservePort();
+  mkdirSync(join(dir, 'mcp'), { recursive: true });
+  const { config } = writeBenchConfig(join(dir, 'mcp'), {
+    McpEndpoint: benchMcpEndpoint(port, [apiKeyEntry('agent', `file:${keyFile}`)]),
+    Storage: { Database: database },
+    Logging: { Level: 'warn', Format: 'Json' },
+    MailSynchronization: { Enabled: false },
+  });
+  const daemon = startBenchDaemon({ config, output: 'stderr' });
+  const client = new Client({ name: 'bench-contacts', version: '1.0.0' });
+  try {
+    const url = new URL(`http://127.0.0.1:${port}/mcp`);
+    for (let started = performance.now(); ; ) {
+      if (!daemon.alive()) throw new Error(`mailcairnd ${daemon.state()}: ${daemon.logTail(40)}`);
+      const ready = await fetch(new URL('/readyz', url)).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+      if (ready) break;
+      if (performance.now() - started > 60_000) throw new Error('mailcairnd not ready within 60 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${apiKey}` } } }));
+    const measure = async (list: string[]): Promise<ReturnType<typeof summarize>> => {
+      const samples: number[] = [];
+      const started = performance.now();
+      for (const [i, query] of list.entries()) {
+        const t0 = performance.now();
+        const result = await client.callTool({ name: 'list_contacts', arguments: { query, pageSize: PAGE } });
+        if (result.isError) throw new Error('list_contacts refused a lookup');
+        if (i >= WARM_UP) samples.push(performance.now() - t0);
+      }
+      return summarize(samples, performance.now() - started);
+    };
+    return { name: await measure(lookupPrefixes('name', lookups + WARM_UP)), address: await measure(lookupPrefixes('address', lookups + WARM_UP)) };
+  } finally {
+    await client.close().catch(() => undefined);
+    await daemon.stop();
   }
 }
 
@@ -313,6 +375,23 @@ export const contacts: Scenario = {
         });
       }
 
+      // 3. The same lookups through /mcp, as an agent makes them.
+      log(`list_contacts through /mcp over ${lookup.held} contacts`);
+      const viaMcp = await mcpLookups(dir, database, lookups);
+      for (const [kind, s] of [
+        ['name', viaMcp.name],
+        ['address', viaMcp.address],
+      ] as const) {
+        rows.push({
+          part: `list_contacts through /mcp, ${kind} prefix of 1–4 characters, page of ${PAGE}`,
+          contacts: lookup.held,
+          lookups: s.count,
+          'p50 ms': round(s.p50Us / 1000, 3),
+          'p99 ms': round(s.p99Us / 1000, 3),
+          'per second': s.perSecond,
+        });
+      }
+
       const cpu = (ms: number): string => `${(ms / 1000).toFixed(2)} CPU-s`;
       rows.push(
         ratioGoal(`initial mirror CPU with collection ≤ 1.03× without (${inbox} + ${sent} messages)`, cpuOn, cpuOff, 1.03, cpu),
@@ -329,6 +408,8 @@ export const contacts: Scenario = {
           mebibytes,
           median(sides.off.map((x) => x.peakRssMiB)),
         ),
+        boundGoal(`list_contacts p99 ≤ 20 ms over ${lookup.held} contacts through /mcp, name prefix`, viaMcp.name.p99Us / 1000, 20, millis),
+        boundGoal(`list_contacts p99 ≤ 20 ms over ${lookup.held} contacts through /mcp, address prefix`, viaMcp.address.p99Us / 1000, 20, millis),
         boundGoal(
           `prefix lookup p99 ≤ 20 ms over ${lookup.held} contacts, name prefix (in process; the goal is stated through /mcp)`,
           lookup.name.p99Us / 1000,
