@@ -21,6 +21,7 @@ import { outbox } from './scenarios/outbox.ts';
 import { retrieval } from './scenarios/retrieval.ts';
 import { search } from './scenarios/search.ts';
 import { searchHybrid } from './scenarios/search-hybrid.ts';
+import { soak } from './scenarios/soak.ts';
 import { syncInitial } from './scenarios/sync-initial.ts';
 import { tls } from './scenarios/tls.ts';
 import type { Row, Scenario } from './scenario.ts';
@@ -40,6 +41,7 @@ const scenarios: Scenario[] = [
   retrieval,
   ask,
   contacts,
+  soak,
 ];
 
 function table(rows: Row[]): string {
@@ -64,7 +66,7 @@ process.stdout.write(
   `commit ${machine.commit}${machine.dirty ? ' (uncommitted changes)' : ''}; ${machine.cpu} x${machine.cores}, ${machine.memoryGiB} GiB; Node ${machine.node}; load ${machine.loadAverageAtStart.join(' ')}\n`,
 );
 const results: Record<string, Row[]> = {};
-for (const scenario of scenarios.filter((s) => wanted.length === 0 || wanted.includes(s.name))) {
+for (const scenario of scenarios.filter((s) => (wanted.length === 0 ? !s.onlyWhenNamed : wanted.includes(s.name)))) {
   process.stdout.write(`\n## ${scenario.name}: ${scenario.description}\n\n`);
   const rows = await scenario.run();
   results[scenario.name] = rows;

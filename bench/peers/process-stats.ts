@@ -215,3 +215,16 @@ export async function timed(command: string, args: string[], env: NodeJS.Process
   const { stdout: _, ...t } = await spawnTimed(command, args, { env }).done;
   return t;
 }
+
+export type Resident = { rssMiB: number; anonMiB: number; fileMiB: number };
+
+/** A running process's resident size now (`/proc/<pid>/status` VmRSS, RssAnon, RssFile); null once it is gone. */
+export function readResident(pid: number): Resident | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN);
+    return { rssMiB: kib('VmRSS') / 1024, anonMiB: kib('RssAnon') / 1024, fileMiB: kib('RssFile') / 1024 };
+  } catch {
+    return null;
+  }
+}
