@@ -183,6 +183,7 @@ function outboxChild(config: Config): ChildSpecInput {
       perCaller: outbox.Ceilings.PerCaller ?? null,
       perDeployment: outbox.Ceilings.PerDeployment ?? null,
     },
+    retention: { endedSendsMs: outbox.Retention.EndedSends, deletedDraftsMs: outbox.Retention.DeletedDrafts },
   };
   return {
     id: OUTBOX_ID,

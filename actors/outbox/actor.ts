@@ -14,7 +14,9 @@
  * unexpected failure is reported back as a private message whose handler
  * crashes the actor: the supervisor restarts it, and `releaseClaims` at
  * start gives back sends whose body had not begun. A send whose body began
- * stays TransmissionBegun, and only an operator re-offers it.
+ * stays TransmissionBegun, and only an operator re-offers it. On its own
+ * timer it erases the content of ended sends and deleted drafts past
+ * `Outbox:Retention`, in bounded steps (retention.ts).
  */
 import { z } from 'zod';
 import { defineActor, type ActorContext } from '../../runtime/actor.ts';
@@ -40,6 +42,7 @@ import {
 import { type AttemptResult, type Credentials, attemptDelivery } from './delivery.ts';
 import { deleteDraftOf, fileOwed, recordDraftSend, saveDraftOf, type Filing } from './drafts.ts';
 import { accessToken } from './filing.ts';
+import { PRUNE_START_MS, PruneTick, type Pruning, pruneStep, schedulePrune } from './retention.ts';
 import { outgoingView, recordNewSend } from './sends.ts';
 import { OutboxConfig, OutboxMessage } from './protocol.ts';
 import { SmtpSessions } from './smtp-sessions.ts';
@@ -47,7 +50,7 @@ import { SmtpSessions } from './smtp-sessions.ts';
 const Tick = z.strictObject({ type: z.literal('outbox.tick') });
 /** An attempt failed in a way no rule covers: crash, so the supervisor restarts the outbox. */
 const Fault = z.strictObject({ type: z.literal('outbox.fault'), where: z.string() });
-const Msg = z.union([OutboxMessage, Tick, Fault]);
+const Msg = z.union([OutboxMessage, Tick, Fault, PruneTick]);
 
 /** Longest wait between ticks even when nothing is due, so a send recorded behind the actor's back is found. */
 const IDLE_TICK_MS = 60_000;
@@ -67,6 +70,8 @@ export type OutboxState = {
   filing: Filing;
   /** Open SMTP sessions kept per account for the next sends (smtp-sessions.ts). */
   sessions: SmtpSessions;
+  /** The retention prune's timer and the counts of the sweep under way (retention.ts). */
+  pruning: Pruning;
 };
 
 function scheduleTick(state: OutboxState, ctx: ActorContext, delayMs: number): void {
@@ -202,10 +207,12 @@ export default defineActor({
         idleMs: Math.min(SESSION_IDLE_MS, Math.floor(config.sendTimeoutMs / 2)),
         maxMessages: SESSION_MAX_MESSAGES,
       }),
+      pruning: { timer: null, sends: 0, drafts: 0 },
     };
     ctx.defer(() => {
       state.closed = true;
       state.timer?.cancel();
+      state.pruning.timer?.cancel();
       state.sessions.closeAll();
       db.close();
     });
@@ -213,6 +220,7 @@ export default defineActor({
     if (released > 0)
       ctx.log.info({ event: 'outbox.claims-released', count: released }, 'outbox.claims-released: attempts the last process began before any body');
     kick(state, ctx);
+    schedulePrune(state, ctx, PRUNE_START_MS);
     return state;
   },
   async handle(state, msg, ctx) {
@@ -239,6 +247,9 @@ export default defineActor({
         scheduleTick(state, ctx, Math.min(IDLE_TICK_MS, due === null ? IDLE_TICK_MS : due - Date.now()));
         return undefined;
       }
+      case 'outbox.prune':
+        pruneStep(state, ctx);
+        return undefined;
       case 'outbox.fault':
         throw new Error(`outbox: an ${msg.where} failed unexpectedly`);
       case 'outbox.record-send': {
@@ -279,6 +290,7 @@ export default defineActor({
     // No new attempt; those in flight may still hear their final replies, or stay as they are (a body begun stays TransmissionBegun).
     state.stopping = true;
     state.timer?.cancel();
+    state.pruning.timer?.cancel();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...state.attempts]), new Promise((resolve) => (timer = setTimeout(resolve, DRAIN_MS)))]);
     clearTimeout(timer);

@@ -80,6 +80,8 @@ export const OutboxConfig = z.strictObject({
     perCaller: z.number().int().positive().nullable(),
     perDeployment: z.number().int().positive().nullable(),
   }),
+  /** `Outbox:Retention`: how long ended sends and deleted drafts keep their content (docs/sending.md "Retention"). */
+  retention: z.strictObject({ endedSendsMs: z.number().int().positive(), deletedDraftsMs: z.number().int().positive() }),
 });
 export type OutboxConfig = z.infer<typeof OutboxConfig>;
 

@@ -34,6 +34,19 @@ const Ceilings = z
   })
   .meta({ description: 'Send ceilings, counted from the recorded sends themselves, so a restart does not hand out a fresh allowance (ours)' });
 
+const Retention = z
+  .strictObject({
+    EndedSends: timeSpan(
+      '01:00:00',
+      '3650.00:00:00',
+      'How long a Sent, Refused or Cancelled send keeps its raw MIME and recipient addresses after it ended; then they are erased and a tombstone (stage, attempts, reply codes, the idempotency key) remains',
+    ).prefault('30.00:00:00'),
+    DeletedDrafts: timeSpan('01:00:00', '3650.00:00:00', 'How long a deleted draft keeps its raw MIME and recipients; then they are erased likewise').prefault(
+      '7.00:00:00',
+    ),
+  })
+  .meta({ description: 'How long the outbox keeps the content of records that ended (docs/sending.md "Retention"; ours)' });
+
 export const Outbox = z
   .strictObject({
     Enabled: flag('Whether recorded sends are offered to SMTP; false keeps them Recorded').default(true),
@@ -43,5 +56,6 @@ export const Outbox = z
     Concurrency: wholeNumber(1, 64, 'Sends offered at once, across accounts').default(8),
     RecipientPolicy: RecipientPolicy.prefault({}),
     Ceilings: Ceilings.prefault({}),
+    Retention: Retention.prefault({}),
   })
   .meta({ description: 'Sending (keys ours)' });

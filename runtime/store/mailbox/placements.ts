@@ -67,8 +67,9 @@ const statements = perConnection((db: Database) => ({
     'INSERT INTO mailbox_change_requests (requester, request_id, account_id, fingerprint, job_ids, recorded_at) VALUES (?, ?, ?, ?, ?, ?)',
   ),
   // The table name is one of two constants (PLACEMENT_SOURCES), never the caller's text.
-  outgoing: db.prepare('SELECT message_id, raw_mime FROM outgoing_emails WHERE id = ? AND account_id = ?'),
-  draft: db.prepare("SELECT message_id, raw_mime FROM drafts WHERE id = ? AND account_id = ? AND state <> 'deleted'"),
+  // A row erased under retention (outbox/retention.ts) holds no message: an append of it ends no-source.
+  outgoing: db.prepare('SELECT message_id, raw_mime FROM outgoing_emails WHERE id = ? AND account_id = ? AND erased_at IS NULL'),
+  draft: db.prepare("SELECT message_id, raw_mime FROM drafts WHERE id = ? AND account_id = ? AND state <> 'deleted' AND erased_at IS NULL"),
   outgoingId: db.prepare('SELECT message_id FROM outgoing_emails WHERE id = ? AND account_id = ?'),
   draftId: db.prepare("SELECT message_id FROM drafts WHERE id = ? AND account_id = ? AND state <> 'deleted'"),
   removalEnded: db.prepare(

@@ -56,6 +56,8 @@ export type Outgoing = {
   endedAt: number | null;
   sentCopy: 'owed' | 'recorded' | 'none';
   sentCopyJob: number | null;
+  /** Its MIME and recipients' addresses were erased under retention (retention.ts): a tombstone, never offered again. */
+  erased: boolean;
 };
 
 type Row = {
@@ -77,12 +79,13 @@ type Row = {
   ended_at: number | null;
   sent_copy: 'owed' | 'recorded' | 'none';
   sent_copy_job: number | null;
+  erased_at: number | null;
   fingerprint: string;
 };
 type RecipientRow = { position: number; address: string; header: RecipientHeader; state: RecipientState; reply_code: number | null; replied_at: number | null };
 
 const columns =
-  'id, account_id, requester, origin, draft_id, message_id, envelope_from, size_bytes, stage, claimed_at, attempt_count, due_at, failure_code, failure_reply_code, recorded_at, ended_at, sent_copy, sent_copy_job, fingerprint';
+  'id, account_id, requester, origin, draft_id, message_id, envelope_from, size_bytes, stage, claimed_at, attempt_count, due_at, failure_code, failure_reply_code, recorded_at, ended_at, sent_copy, sent_copy_job, erased_at, fingerprint';
 
 function outgoingOf(row: Row): Outgoing {
   return {
@@ -104,6 +107,7 @@ function outgoingOf(row: Row): Outgoing {
     endedAt: row.ended_at,
     sentCopy: row.sent_copy,
     sentCopyJob: row.sent_copy_job,
+    erased: row.erased_at !== null,
   };
 }
 
@@ -157,7 +161,7 @@ const statements = perConnection((db: Database) => ({
   reofferRecipients: db.prepare("UPDATE outgoing_recipients SET state = 'pending' WHERE outgoing_id = ? AND state <> 'accepted'"),
   requeue: db.prepare(
     `UPDATE outgoing_emails SET stage = 'Recorded', claimed_at = NULL, body_began_at = NULL, attempt_count = 0, due_at = ?, ended_at = NULL, cancelled_by = NULL
-     WHERE id = ? AND stage = ? AND claimed_at IS NULL`,
+     WHERE id = ? AND stage = ? AND claimed_at IS NULL AND erased_at IS NULL`,
   ),
   copyRecorded: db.prepare("UPDATE outgoing_emails SET sent_copy = ?, sent_copy_job = ? WHERE id = ? AND sent_copy = 'owed'"),
   copyOwed: db.prepare(`SELECT ${columns} FROM outgoing_emails WHERE stage = 'Sent' AND sent_copy = 'owed' ORDER BY id LIMIT ?`),
@@ -355,7 +359,8 @@ export function cancelSend(db: Database, id: number, by: string, requester: stri
 /**
  * Offer a send again: attempts given back, every recipient not accepted
  * offered again, due now. A Refused send needs the refusal restated; a Sent
- * one with nobody left to offer has nothing to re-offer; `underWay` (the
+ * one with nobody left to offer, and one erased under retention, have
+ * nothing to re-offer; `underWay` (the
  * actor's attempts in flight) refuses one an attempt holds.
  */
 export function requeueSend(db: Database, id: number, refusalRestated: boolean, underWay: ReadonlySet<number>, now: number): OperatorOutcome {
@@ -364,6 +369,8 @@ export function requeueSend(db: Database, id: number, refusalRestated: boolean, 
     const row = one<Row>(s.byId, [id]);
     if (!row) return 'RecordUnknown';
     if (underWay.has(id) || row.claimed_at !== null) return 'AttemptUnderWay';
+    // An erased send has no message left to offer (docs/sending.md "Retention").
+    if (row.erased_at !== null) return 'StageDoesNotAllowIt';
     if (row.stage === 'Refused' && !refusalRestated) return 'RefusalNotRestated';
     const recipients = many<RecipientRow>(s.recipients, [id]);
     if (!recipients.some((r) => r.state !== 'accepted')) return 'StageDoesNotAllowIt';

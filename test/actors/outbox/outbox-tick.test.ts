@@ -104,6 +104,7 @@ async function harness(t: Test, outbox: Partial<OutboxConfig>, smtpPort: number 
     ],
     policy: { allowedDomains: [], allowedAddresses: [], deniedDomains: [], deniedAddresses: [], contacts: 'Any' },
     ceilings: { periodMs: 86_400_000, perAccount: null, perCaller: null, perDeployment: null },
+    retention: { endedSendsMs: 30 * 86_400_000, deletedDraftsMs: 7 * 86_400_000 },
     ...outbox,
   };
   const state = (await outboxActor.init(config, ctx)) as OutboxState;
