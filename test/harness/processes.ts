@@ -61,7 +61,7 @@ export function removeDir(dir: string): void {
  * process group (it must lead one). Returns the disarm function.
  */
 export function watchdog(pid: number, marker: string, options: { group?: boolean } = {}): () => void {
-  const target = options.group ? '-- "-$1"' : '"$1"';
+  const target = options.group ? '"-$1"' : '"$1"';
   const script = `read -r word; [ "$word" = disarm ] && exit 0; if tr "\\000" "\\n" < /proc/$1/cmdline 2>/dev/null | grep -qxF -- "$2"; then kill -TERM ${target}; fi`;
   const dog: ChildProcess = spawn('/bin/sh', ['-c', script, 'watchdog', String(pid), marker], {
     stdio: ['pipe', 'ignore', 'ignore'],
