@@ -28,8 +28,11 @@
 import type { ImapFlow, MailboxObject, StatusObject } from 'imapflow';
 import type { Logger } from '../../runtime/log.ts';
 
-/** What the server says of a folder: as SELECT or STATUS report it. */
-export type FolderState = { uidValidity: bigint; uidNext: number; messages: number; highestModseq: bigint | null };
+/**
+ * What the server says of a folder: as SELECT or STATUS report it. `uidNext` is null when SELECT
+ * left out UIDNEXT (Courier does, though RFC 3501 requires it; STATUS reports it).
+ */
+export type FolderState = { uidValidity: bigint; uidNext: number | null; messages: number; highestModseq: bigint | null };
 
 /** A mapped folder as the last run resolved it; `selected` is what that run's SELECT reported, null when it did not get there. */
 export type RunFolder = { alias: string; path: string; selected: FolderState | null };
@@ -43,7 +46,8 @@ export type Tracked = { alias: string; path: string; baseline: FolderState | nul
 export function sameState(a: FolderState, b: FolderState): boolean {
   return (
     a.uidValidity === b.uidValidity &&
-    a.uidNext === b.uidNext &&
+    // A UIDNEXT that SELECT did not report is not compared (new mail still changes the count).
+    (a.uidNext === null || b.uidNext === null || a.uidNext === b.uidNext) &&
     a.messages === b.messages &&
     // Without CONDSTORE on either side there is nothing to compare.
     (a.highestModseq === null || b.highestModseq === null || a.highestModseq === b.highestModseq)
@@ -65,6 +69,8 @@ export function compareFolder(tracked: Tracked, now: FolderState): 'same' | 'ado
     return 'adopted';
   }
   if (sameState(tracked.baseline, now)) {
+    // What SELECT did not report, the first STATUS that agrees with it fills in.
+    if (tracked.baseline.uidNext === null && now.uidNext !== null) tracked.baseline = { ...tracked.baseline, uidNext: now.uidNext };
     tracked.wokeOn = null;
     return 'same';
   }
@@ -95,7 +101,12 @@ export function trackAfterRun(previous: readonly Tracked[], folders: readonly Ru
 }
 
 export function selectedState(mailbox: Pick<MailboxObject, 'uidValidity' | 'uidNext' | 'exists' | 'highestModseq'>): FolderState {
-  return { uidValidity: BigInt(mailbox.uidValidity), uidNext: mailbox.uidNext, messages: mailbox.exists, highestModseq: mailbox.highestModseq ?? null };
+  return {
+    uidValidity: BigInt(mailbox.uidValidity),
+    uidNext: typeof mailbox.uidNext === 'number' ? mailbox.uidNext : null,
+    messages: mailbox.exists,
+    highestModseq: mailbox.highestModseq ?? null,
+  };
 }
 
 function statusState(status: StatusObject | false): FolderState | null {

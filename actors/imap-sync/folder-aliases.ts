@@ -5,7 +5,9 @@
  * RFC 3501 says). An alias without one is resolved through the SPECIAL-USE
  * attributes (RFC 6154): `inbox` is INBOX, `sent` is the folder marked
  * `\Sent`, and so on; none marked is "matches no folder", several is
- * "matches several" — both fixed by writing a `Path`.
+ * "matches several" — both fixed by writing a `Path`. `specialUse` is what
+ * imapflow reports: the server's attribute, or on a server without
+ * SPECIAL-USE (Courier) its guess from the folder's name (`INBOX.Sent`).
  */
 export type RemoteFolder = { path: string; specialUse: string | null; flags: readonly string[] };
 

@@ -119,6 +119,9 @@ export class FolderRun {
       client.off('expunge', onExpunge);
       client.off('flags', onFlags);
     }
+    // Read now: imapflow raises `mailbox.uidNext` past every UID a later FETCH answers, and Courier's SELECT
+    // leaves UIDNEXT out (RFC 3501 requires it), so past this point it may be a guess from what was fetched.
+    const uidNext = typeof mailbox.uidNext === 'number' ? mailbox.uidNext : null;
     this.uidValidity = Number(mailbox.uidValidity);
     this.selected = selectedState(mailbox);
     this.selectModseq = mailbox.highestModseq ?? null;
@@ -137,7 +140,8 @@ export class FolderRun {
         else await this.reconcileStored(lastUid, checkpoint?.highestModseq ?? null);
       }
     }
-    if (mailbox.exists > 0 && mailbox.uidNext > lastUid + 1) await this.listNew(lastUid);
+    // Without a reported UIDNEXT, whether anything is new is asked, not known.
+    if (mailbox.exists > 0 && (uidNext === null || uidNext > lastUid + 1)) await this.listNew(lastUid);
     this.prepared = true;
   }
 

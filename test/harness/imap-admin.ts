@@ -140,7 +140,9 @@ export function imapAdmin(server: ImapPeer): MailAdmin {
         }
         await c.mailboxClose();
         // Cyrus refuses to delete a special-use mailbox: drop the attribute first, restore it after.
-        const special = (await c.list()).find((m) => m.path === mailbox)?.specialUse;
+        // Only an attribute the server sent (not one imapflow guessed from the name, as on Courier).
+        const entry = (await c.list()).find((m) => m.path === mailbox);
+        const special = entry?.specialUseSource === 'extension' ? entry.specialUse : undefined;
         if (special) await rawImap(server, user, [`SETMETADATA "${mailbox}" (/private/specialuse NIL)`]);
         await c.mailboxDelete(mailbox);
         // Servers derive UIDVALIDITY from the clock: make sure the new one cannot repeat it.

@@ -9,6 +9,8 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 
 const pids = new Set<number>();
+/** Leaders whose whole process group is ended on exit (servers that fork helpers: Courier). */
+const groups = new Set<number>();
 const dirs = new Set<string>();
 let hooked = false;
 
@@ -18,7 +20,7 @@ function hook(): void {
   process.on('exit', () => {
     for (const pid of pids) {
       try {
-        process.kill(pid, 'SIGTERM');
+        process.kill(groups.has(pid) ? -pid : pid, 'SIGTERM');
       } catch {
         // already gone
       }
@@ -32,12 +34,15 @@ export function keepDirs(): boolean {
   return Boolean(process.env.MAILCAIRN_KEEP_SERVERS);
 }
 
-export function trackPid(pid: number): void {
+/** `group`: `pid` leads a process group of its own, and the whole group is ended with it. */
+export function trackPid(pid: number, options: { group?: boolean } = {}): void {
   hook();
   pids.add(pid);
+  if (options.group) groups.add(pid);
 }
 export function untrackPid(pid: number): void {
   pids.delete(pid);
+  groups.delete(pid);
 }
 export function trackDir(dir: string): void {
   hook();
@@ -52,11 +57,12 @@ export function removeDir(dir: string): void {
 /**
  * A shell that waits on a pipe from us; if we die without disarming it (crash, SIGKILL, tap
  * timeout), it sends SIGTERM to `pid`, after checking that the PID still runs with `marker`
- * (a config file path) among its arguments. Returns the disarm function.
+ * (a config file path) among its arguments. With `group`, the signal goes to `pid`'s whole
+ * process group (it must lead one). Returns the disarm function.
  */
-export function watchdog(pid: number, marker: string): () => void {
-  const script =
-    'read -r word; [ "$word" = disarm ] && exit 0; ' + 'if tr "\\000" "\\n" < /proc/$1/cmdline 2>/dev/null | grep -qxF -- "$2"; then kill -TERM "$1"; fi';
+export function watchdog(pid: number, marker: string, options: { group?: boolean } = {}): () => void {
+  const target = options.group ? '"-$1"' : '"$1"';
+  const script = `read -r word; [ "$word" = disarm ] && exit 0; if tr "\\000" "\\n" < /proc/$1/cmdline 2>/dev/null | grep -qxF -- "$2"; then kill -TERM ${target}; fi`;
   const dog: ChildProcess = spawn('/bin/sh', ['-c', script, 'watchdog', String(pid), marker], {
     stdio: ['pipe', 'ignore', 'ignore'],
     detached: true,

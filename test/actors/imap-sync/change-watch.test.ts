@@ -50,3 +50,13 @@ t.test('a folder the run did not select keeps its previous baseline; a folder wh
   list = trackAfterRun(list, [{ alias: 'work', path: 'Work 2', selected: null }]);
   t.equal(list[0]!.baseline, null);
 });
+
+t.test("a UIDNEXT the run's SELECT left out (Courier) is not compared, then learned from the first STATUS that agrees", async (t) => {
+  const courier = { uidValidity: 7n, uidNext: null, messages: 10, highestModseq: null };
+  const [f] = trackAfterRun([], [{ alias: 'work', path: 'Work', selected: courier }]);
+  t.equal(compareFolder(f!, { ...courier, uidNext: 11 }), 'same', 'STATUS reporting UIDNEXT is no change by itself');
+  t.equal(f!.baseline?.uidNext, 11, 'the baseline learned it');
+  t.equal(compareFolder(f!, { ...courier, uidNext: 12, messages: 10 }), 'changed', 'a message arrived and another went: the count alone would not tell');
+  const [g] = trackAfterRun([], [{ alias: 'work', path: 'Work', selected: courier }]);
+  t.equal(compareFolder(g!, { ...courier, uidNext: 12, messages: 11 }), 'changed', 'new mail before any STATUS: the count tells');
+});

@@ -3,13 +3,17 @@
  * Interval, changes made on the server behind the service's back — new mail
  * in a second and a third folder, a flag and a keyword, an expunge, a flag in
  * INBOX — reach `list_emails` through the MCP SDK client within seconds, on
- * Dovecot and on Cyrus. And a change landing in a folder a running run has
- * already passed is not lost.
+ * Dovecot and on Cyrus. On Courier (no CONDSTORE: STATUS cannot tell a flag
+ * change in a folder that is not selected) new mail, expunges and INBOX's
+ * flags show within seconds, and a flag change in another folder rides with
+ * the next run any change wakes. And a change landing in a folder a running
+ * run has already passed is not lost.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import t, { type Test } from 'tap';
+import { courierAvailable, startCourier } from '../../harness/courier.ts';
 import { cyrusAvailable, startCyrus } from '../../harness/cyrus.ts';
 import { type MailAdmin, mailAdmin } from '../../harness/doveadm.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
@@ -42,10 +46,10 @@ function message(tag: string): string {
 
 const FOLDERS = [{ Alias: 'inbox' }, { Alias: 'projects', Path: 'Projects' }, { Alias: 'receipts', Path: 'Receipts' }];
 
-async function serve(t: Test, server: ImapPeer, user: string): Promise<{ sync: SyncService; client: Client }> {
+async function serve(t: Test, server: ImapPeer, user: string, folders = FOLDERS): Promise<{ sync: SyncService; client: Client }> {
   const dir = tempDir(t);
   const port = await reservePort();
-  const sync = await startSyncService(dir, server, [{ id: user, user, folders: FOLDERS }], {
+  const sync = await startSyncService(dir, server, [{ id: user, user, folders }], {
     McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: port, RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 } },
     Deployment: { PublicBaseAddress: `http://127.0.0.1:${port}` },
     // Only the change watch can make a change show within the test: the interval is an hour.
@@ -129,6 +133,52 @@ t.test('Cyrus: the same', { skip: !cyrusAvailable() && 'Cyrus is not installed (
   t.teardown(() => cyrus.stop());
   await everyFolder(t, cyrus, imapAdmin(cyrus), 'carol');
 });
+
+t.test(
+  "Courier: new mail, expunges and INBOX flags within seconds; another folder's flags with the next run",
+  { skip: !courierAvailable() && 'Courier is not installed (see .ci/run)' },
+  async (t) => {
+    const courier = await startCourier({ users: [{ user: 'dora', password: 'pw-dora' }] });
+    t.teardown(() => courier.stop());
+    const admin = imapAdmin(courier);
+    const user = 'dora';
+    await admin.createMailbox(user, 'INBOX.Projects');
+    await admin.createMailbox(user, 'INBOX.Receipts');
+    await appendMessages(courier, user, 'INBOX', [{ raw: message('i1') }, { raw: message('i2') }]);
+    const projects = await appendMessages(courier, user, 'INBOX.Projects', [{ raw: message('p1') }, { raw: message('p2') }]);
+    const receipts = await appendMessages(courier, user, 'INBOX.Receipts', [{ raw: message('r1') }, { raw: message('r2') }]);
+    const { client } = await serve(t, courier, user, [
+      { Alias: 'inbox' },
+      { Alias: 'projects', Path: 'INBOX.Projects' },
+      { Alias: 'receipts', Path: 'INBOX.Receipts' },
+    ]);
+    t.equal((await list(client, 'receipts')).length, 2, 'the first run mirrored the third folder');
+
+    await appendMessages(courier, user, 'INBOX.Projects', [{ raw: message('p3') }]);
+    await visible(t, client, 'projects', 'new mail in the second folder', (e) => bySubject(e, 'p3') !== undefined);
+    await appendMessages(courier, user, 'INBOX.Receipts', [{ raw: message('r3') }]);
+    await visible(t, client, 'receipts', 'new mail in the third folder', (e) => bySubject(e, 'r3') !== undefined);
+    await admin.expunge(user, 'INBOX.Receipts', [receipts[0]!]);
+    await visible(t, client, 'receipts', 'an expunge in the third folder', (e) => bySubject(e, 'r1') === undefined && e.length === 2);
+    await admin.addFlags(user, 'INBOX', [1], ['\\Flagged', 'Urgent']);
+    await visible(t, client, 'inbox', '\\Flagged and a keyword in INBOX (the watched folder: NOOP reports it)', (e) => {
+      const m = bySubject(e, 'i1');
+      return Boolean(m?.flags?.includes('\\Flagged') && m.keywords?.some((k) => k.toLowerCase() === 'urgent'));
+    });
+
+    // STATUS without HIGHESTMODSEQ cannot see this one; the run that the next arrival wakes compares every flag.
+    await admin.addFlags(user, 'INBOX.Projects', [projects[0]!], ['\\Flagged']);
+    await appendMessages(courier, user, 'INBOX', [{ raw: message('i3') }]);
+    await visible(t, client, 'inbox', 'new mail in INBOX', (e) => bySubject(e, 'i3') !== undefined);
+    await visible(
+      t,
+      client,
+      'projects',
+      '\\Flagged in the second folder, with the run the new mail woke',
+      (e) => bySubject(e, 'p1')?.flags?.includes('\\Flagged') === true,
+    );
+  },
+);
 
 t.test('a change in a folder the running run has already passed is not lost', async (t) => {
   const dovecot = await startDovecot({ users: [{ user: 'rob', password: 'pw-rob' }] });
