@@ -42,6 +42,14 @@ export function namedStorageFull(err: unknown): unknown {
   return isStorageFull(err) ? new AppError('E_STORE_FULL', { cause: err }) : err;
 }
 
+/**
+ * How soon a writer that met a full disk tries again (the outbox, the change
+ * journal, store maintenance; the sync runs follow the scheduler's back-off).
+ * One failing write per interval costs nothing, and space freed is used
+ * within seconds.
+ */
+export const STORAGE_FULL_RETRY_MS = 5_000;
+
 /** The condition as the readiness answer shows it. */
 export type StorageCondition = 'writable' | 'full';
 
