@@ -74,6 +74,13 @@ export const Codes = {
   E_STORE_MIGRATION: { status: 500, retryable: false, public: null, msg: 'A database migration failed' },
   E_STORE_UNAVAILABLE: { status: 503, retryable: true, public: null, msg: 'The database could not be opened' },
   E_STORE_UNSUPPORTED: { status: 500, retryable: false, public: null, msg: 'Storage:Database names something this build cannot use as its database' },
+  // The disk under Storage:Database is full (SQLITE_FULL, ENOSPC): an outside condition, waited out (docs/operations.md "A full disk").
+  E_STORE_FULL: {
+    status: 507,
+    retryable: true,
+    public: 56003,
+    msg: "The mail store's disk is full, so nothing new can be recorded now; reads still work. Try again once the operator has freed space",
+  },
 
   // Key ring and sealing
   E_KEYRING_MISSING: { status: 500, retryable: false, public: null, msg: 'No data-encryption key ring is configured' },

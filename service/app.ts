@@ -29,6 +29,7 @@ import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
 import { AppError } from '../runtime/errors.ts';
 import { createLogger, type Logger } from '../runtime/log.ts';
 import { reduceError } from '../runtime/log-error.ts';
+import { watchStorage } from '../runtime/storage-full.ts';
 import { migrate } from '../runtime/store/migrate.ts';
 import { openSlice } from '../runtime/store/open-slice.ts';
 import { acquireWriterLock } from '../runtime/store/writer-lock.ts';
@@ -97,6 +98,9 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   const opened: OpenedListener[] = [];
   const serving = (surface: OpenedListener['surface']): AddressInfo | null =>
     opened.find((l) => l.surface === surface && l.role !== 'redirect')?.address ?? null;
+  // A full disk under the store shows here; reads go on, so the service stays ready (docs/operations.md "A full disk").
+  const storage = watchStorage();
+  teardown.push(() => storage.close());
   const readiness = (): Readiness => {
     const health = supervisor.health();
     const supervisorState = stopping ? 'stopping' : health.healthy ? 'healthy' : 'degraded';
@@ -107,6 +111,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
         supervisor: supervisorState,
         givenUpActors: health.givenUp.length,
         listeners: stopping ? 'closing' : listening ? 'open' : 'opening',
+        storage: storage.condition(),
       },
     };
   };

@@ -24,6 +24,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { z } from 'zod';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
+import { isStorageFull, noteStorageFull, noteStorageWritable } from '../../runtime/storage-full.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
 import { deriveFirst, type FirstDerivation, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
@@ -43,6 +44,9 @@ const SEGMENT_MESSAGES = 64;
 const SEGMENT_BYTES = 4 * 1024 * 1024;
 
 const Msg = z.discriminatedUnion('type', [CatchUp]);
+
+/** Where the derivation writer reports a full disk from. */
+const PLACE = 'derivation';
 
 type State = {
   db: Database;
@@ -78,7 +82,14 @@ async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<C
         ...(parsed.ok && own !== undefined ? { correspondents: correspondentsOf(parsed.message, folderRoleOf(m.alias), own) } : {}),
       });
     }
-    reply.derived += deriveFirst(state.db, results, Date.now());
+    try {
+      reply.derived += deriveFirst(state.db, results, Date.now());
+    } catch (err) {
+      // A full disk: the segment stays underived (listed as not indexed yet), and a later catch-up takes it.
+      if (isStorageFull(err)) noteStorageFull(ctx.log, PLACE, err);
+      throw err;
+    }
+    noteStorageWritable(ctx.log, PLACE);
     await nextTurn();
   }
   if (reply.derived > 0 || reply.missingRaw > 0) {

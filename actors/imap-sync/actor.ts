@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { readSecret } from '../../runtime/secret-ref.ts';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
+import { isStorageFull, namedStorageFull, noteStorageFull } from '../../runtime/storage-full.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { leaseSlice } from '../../runtime/store/shared-connection.ts';
 import { withdrawUnconfigured } from '../../runtime/store/mailbox/bindings.ts';
@@ -243,19 +244,22 @@ export default defineActor({
       case 'imap-sync.run': {
         if (state.active) return later(new Promise<RunSummary>((resolve, reject) => chain(state.active!, resolve, reject)));
         state.watch.stop();
-        const run = new SyncRun({
-          db: state.db,
-          config: state.config,
-          log: ctx.log,
-          session: (fresh?: boolean) => session(state, fresh),
-          derive: () =>
-            ctx.ask(
-              state.config.derivationId,
-              { type: 'derivation.catch-up', account: state.config.account, throughId: null },
-              { reply: CatchUpReply, deadlineMs: DERIVE_DEADLINE_MS },
-            ),
-          now: Date.now,
-        });
+        const run = startRun(
+          {
+            db: state.db,
+            config: state.config,
+            log: ctx.log,
+            session: (fresh?: boolean) => session(state, fresh),
+            derive: () =>
+              ctx.ask(
+                state.config.derivationId,
+                { type: 'derivation.catch-up', account: state.config.account, throughId: null },
+                { reply: CatchUpReply, deadlineMs: DERIVE_DEADLINE_MS },
+              ),
+            now: Date.now,
+          },
+          state.config.account,
+        );
         const done = new Promise<RunSummary>((resolve, reject) => {
           state.active = { run, resolve, reject };
         });
@@ -328,6 +332,16 @@ async function accessToken(state: State, fresh: boolean): Promise<AccessTokenRep
   if (!imap.oauth) throw new AppError('E_IMAP_AUTH', { details: { cause: 'no-oauth-configured' } });
   if (fresh) state.tokens.forget();
   return { accessToken: await state.tokens.current(), username: imap.username };
+}
+
+/** A new run; one the disk has no room to record is answered E_STORE_FULL, and the scheduler backs off. */
+function startRun(deps: ConstructorParameters<typeof SyncRun>[0], account: string): SyncRun {
+  try {
+    return new SyncRun(deps);
+  } catch (err) {
+    if (isStorageFull(err)) noteStorageFull(deps.log, `imap-sync:${account}`, err);
+    throw namedStorageFull(err);
+  }
 }
 
 function chain(active: Active, resolve: (s: RunSummary) => void, reject: (e: unknown) => void): void {

@@ -27,6 +27,7 @@ import type { ImapFlow } from 'imapflow';
 import { z } from 'zod';
 import type { ActorContext } from '../../runtime/actor.ts';
 import { AppError, type Code } from '../../runtime/errors.ts';
+import { isStorageFull, noteStorageFull, noteStorageWritable, STORAGE_FULL_RETRY_MS } from '../../runtime/storage-full.ts';
 import { dropJob, jobById, jobIdOf, jobRetryDelayMs, MAX_JOB_ATTEMPTS, recordAttemptFailure, retryJob, type JobFailure } from '../../runtime/store/jobs.ts';
 import {
   CHANGE_JOB_TYPE,
@@ -160,9 +161,31 @@ export async function journalStep(state: JournalState, ctx: ActorContext, connec
     else await applyChangeStep(state, ctx, client, change);
     state.journal.lastUsedAt = Date.now();
   } catch (err) {
-    attemptFailed(state, ctx, change, err);
+    // A full disk is waited out: no attempt is counted, and the step is tried again (docs/operations.md "A full disk").
+    if (waitsOutFullDisk(state, ctx, err)) return;
+    try {
+      attemptFailed(state, ctx, change, err);
+    } catch (again) {
+      if (waitsOutFullDisk(state, ctx, again)) return;
+      throw again;
+    }
   }
+  noteStorageWritable(ctx.log, journalPlace(state));
   scheduleStep(state, ctx, 0);
+}
+
+const journalPlace = (state: JournalState): string => `change-journal:${state.config.account}`;
+
+/**
+ * The disk under the store is full: the change may have reached the server
+ * without its ending being recorded, as after a kill, and the step that
+ * runs again finds it from the recorded progress.
+ */
+function waitsOutFullDisk(state: JournalState, ctx: ActorContext, err: unknown): boolean {
+  if (!isStorageFull(err)) return false;
+  noteStorageFull(ctx.log, journalPlace(state), err);
+  scheduleStep(state, ctx, STORAGE_FULL_RETRY_MS);
+  return true;
 }
 
 function isPlaced(entry: JournalEntry): entry is Placement {

@@ -249,6 +249,8 @@ export const RunSummary = z.strictObject({
   outcome: z.enum(['ok', 'partial', 'failed', 'interrupted']),
   foldersFailed: z.number().int().nonnegative(),
   hasMore: z.boolean(),
+  /** Set on a failed run that found the disk under the store full: the scheduler looks again at its first delay. */
+  waitsFor: z.literal('storage').optional(),
 });
 export type RunSummary = z.infer<typeof RunSummary>;
 

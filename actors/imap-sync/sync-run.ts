@@ -14,11 +14,16 @@
  * answer we cannot use, or one of our own codes; the cause is logged here),
  * interrupted (shutdown; resumes from the checkpoint). A defect or a
  * database error is none of these: it crashes the actor, and the restarted
- * actor closes the run as interrupted.
+ * actor closes the run as interrupted. A full disk under the store is an
+ * outside condition: the run ends `failed` (failure code E_STORE_FULL), so
+ * the scheduler backs off as for an outage; each batch is one transaction,
+ * so what was committed stays whole and the next run resumes from the
+ * checkpoint (docs/operations.md "A full disk").
  */
 import type { ImapFlow } from 'imapflow';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
+import { isStorageFull, namedStorageFull, noteStorageFull, noteStorageWritable } from '../../runtime/storage-full.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { syncBindings, type Binding } from '../../runtime/store/mailbox/bindings.ts';
 import { beginRun, endRun, recordFolderRun, type FolderOutcome } from '../../runtime/store/mailbox/runs.ts';
@@ -90,8 +95,10 @@ export class SyncRun {
         return this.finish(this.failed === 0 ? 'ok' : 'partial', consecutiveFailures);
       }
       await this.advance(slot);
+      noteStorageWritable(this.deps.log, this.place);
       return null;
     } catch (err) {
+      if (isStorageFull(err)) return this.storageFull(err, consecutiveFailures);
       const failure = err instanceof AppError ? err : null;
       if (failure && (failure.code.startsWith('E_IMAP_') || failure.code.startsWith('E_OAUTH'))) {
         // No usable session: every folder not yet done is deferred with the run.
@@ -104,6 +111,37 @@ export class SyncRun {
       }
       throw err;
     }
+  }
+
+  /** Where a full disk is reported from: the account's sync actor. */
+  private get place(): string {
+    return `imap-sync:${this.deps.config.account}`;
+  }
+
+  /**
+   * The disk under the store is full: the run ends failed, so the scheduler
+   * backs off. Its bookkeeping (folder outcomes, the run's end) is written
+   * where the disk still takes it and skipped where it does not; the
+   * checkpoints are what resumes the mirror, and they moved only with
+   * batches that were stored whole.
+   */
+  private storageFull(err: unknown, consecutiveFailures: number): RunSummary {
+    this.failureCode = 'E_STORE_FULL';
+    noteStorageFull(this.deps.log, this.place, err);
+    const rest = (this.folders ?? []).slice(this.index);
+    this.index = this.folders?.length ?? 0;
+    try {
+      for (const slot of rest) this.record(slot, 'unexpected');
+    } catch (again) {
+      if (!isStorageFull(again)) throw again;
+    }
+    try {
+      this.finish('failed', consecutiveFailures);
+    } catch (again) {
+      if (!isStorageFull(again)) throw again;
+    }
+    this.ended = { outcome: 'failed', foldersFailed: this.failed, hasMore: this.hasMore, waitsFor: 'storage' };
+    return this.ended;
   }
 
   /**
@@ -182,6 +220,8 @@ export class SyncRun {
       this.batches += 1;
       if (!(await slot.run.step())) await this.completeFolder(slot);
     } catch (err) {
+      // A full disk ends the run (step); it is no folder's failure.
+      if (isStorageFull(err)) throw namedStorageFull(err);
       // A defect or a database error is not classified: it is thrown on and crashes the actor.
       const failure = classifyImapFailure(err);
       if (failure.code === 'E_IMAP_UNRESPONSIVE' || failure.code === 'E_IMAP_AUTH') throw failure;

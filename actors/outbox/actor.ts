@@ -17,10 +17,19 @@
  * stays TransmissionBegun, and only an operator re-offers it. On its own
  * timer it erases the content of ended sends and deleted drafts past
  * `Outbox:Retention`, in bounded steps (retention.ts).
+ *
+ * A full disk under the store (docs/operations.md "A full disk") is waited
+ * out: a send is then refused to its caller with E_STORE_FULL (nothing
+ * recorded); no send is claimed; an attempt whose ending could not be
+ * written keeps it in memory (`unwritten`) and writes it first once the
+ * disk takes writes again, so a message the server accepted is recorded
+ * Sent and never offered twice; one that found the disk full before its
+ * body is given back without counting an attempt.
  */
 import { z } from 'zod';
 import { defineActor, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
+import { isStorageFull, noteStorageFull, noteStorageWritable, STORAGE_FULL_RETRY_MS } from '../../runtime/storage-full.ts';
 import { readSecret } from '../../runtime/secret-ref.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
@@ -72,7 +81,41 @@ export type OutboxState = {
   sessions: SmtpSessions;
   /** The retention prune's timer and the counts of the sweep under way (retention.ts). */
   pruning: Pruning;
+  /** Attempts' endings a full disk kept from being written, by send; written before any new claim. */
+  unwritten: Map<number, () => void>;
 };
+
+/** Where the outbox reports a full disk from. */
+const PLACE = 'outbox';
+
+/**
+ * Write the endings a full disk held back. Returns false while the disk is
+ * still full: no new send may be claimed then.
+ */
+function writeUnwritten(state: OutboxState, ctx: ActorContext): boolean {
+  for (const [id, write] of state.unwritten) {
+    try {
+      write();
+    } catch (err) {
+      if (!isStorageFull(err)) throw err;
+      noteStorageFull(ctx.log, PLACE, err);
+      return false;
+    }
+    state.unwritten.delete(id);
+  }
+  return true;
+}
+
+/** Write `ending` now, or keep it for when the disk takes writes again. */
+function writeOrKeep(state: OutboxState, ctx: ActorContext, id: number, ending: () => void): void {
+  try {
+    ending();
+  } catch (err) {
+    if (!isStorageFull(err)) throw err;
+    noteStorageFull(ctx.log, PLACE, err);
+    state.unwritten.set(id, ending);
+  }
+}
 
 function scheduleTick(state: OutboxState, ctx: ActorContext, delayMs: number): void {
   const at = Date.now() + Math.max(0, delayMs);
@@ -129,13 +172,24 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
     return;
   }
   let result: AttemptResult;
+  // The body-began write found the disk full: no byte of the body left, and the send is given back.
+  let fullBeforeBody = false;
+  const bodyMayBegin = (): boolean => {
+    if (state.closed) return false;
+    try {
+      return markBodyBegan(state.db, send.id, Date.now());
+    } catch (err) {
+      if (isStorageFull(err)) fullBeforeBody = true;
+      throw err;
+    }
+  };
   try {
     result = await attemptDelivery(
       { accountId: send.accountId, envelopeFrom: send.envelopeFrom, raw, recipients: pending },
       account.smtp,
       () => credentialsOf(state, ctx, send),
       state.config.sendTimeoutMs,
-      () => !state.closed && markBodyBegan(state.db, send.id, Date.now()),
+      bodyMayBegin,
       state.sessions,
     );
   } catch (err) {
@@ -148,18 +202,42 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
     };
   }
   if (state.closed) return;
-  const stage = recordEnding(state, send, result, pending);
+  if (fullBeforeBody) {
+    noteStorageFull(ctx.log, PLACE);
+    writeOrKeep(state, ctx, send.id, () => unclaimSend(state.db, send.id, Date.now()));
+    ctx.log.info(
+      { event: 'outbox.attempt', outgoing: send.id, account: send.accountId, ending: 'store-full', code: 'E_STORE_FULL', stage: 'Recorded' },
+      'outbox.attempt',
+    );
+    return;
+  }
+  let stage = 'unwritten';
+  writeOrKeep(state, ctx, send.id, () => {
+    stage = recordEnding(state, send, result, pending);
+  });
   ctx.log.info(
     { event: 'outbox.attempt', outgoing: send.id, account: send.accountId, ending: result.kind, code: 'code' in result ? result.code : null, stage },
     'outbox.attempt',
   );
 }
 
-function deliverDue(state: OutboxState, ctx: ActorContext): void {
+/** Claim and start the sends due; false when a full disk stopped it (the tick comes back after STORAGE_FULL_RETRY_MS). */
+function deliverDue(state: OutboxState, ctx: ActorContext): boolean {
+  if (!writeUnwritten(state, ctx)) return false;
   const free = state.config.concurrency - state.underWay.size;
-  if (!state.config.enabled || state.stopping || free <= 0) return;
+  if (!state.config.enabled || state.stopping || free <= 0) return true;
   for (const send of dueSends(state.db, Date.now(), free)) {
-    if (!claimSend(state.db, send.id, Date.now())) continue;
+    if (state.unwritten.has(send.id)) continue;
+    let claimed: boolean;
+    try {
+      claimed = claimSend(state.db, send.id, Date.now());
+    } catch (err) {
+      if (!isStorageFull(err)) throw err;
+      noteStorageFull(ctx.log, PLACE, err);
+      return false;
+    }
+    if (!claimed) continue;
+    noteStorageWritable(ctx.log, PLACE);
     state.underWay.add(send.id);
     const running = attempt(state, ctx, send).then(
       () => {
@@ -176,6 +254,7 @@ function deliverDue(state: OutboxState, ctx: ActorContext): void {
     state.attempts.add(running);
     void running.finally(() => state.attempts.delete(running));
   }
+  return true;
 }
 
 /** An idle SMTP session is closed after this long (or sooner, below SendTimeout, which is also its socket's idle limit). */
@@ -208,6 +287,7 @@ export default defineActor({
         maxMessages: SESSION_MAX_MESSAGES,
       }),
       pruning: { timer: null, sends: 0, drafts: 0 },
+      unwritten: new Map(),
     };
     ctx.defer(() => {
       state.closed = true;
@@ -227,7 +307,11 @@ export default defineActor({
     switch (msg.type) {
       case 'outbox.tick': {
         state.timer = null;
-        deliverDue(state, ctx);
+        if (!deliverDue(state, ctx)) {
+          // A full disk: nothing is claimed or filed until a write lands again.
+          scheduleTick(state, ctx, STORAGE_FULL_RETRY_MS);
+          return undefined;
+        }
         fileOwed(state, ctx).then(
           (waiting) => {
             if (waiting && !state.closed && !state.stopping) scheduleTick(state, ctx, FILING_POLL_MS);
@@ -286,7 +370,7 @@ export default defineActor({
       }
     }
   },
-  async stop(state) {
+  async stop(state, ctx) {
     // No new attempt; those in flight may still hear their final replies, or stay as they are (a body begun stays TransmissionBegun).
     state.stopping = true;
     state.timer?.cancel();
@@ -296,5 +380,8 @@ export default defineActor({
     clearTimeout(timer);
     state.closed = true;
     state.sessions.closeAll();
+    // Their sends stay as the disk last took them: claimed before the body (given back at the next start) or begun (an operator's).
+    if (state.unwritten.size > 0)
+      ctx.log.warn({ event: 'outbox.endings-unwritten', count: state.unwritten.size }, 'outbox.endings-unwritten: the disk was still full at stop');
   },
 });

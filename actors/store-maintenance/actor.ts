@@ -7,7 +7,9 @@
  * keeps the -wal file from staying large. Writes no table.
  */
 import { z } from 'zod';
-import { defineActor } from '../../runtime/actor.ts';
+import { defineActor, type ActorContext } from '../../runtime/actor.ts';
+import { AppError } from '../../runtime/errors.ts';
+import { isStorageFull, noteStorageFull, noteStorageWritable } from '../../runtime/storage-full.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
 import { MaintenanceReport, RunNow, StoreMaintenanceConfig } from './protocol.ts';
@@ -35,6 +37,24 @@ function checkpointPassive(state: State): void {
   state.db.prepare('PRAGMA wal_checkpoint(PASSIVE)').get();
 }
 
+/**
+ * Run `work`; a full disk is said once (`store.full`) and waited out, the
+ * ticks going on (docs/operations.md "A full disk"). Null when it was full.
+ */
+function waitingOutFullDisk<T>(ctx: ActorContext, work: () => T): T | null {
+  try {
+    const result = work();
+    noteStorageWritable(ctx.log, PLACE);
+    return result;
+  } catch (err) {
+    if (!isStorageFull(err)) throw err;
+    noteStorageFull(ctx.log, PLACE, err);
+    return null;
+  }
+}
+
+const PLACE = 'store-maintenance';
+
 export default defineActor({
   name: 'store-maintenance',
   config: StoreMaintenanceConfig,
@@ -50,16 +70,19 @@ export default defineActor({
   },
   handle(state, msg, ctx) {
     if (msg.type === 'store-maintenance.checkpoint-tick') {
-      if (!state.remote) checkpointPassive(state);
+      // The next tick is scheduled first: a full disk (a checkpoint grows the database file) must not end the ticks.
       ctx.schedule({ type: 'store-maintenance.checkpoint-tick' }, state.config.checkpointCheckMs);
+      if (!state.remote) waitingOutFullDisk(ctx, () => checkpointPassive(state));
       return undefined;
     }
-    const report = maintain(state);
     if (msg.type === 'store-maintenance.tick') {
-      ctx.log.debug({ event: 'store.maintained', ...report }, 'store.maintained');
       ctx.schedule({ type: 'store-maintenance.tick' }, state.config.intervalMs);
+      const report = waitingOutFullDisk(ctx, () => maintain(state));
+      if (report !== null) ctx.log.debug({ event: 'store.maintained', ...report }, 'store.maintained');
       return undefined;
     }
+    const report = waitingOutFullDisk(ctx, () => maintain(state));
+    if (report === null) throw new AppError('E_STORE_FULL');
     return report;
   },
 });

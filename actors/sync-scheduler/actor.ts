@@ -28,11 +28,13 @@ function pump(state: State, ctx: ActorContext): void {
   for (const account of state.schedule.start(now)) {
     ctx.ask(syncActorId(account), { type: 'imap-sync.run' }, { deadlineMs: state.config.runDeadlineMs, reply: RunSummary }).then(
       (summary) => {
-        ctx.schedule({ type: 'sync-scheduler.ended', account, end: summary.outcome, hasMore: summary.hasMore }, 0);
+        const end = summary.waitsFor === 'storage' ? 'storage-full' : summary.outcome;
+        ctx.schedule({ type: 'sync-scheduler.ended', account, end, hasMore: summary.hasMore }, 0);
       },
       (err: unknown) => {
-        ctx.log.warn({ event: 'sync.run-refused', account, reason: err instanceof AppError ? err.code : 'E_INTERNAL' }, 'sync.run-refused');
-        ctx.schedule({ type: 'sync-scheduler.ended', account, end: 'down', hasMore: false }, 0);
+        const reason = err instanceof AppError ? err.code : 'E_INTERNAL';
+        ctx.log.warn({ event: 'sync.run-refused', account, reason }, 'sync.run-refused');
+        ctx.schedule({ type: 'sync-scheduler.ended', account, end: reason === 'E_STORE_FULL' ? 'storage-full' : 'down', hasMore: false }, 0);
       },
     );
   }

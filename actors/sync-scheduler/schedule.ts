@@ -11,7 +11,8 @@
 import type { Random } from '../../runtime/clock.ts';
 
 export type Phase = 'not-started' | 'waiting-for-slot' | 'running' | 'waiting';
-export type RunEnd = 'ok' | 'partial' | 'failed' | 'interrupted' | 'down';
+/** `storage-full`: the run found the disk under the store full (docs/operations.md "A full disk"). */
+export type RunEnd = 'ok' | 'partial' | 'failed' | 'interrupted' | 'down' | 'storage-full';
 
 export type SchedulePolicy = { maxConcurrent: number; intervalMs: number; backoffInitialMs: number; backoffMaxMs: number; jitter: number };
 
@@ -61,11 +62,13 @@ export class Schedule {
   ended(account: string, end: RunEnd, hasMore: boolean, now: number): void {
     const a = this.accounts.get(account);
     if (a?.phase !== 'running') return;
-    const failed = end === 'failed' || end === 'down';
+    const failed = end === 'failed' || end === 'down' || end === 'storage-full';
     a.consecutiveFailures = failed ? a.consecutiveFailures + 1 : 0;
     a.phase = 'waiting';
     const woken = this.wokenWhileRunning.delete(account);
-    if (failed) a.nextDueAt = now + this.backoff(a.consecutiveFailures);
+    // A full disk is looked at again at the first delay, not a growing one: space freed is used soon after.
+    if (end === 'storage-full') a.nextDueAt = now + this.backoff(1);
+    else if (failed) a.nextDueAt = now + this.backoff(a.consecutiveFailures);
     else if (hasMore || woken) a.nextDueAt = now;
     else a.nextDueAt = now + this.policy.intervalMs;
     // More to fetch queues behind whoever was already ready.

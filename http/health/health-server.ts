@@ -11,6 +11,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Codes } from '../../runtime/errors.ts';
+import type { StorageCondition } from '../../runtime/storage-full.ts';
 import type { HostGuard } from '../host-guard.ts';
 
 export type Readiness = {
@@ -21,6 +22,11 @@ export type Readiness = {
     givenUpActors: number;
     /** Every configured listener accepts connections (`open`) only once startup has opened the last of them. */
     listeners: 'opening' | 'open' | 'closing';
+    /**
+     * `full` while a writer waits out a full disk under the store (runtime/storage-full.ts). Reads
+     * still answer, so it does not make the service unready (docs/operations.md "A full disk").
+     */
+    storage?: StorageCondition;
   };
 };
 

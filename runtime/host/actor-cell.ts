@@ -9,6 +9,7 @@
 import { AppError, toPayload, type ErrorPayload } from '../errors.ts';
 import { LATER, TRANSFER, isLater, isWithTransfer, type ActorContext, type AnyActorDefinition } from '../actor.ts';
 import type { Logger } from '../log.ts';
+import { isStorageFull, noteStorageFull } from '../storage-full.ts';
 import type { Ask, Meta, Tell } from '../protocol/envelope.ts';
 import { parseReply } from '../ref.ts';
 import { DEFAULT_ACTOR_ASK_MS, type HostLink } from './host-link.ts';
@@ -51,6 +52,11 @@ export class ActorCell {
     try {
       this.state = await this.def.init(parsed.data, this.context(null, undefined));
     } catch (err) {
+      // A full disk is an outside condition, reported as such: the supervisor waits it out (docs/operations.md "A full disk").
+      if (isStorageFull(err)) {
+        noteStorageFull(this.log, this.actorId, err);
+        return this.fail('E_STORE_FULL');
+      }
       this.log.error({ err, event: 'actor.init-failed' }, 'actor init threw');
       return this.fail('E_ACTOR_START_FAILED');
     }
@@ -135,9 +141,16 @@ export class ActorCell {
       return true;
     } catch (err) {
       if (err instanceof AppError) {
+        // A tell's failure has no asker to hear it: a full disk is still said (once per episode).
+        if (!isAsk && err.code === 'E_STORE_FULL') noteStorageFull(this.log, this.actorId, err);
         if (isAsk) this.replyError(envelope.id, err);
         else processed();
         return true;
+      }
+      if (isStorageFull(err)) {
+        noteStorageFull(this.log, this.actorId, err);
+        await this.fail('E_STORE_FULL');
+        return false;
       }
       this.log.error({ err, event: 'actor.handler-threw', envelope: envelope.id }, 'actor handler threw');
       await this.fail('E_ACTOR_CRASHED');
@@ -155,6 +168,10 @@ export class ActorCell {
       (err: unknown) => {
         if (this.phase === 'gone') return;
         if (err instanceof AppError) return this.replyError(id, err);
+        if (isStorageFull(err)) {
+          noteStorageFull(this.log, this.actorId, err);
+          return void this.fail('E_STORE_FULL');
+        }
         this.log.error({ err, event: 'actor.handler-threw', envelope: id }, 'actor deferred work threw');
         void this.fail('E_ACTOR_CRASHED');
       },
@@ -165,7 +182,7 @@ export class ActorCell {
     this.link.post({ kind: 'reply', id, from: this.actorId, reply: { ok: false, error: toPayload(err) } });
   }
 
-  private async fail(code: 'E_ACTOR_CRASHED' | 'E_ACTOR_START_FAILED'): Promise<void> {
+  private async fail(code: 'E_ACTOR_CRASHED' | 'E_ACTOR_START_FAILED' | 'E_STORE_FULL'): Promise<void> {
     this.phase = 'gone';
     this.queue.length = 0;
     await this.runCleanups();

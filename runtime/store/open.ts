@@ -16,6 +16,7 @@ import Libsql from 'libsql';
 import { AppError } from '../errors.ts';
 import { storeLocation, type StoreLocation } from './location.ts';
 import { one } from './rows.ts';
+import { installTransactions } from './transaction.ts';
 
 export type Database = Libsql.Database;
 
@@ -54,7 +55,10 @@ export function openStore(options: StoreOptions): Database {
   if (!Number.isSafeInteger(options.busyTimeoutMs) || options.busyTimeoutMs < 0) {
     throw new AppError('E_STORE_UNSUPPORTED', { message: 'the busy timeout must be a whole number of milliseconds, zero or more' });
   }
-  return where.kind === 'server' ? openServer(where, options) : openEmbedded(where, options);
+  const db = where.kind === 'server' ? openServer(where, options) : openEmbedded(where, options);
+  // A full disk keeps its name through a transaction's rollback (transaction.ts).
+  installTransactions(db);
+  return db;
 }
 
 function openEmbedded(where: Exclude<StoreLocation, { kind: 'server' }>, options: StoreOptions): Database {

@@ -21,9 +21,13 @@
  *   it is removed so rows compare, spread and serialise as plain objects.
  * - `pluck()` is ignored by `get()`, so it is not used; read the column.
  *
+ * A write (or a read spilling to a temporary file) that finds the disk full
+ * throws E_STORE_FULL (runtime/storage-full.ts), never the driver's error.
+ *
  * Importable by any module under `runtime/store/` and by actors' store
  * modules.
  */
+import { namedStorageFull } from '../storage-full.ts';
 import type { Database } from './open.ts';
 
 /** What may be bound: no booleans (write 0/1), no undefined. */
@@ -42,9 +46,17 @@ function checked(params: Params): Params {
   return params;
 }
 
+function named<R>(call: () => R): R {
+  try {
+    return call();
+  } catch (err) {
+    throw namedStorageFull(err);
+  }
+}
+
 /** First row, or undefined when there is none. */
 export function one<T extends object>(statement: Statement, params: Params = []): T | undefined {
-  const row = statement.get(checked(params)) as (T & { _metadata?: unknown }) | undefined;
+  const row = named(() => statement.get(checked(params))) as (T & { _metadata?: unknown }) | undefined;
   if (row === undefined || row === null) return undefined;
   delete row._metadata;
   return row;
@@ -52,14 +64,14 @@ export function one<T extends object>(statement: Statement, params: Params = [])
 
 /** Every row. */
 export function many<T extends object>(statement: Statement, params: Params = []): T[] {
-  const rows = statement.all(checked(params)) as Array<T & { _metadata?: unknown }>;
+  const rows = named(() => statement.all(checked(params))) as Array<T & { _metadata?: unknown }>;
   for (const row of rows) delete row._metadata;
   return rows;
 }
 
 /** Run a statement that returns no rows. */
 export function run(statement: Statement, params: Params = []): RunResult {
-  const result = statement.run(checked(params));
+  const result = named(() => statement.run(checked(params)));
   return { changes: result.changes, lastInsertRowid: result.lastInsertRowid };
 }
 

@@ -4,7 +4,7 @@
  * Starts children in order (each waits for `started` or its first failure),
  * restarts a child that ended according to its restart type with exponential
  * backoff and jitter, gives a child up when it restarts too often (readiness
- * turns false), terminates host threads whose heartbeats stop, and stops
+ * turns false; a full disk never counts towards that), terminates host threads whose heartbeats stop, and stops
  * everything in reverse order within a deadline.
  *
  * Every start, exit, restart, give-up and hang is one log line (events.ts).
@@ -290,7 +290,9 @@ export class Supervisor {
       logEvent(this.log, 'actor.exit', { ...base, reason, nextDelayMs: null }, level);
       return this.wake(child);
     }
-    child.history = recordRestart(child.spec.intensity, child.history, now);
+    // A full disk is waited out, not a sign that restarting does not help: it never counts towards giving up
+    // (docs/operations.md "A full disk"); the back-off still grows, so the restarts stay slow.
+    if (!OUTSIDE_CONDITIONS.has(reason)) child.history = recordRestart(child.spec.intensity, child.history, now);
     if (exceedsIntensity(child.spec.intensity, child.history, now)) {
       child.state = 'given-up';
       logEvent(this.log, 'actor.exit', { ...base, reason, nextDelayMs: null });
@@ -317,6 +319,9 @@ export class Supervisor {
     for (const w of waiters) w();
   }
 }
+
+/** Reasons a child ended that are conditions outside the service, restarted with back-off but never given up for. */
+const OUTSIDE_CONDITIONS: ReadonlySet<string> = new Set(['E_STORE_FULL']);
 
 function groupOf(child: Child): string | null {
   return child.spec.placement.kind === 'shared' ? child.spec.placement.group : null;

@@ -37,7 +37,10 @@ t.test('starts, answers health, and stops cleanly on SIGTERM', async (t) => {
   const port = await waitReady(daemon);
 
   const ready = await get(port, '/readyz');
-  t.same(JSON.parse(ready.body), { status: 'ready', checks: { database: 'migrated', supervisor: 'healthy', givenUpActors: 0, listeners: 'open' } });
+  t.same(JSON.parse(ready.body), {
+    status: 'ready',
+    checks: { database: 'migrated', supervisor: 'healthy', givenUpActors: 0, listeners: 'open', storage: 'writable' },
+  });
   t.equal(ready.headers.get('cache-control'), 'no-store');
   t.same(JSON.parse((await get(port, '/livez')).body), { status: 'live' });
   t.equal((await get(port, '/mcp')).status, 404, '/mcp is not served on the health listener');

@@ -32,7 +32,10 @@ t.test('a child given up turns /readyz to 503 while /livez stays 200', async (t)
   await until(() => events('actor.give-up', 'doomed').length === 1, 15_000, 'give-up');
   const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
   t.equal(ready.status, 503);
-  t.same(await ready.json(), { status: 'not-ready', checks: { database: 'migrated', supervisor: 'degraded', givenUpActors: 1, listeners: 'open' } });
+  t.same(await ready.json(), {
+    status: 'not-ready',
+    checks: { database: 'migrated', supervisor: 'degraded', givenUpActors: 1, listeners: 'open', storage: 'writable' },
+  });
   t.equal((await fetch(`http://127.0.0.1:${port}/livez`)).status, 200);
   t.notMatch(JSON.stringify(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()), /doomed/, 'names no actor');
 });
