@@ -12,6 +12,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Codes } from '../../runtime/errors.ts';
 import type { HostGuard } from '../host-guard.ts';
+import { SERVER_OPTIONS } from '../listen.ts';
 
 export type Readiness = {
   ready: boolean;
@@ -25,7 +26,7 @@ export type Readiness = {
 };
 
 export function createHealthServer(readiness: () => Readiness, hosts?: HostGuard): Server {
-  return createServer(healthHandler(readiness, hosts));
+  return createServer(SERVER_OPTIONS, healthHandler(readiness, hosts));
 }
 
 /**
