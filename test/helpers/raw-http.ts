@@ -87,7 +87,7 @@ export function parseResponses(bytes: Buffer): RawResponse[] {
       (headers[name] ??= []).push(line.slice(colon + 1).trim());
     }
     at = end + 4;
-    let body = Buffer.alloc(0);
+    let body: Buffer = Buffer.alloc(0);
     if (headers['transfer-encoding']?.some((v) => /chunked/i.test(v))) {
       const parts: Buffer[] = [];
       for (;;) {
