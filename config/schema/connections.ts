@@ -5,7 +5,9 @@
  * connections are open at once and how large a request's header block may
  * be. These bound slow and abusive clients before any handler runs
  * (docs/security.md "Connection limits"); `RequestTimeout` bounds the
- * handler's time after the request arrived.
+ * handler's time after the request arrived. `ReceiveTimeout` bounds the
+ * headers too, so a `HeadersTimeout` above it has no effect (allowed: each
+ * bound is checked on its own).
  */
 import { z } from 'zod';
 import { wholeNumber } from './fields.ts';
@@ -21,7 +23,7 @@ export const Connections = z
     ReceiveTimeout: timeSpan(
       '00:00:01',
       '01:00:00',
-      'How long a client may take to send a whole request, headers and body; past it the connection gets 408 and is closed (at least HeadersTimeout)',
+      'How long a client may take to send a whole request, headers and body; past it the connection gets 408 and is closed (bounds the headers too)',
     ).prefault('00:02:00'),
     IdleTimeout: timeSpan('00:00:01', '00:10:00', 'How long a keep-alive connection may wait idle for its next request before it is closed').prefault(
       '00:01:05',
@@ -30,7 +32,6 @@ export const Connections = z
     MaxHeaderBytes: wholeNumber(1_024, 65_536, 'Bytes of one request line and header block; more is answered 431 and the connection closed').default(16_384),
     MaxHeaderCount: wholeNumber(10, 1_000, 'Header fields of one request read; the ones past it are dropped').default(100),
   })
-  .refine((c) => c.HeadersTimeout <= c.ReceiveTimeout, { error: 'HeadersTimeout must not be longer than ReceiveTimeout', path: ['HeadersTimeout'] })
   .meta({ description: 'Bounds on slow and abusive clients, per socket of the section' });
 
 export type ConnectionLimits = z.infer<typeof Connections>;

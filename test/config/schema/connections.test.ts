@@ -1,6 +1,6 @@
 /**
  * `Connections` of the HTTP listener sections: the defaults written in
- * docs/configuration.md, and the rule between the two receive bounds.
+ * docs/configuration.md, and each bound judged on its own.
  */
 import t from 'tap';
 import { Connections } from '../../../config/schema/connections.ts';
@@ -18,12 +18,9 @@ t.test('defaults: 30 s of headers, 2 min of request, 65 s idle, 1,000 connection
   t.end();
 });
 
-t.test('HeadersTimeout longer than ReceiveTimeout is refused, naming the setting', (t) => {
+t.test('each bound on its own: a HeadersTimeout above ReceiveTimeout is allowed (ReceiveTimeout bounds the headers too)', (t) => {
   for (const section of ['McpEndpoint', 'AdminEndpoint', 'HealthEndpoints']) {
-    t.same(problemLines({ [section]: { Connections: { HeadersTimeout: '00:01:00', ReceiveTimeout: '00:00:30' } } }), [
-      `${section}:Connections:HeadersTimeout: HeadersTimeout must not be longer than ReceiveTimeout`,
-    ]);
-    t.same(problemLines({ [section]: { Connections: { HeadersTimeout: '00:00:30', ReceiveTimeout: '00:00:30' } } }), [], 'equal is allowed');
+    t.same(problemLines({ [section]: { Connections: { HeadersTimeout: '00:01:00', ReceiveTimeout: '00:00:30' } } }), [], section);
   }
   t.match(problemLines({ McpEndpoint: { Connections: { MaxConnections: 0 } } }), [/^McpEndpoint:Connections:MaxConnections: must be between 1 and 100000/]);
   t.end();
