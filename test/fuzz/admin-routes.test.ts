@@ -131,7 +131,7 @@ function targetOf(route: Route, c: Case): string {
 }
 
 function needlesOf(c: Case): string[] {
-  const found = [c.id, ...c.query.flatMap(([k, v]) => [k, v])];
+  const found = [c.id, ...c.query.flat()];
   if (c.body.kind === 'raw') found.push(...(c.body.text.match(/[A-Za-z0-9]{12,}(?:! ~[A-Za-z0-9]{6})?/g) ?? []));
   if (c.body.kind === 'json') found.push(stringify(c.body.value));
   return found.filter((s) => s.length >= 12 && !/^(x+|%[0-9A-F]{2}.*)$/.test(s));

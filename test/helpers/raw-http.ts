@@ -84,7 +84,9 @@ export function parseResponses(bytes: Buffer): RawResponse[] {
       const colon = line.indexOf(':');
       if (colon <= 0) continue;
       const name = line.slice(0, colon).trim().toLowerCase();
-      (headers[name] ??= []).push(line.slice(colon + 1).trim());
+      const values = headers[name] ?? [];
+      values.push(line.slice(colon + 1).trim());
+      headers[name] = values;
     }
     at = end + 4;
     let body: Buffer = Buffer.alloc(0);
