@@ -5,20 +5,48 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Connections, type ConnectionLimits } from '../config/schema/connections.ts';
 import { AppError } from '../runtime/errors.ts';
 
 /**
- * Idle keep-alive connections are kept this long. Node's default (5 s) races
- * clients that reuse a connection after a pause: the server closes it as the
- * next request is sent, and the client sees "fetch failed" (seen in the
- * search bench, where notmuch runs between MCP calls). Clients and proxies
- * commonly keep connections 60 s, so the server outlasts them.
+ * How often Node looks for connections past `HeadersTimeout` or
+ * `ReceiveTimeout` (its default, 30 s, would let a slow client overstay a
+ * bound by that much). A cut-off comes at most this long after its bound.
  */
-const KEEP_ALIVE_MS = 65_000;
+export const CONNECTION_CHECK_MS = 1_000;
 
-export function listen(server: Server, section: string, bindAddress: string, port: number): Promise<AddressInfo> {
-  server.keepAliveTimeout = KEEP_ALIVE_MS;
-  server.headersTimeout = KEEP_ALIVE_MS + 1_000;
+/** What every node:http(s) server is made with, for the connection bounds to be looked at in time. */
+export const SERVER_OPTIONS = { connectionsCheckingInterval: CONNECTION_CHECK_MS } as const;
+
+/**
+ * The section's `Connections` bounds (docs/security.md "Connection limits").
+ * The default idle time (65 s) outlasts clients and proxies that keep a
+ * connection 60 s: Node's own 5 s raced clients reusing a connection after
+ * a pause (seen in the search bench as "fetch failed").
+ *
+ * A socket that offers HTTP/2 (node:http2's server) tracks no header or
+ * receive time: there the bound is `IdleTimeout` as a time without traffic,
+ * and `MaxConnections`.
+ */
+export function applyConnectionLimits(server: Server, limits: ConnectionLimits): void {
+  server.headersTimeout = limits.HeadersTimeout;
+  server.requestTimeout = limits.ReceiveTimeout;
+  server.keepAliveTimeout = limits.IdleTimeout;
+  server.maxConnections = limits.MaxConnections;
+  server.maxHeadersCount = limits.MaxHeaderCount;
+  (server as Server & { maxHeaderSize?: number }).maxHeaderSize = limits.MaxHeaderBytes;
+  if (server.constructor.name === 'Http2SecureServer') server.setTimeout(limits.IdleTimeout);
+}
+
+/** Opens `server` with the section's connection bounds (the defaults when none are given). */
+export function listen(
+  server: Server,
+  section: string,
+  bindAddress: string,
+  port: number,
+  limits: ConnectionLimits = Connections.parse({}),
+): Promise<AddressInfo> {
+  applyConnectionLimits(server, limits);
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       const why =

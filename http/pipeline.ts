@@ -33,6 +33,7 @@ import { answerTokenRefusal, unauthorizedChallenge } from './auth/oauth/challeng
 import type { Principal } from './auth/principal.ts';
 import type { HostGuard } from './host-guard.ts';
 import { answerTooMany, type PartitionKey, type RateLimiter } from './limits/rate-limiter.ts';
+import { SERVER_OPTIONS } from './listen.ts';
 import { withRequestTimeout, type RequestTimeoutSettings } from './limits/request-timeout.ts';
 import { ExchangeResponse } from './pipeline/exchange-response.ts';
 
@@ -80,7 +81,7 @@ export function surfaceHandler(options: ListenerOptions): SurfaceHandler {
 
 /** A clear-text server answering with `handler`, not yet listening. */
 export function clearTextServer(handler: SurfaceHandler): Server {
-  const server = createServer({ ServerResponse: ExchangeResponse }, handler as (req: IncomingMessage, res: ServerResponse) => void);
+  const server = createServer({ ...SERVER_OPTIONS, ServerResponse: ExchangeResponse }, handler as (req: IncomingMessage, res: ServerResponse) => void);
   // Outside, a listener is only opened and closed (http/listen.ts): the response class is this module's business.
   return server as unknown as Server;
 }

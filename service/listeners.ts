@@ -76,7 +76,7 @@ export async function openListeners(ctx: ListenerContext, opened: OpenedListener
   for (const listener of planned) {
     const server = await serverFor(ctx, listener, handlerOf, certificates, boundPorts);
     ctx.teardown.push(() => close(server));
-    const address = await listen(server, listener.section, listener.bindAddress, listener.port);
+    const address = await listen(server, listener.section, listener.bindAddress, listener.port, config[listener.surface].Connections);
     for (const index of listener.profiles) boundPorts.set(`${listener.surface}:${index}`, address.port);
     log.info({ event: 'listener.open', section: listener.section, role: listener.role, bind: address.address, port: address.port }, 'listener.open');
     opened.push({ surface: listener.surface, role: listener.role, section: listener.section, address });

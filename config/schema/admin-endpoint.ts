@@ -6,6 +6,7 @@
  * docs/configuration.md "Listeners".
  */
 import { z } from 'zod';
+import { Connections } from './connections.ts';
 import { CredentialEntry } from './credential-entry.ts';
 import { bindAddress, flag, list, port } from './fields.ts';
 import { https } from './https.ts';
@@ -18,6 +19,7 @@ export const AdminEndpoint = z
     Authentication: list(CredentialEntry, 'Accepted credentials; OAuth Resource must end with /api/admin; empty serves anyone (startup warns)').default([]),
     RateLimiting: RateLimiting.prefault({}),
     RequestTimeout: RequestTimeout.prefault({}),
+    Connections: Connections.prefault({}),
     BindAddress: bindAddress('Address of the clear-text listener (used while no Https profile is written)').default('127.0.0.1'),
     Port: port('Port of the clear-text listener (used while no Https profile is written)').default(8090),
     Https: https(8091).prefault({}),

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { bindAddress, choice, flag, list, port } from './fields.ts';
+import { Connections } from './connections.ts';
 import { HttpsProfile } from './https.ts';
 
 export const HealthEndpoints = z
@@ -13,6 +14,7 @@ export const HealthEndpoints = z
     Enabled: flag('Whether the health listener (/livez, /readyz) opens').default(true),
     BindAddress: bindAddress('Address of the health listener (Transport Http)').default('127.0.0.1'),
     Port: port('Port of the health listener (Transport Http)').default(8081),
+    Connections: Connections.prefault({}),
     Transport: choice(['Http', 'HttpsOnly'], 'Http: clear text at BindAddress:Port; HttpsOnly: the Https profiles').default('Http'),
     Https: z
       .strictObject({

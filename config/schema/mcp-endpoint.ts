@@ -6,6 +6,7 @@
  * (docs/mcp-read-tools.md).
  */
 import { z } from 'zod';
+import { Connections } from './connections.ts';
 import { ClientCertificateProfile } from './client-certificate-profile.ts';
 import { CredentialEntry } from './credential-entry.ts';
 import { bindAddress, choice, flag, list, port, wholeNumber } from './fields.ts';
@@ -43,6 +44,7 @@ export const McpEndpoint = z
     ClientCertificateProfiles: list(ClientCertificateProfile, 'Client applications whose certificates are accepted (needs a TLS transport)').default([]),
     RateLimiting: RateLimiting.prefault({}),
     RequestTimeout: RequestTimeout.prefault({}),
+    Connections: Connections.prefault({}),
     BindAddress: bindAddress('Address of the clear-text listener (Transport Http)').default('0.0.0.0'),
     Port: port('Port of the clear-text listener (Transport Http)').default(8080),
     Transport: choice(

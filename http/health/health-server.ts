@@ -13,6 +13,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Codes } from '../../runtime/errors.ts';
 import type { StorageCondition } from '../../runtime/storage-full.ts';
 import type { HostGuard } from '../host-guard.ts';
+import { SERVER_OPTIONS } from '../listen.ts';
 
 export type Readiness = {
   ready: boolean;
@@ -31,7 +32,7 @@ export type Readiness = {
 };
 
 export function createHealthServer(readiness: () => Readiness, hosts?: HostGuard): Server {
-  return createServer(healthHandler(readiness, hosts));
+  return createServer(SERVER_OPTIONS, healthHandler(readiness, hosts));
 }
 
 /**

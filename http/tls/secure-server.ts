@@ -28,6 +28,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
 import { ExchangeResponse, Http2ExchangeResponse } from '../pipeline/exchange-response.ts';
+import { SERVER_OPTIONS } from '../listen.ts';
 import type { SurfaceHandler } from '../pipeline.ts';
 
 export type TlsVersion = 'TLSv1.2' | 'TLSv1.3';
@@ -90,7 +91,7 @@ export function createTlsServer(handler: SurfaceHandler, options: SecureServerOp
         Http1ServerResponse: ExchangeResponse,
         Http2ServerResponse: Http2ExchangeResponse,
       } as Parameters<typeof createSecureServer>[0]) as unknown as Server)
-    : createHttpsServer({ ...common, ServerResponse: ExchangeResponse } as Parameters<typeof createHttpsServer>[0]);
+    : createHttpsServer({ ...common, ...SERVER_OPTIONS, ServerResponse: ExchangeResponse } as Parameters<typeof createHttpsServer>[0]);
   server.on('request', serve);
 
   // A profile's own floor, once the server name and the version are both known.
