@@ -24,7 +24,7 @@ import { applyFlagChanges, knownUids, localFlags, retireUidValidity, tombstone }
 import type { CatchUpReply } from '../derivation/protocol.ts';
 import type { ParseReply } from '../mime-parse/protocol.ts';
 import { type FolderState, selectedState } from './change-watch.ts';
-import { classifyImapFailure } from './connection.ts';
+import { answeredBad, classifyImapFailure } from './connection.ts';
 import { sameFlags, splitFlags } from './server-flags.ts';
 import { noteUnreadable, type UnreadableCounts } from './unreadable.ts';
 
@@ -110,9 +110,10 @@ export class FolderRun {
         ...(useQresync && checkpoint ? { uidValidity: checkpoint.uidValidity, changedSince: checkpoint.highestModseq! } : {}),
       });
     } catch (err) {
-      // Some servers refuse a QRESYNC select whose UIDVALIDITY is stale (Dovecot 2.3 answers NO [SERVERBUG]);
-      // select plainly and reconcile by comparison instead.
-      if (!useQresync || classifyImapFailure(err).code !== 'E_IMAP_PROTOCOL') throw err;
+      // Some servers refuse a QRESYNC select whose UIDVALIDITY is stale (Dovecot 2.3 answers NO [SERVERBUG]; a server
+      // that announced QRESYNC may still reject its parameters with BAD): select plainly and reconcile by comparison
+      // instead. A BAD to the plain select is our defect (classifyImapFailure throws it on).
+      if (!useQresync || !(answeredBad(err) || classifyImapFailure(err).code === 'E_IMAP_PROTOCOL')) throw err;
       reported = false;
       mailbox = await client.mailboxOpen(binding.path, { readOnly: true });
     } finally {
