@@ -51,10 +51,19 @@ export async function openSession(config: ImapSyncConfig, credentials: Credentia
   try {
     await client.connect();
   } catch (err) {
+    const ended = !client.usable;
     client.close();
+    // imapflow marks every failed login as refused, also one it never sent because the server said BYE first
+    // ("too many connections"): without the server's NO or BAD to it, that is the server gone, not a refusal.
+    if (ended && isLoginUnanswered(err)) throw new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'ended-before-login' } });
     throw classifyImapFailure(err);
   }
   return client;
+}
+
+function isLoginUnanswered(err: unknown): boolean {
+  const e = (err ?? {}) as { authenticationFailed?: unknown; responseStatus?: unknown; serverResponseCode?: unknown };
+  return e.authenticationFailed === true && e.responseStatus === undefined && e.serverResponseCode === undefined;
 }
 
 /** Node's socket, stream and DNS failures, which imapflow passes through with their own code. */
@@ -154,8 +163,12 @@ function imapflowKind(code: string): 'unresponsive' | 'protocol' | 'defect' | nu
  * `ImapCommandRejected`) so the actor crashes and the supervisor restarts
  * it. Never decided from the message text.
  */
-export function classifyImapFailure(err: unknown): AppError {
+export function classifyImapFailure(err: unknown, session?: { readonly usable: boolean }): AppError {
   if (err instanceof AppError) return err;
+  // A command refused for the session's state after the server ended the session (a BYE): the consequence of that end.
+  if (session !== undefined && !session.usable && (err as { code?: unknown })?.code === 'NoMailboxSelected') {
+    return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'session-ended' } });
+  }
   const e = (err ?? {}) as { code?: unknown; authenticationFailed?: unknown; tlsFailed?: unknown; serverResponseCode?: unknown; responseStatus?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   if (e.authenticationFailed === true || code === 'AUTHENTICATIONFAILED' || e.serverResponseCode === 'AUTHENTICATIONFAILED') {

@@ -97,8 +97,9 @@ export class SyncRun {
       await this.advance(slot);
       return null;
     } catch (err) {
-      const failure = err instanceof AppError ? err : null;
-      if (failure && (failure.code.startsWith('E_IMAP_') || failure.code.startsWith('E_OAUTH'))) {
+      // What the session or LIST threw, classified (a defect or a database error is thrown on from here).
+      const failure = classifyImapFailure(err);
+      if (failure.code.startsWith('E_IMAP_') || failure.code.startsWith('E_OAUTH')) {
         // No usable session: every folder not yet done is deferred with the run.
         this.failureCode = failure.code;
         this.deps.log.warn({ event: 'sync.run-failed', reason: failure.code }, 'sync.run-failed');
@@ -188,7 +189,7 @@ export class SyncRun {
       if (!(await slot.run.step())) await this.completeFolder(slot);
     } catch (err) {
       // A defect or a database error is not classified: it is thrown on and crashes the actor.
-      const failure = classifyImapFailure(err);
+      const failure = classifyImapFailure(err, slot.run?.session);
       // No usable session (the server gone, the login refused, the token endpoint's answer): the run fails as a whole.
       if (failure.code === 'E_IMAP_UNRESPONSIVE' || failure.code === 'E_IMAP_AUTH' || failure.code === 'E_IMAP_TLS' || failure.code.startsWith('E_OAUTH_'))
         throw failure;

@@ -13,7 +13,13 @@ const coded = (code: string): Error => Object.assign(new Error(`connect ${code} 
 t.test('every answer has its kind and code', async (t) => {
   const table: Array<[string, Parameters<typeof classifyTokenAnswer>[0], string, string, string]> = [
     // [what, answer, kind, code, cause]
-    ['invalid_grant (400)', { status: 400, body: { error: 'invalid_grant', error_description: 'grant request is invalid' } }, 'refused', 'E_OAUTH_REFRESH_REFUSED', 'invalid_grant'],
+    [
+      'invalid_grant (400)',
+      { status: 400, body: { error: 'invalid_grant', error_description: 'grant request is invalid' } },
+      'refused',
+      'E_OAUTH_REFRESH_REFUSED',
+      'invalid_grant',
+    ],
     ['invalid_grant (401)', { status: 401, body: { error: 'invalid_grant' } }, 'refused', 'E_OAUTH_REFRESH_REFUSED', 'invalid_grant'],
     ['invalid_client (401)', { status: 401, body: { error: 'invalid_client' } }, 'refused', 'E_OAUTH_CLIENT_REFUSED', 'invalid_client'],
     ['invalid_client (400)', { status: 400, body: { error: 'invalid_client' } }, 'refused', 'E_OAUTH_CLIENT_REFUSED', 'invalid_client'],
@@ -56,13 +62,21 @@ t.test('a granted token', async (t) => {
     refreshToken: 'rt',
     expiresIn: 3599,
   });
-  t.match(classifyTokenAnswer({ status: 200, body: { access_token: 'at', token_type: 'bearer' } }), { kind: 'granted', refreshToken: null }, 'bearer in any case');
+  t.match(
+    classifyTokenAnswer({ status: 200, body: { access_token: 'at', token_type: 'bearer' } }),
+    { kind: 'granted', refreshToken: null },
+    'bearer in any case',
+  );
   t.match(classifyTokenAnswer({ status: 200, body: { access_token: 'at' } }), { kind: 'granted' }, 'no token_type: taken as Bearer');
 });
 
 t.test('Retry-After is honoured for an outage, capped', async (t) => {
   t.match(classifyTokenAnswer({ status: 429, body: undefined, retryAfter: '120' }, NOW), { kind: 'outage', retryAfterMs: 120_000 }, 'delta-seconds');
-  t.match(classifyTokenAnswer({ status: 503, body: undefined, retryAfter: new Date(NOW + 30_000).toUTCString() }, NOW), { retryAfterMs: 30_000 }, 'an HTTP date');
+  t.match(
+    classifyTokenAnswer({ status: 503, body: undefined, retryAfter: new Date(NOW + 30_000).toUTCString() }, NOW),
+    { retryAfterMs: 30_000 },
+    'an HTTP date',
+  );
   t.equal(retryAfterMs('999999', NOW), MAX_RETRY_AFTER_MS, 'capped at an hour');
   t.equal(retryAfterMs('soon', NOW), null, 'unreadable: none');
   t.equal(retryAfterMs(new Date(NOW - 5_000).toUTCString(), NOW), 0, 'a date past: no wait');
@@ -71,7 +85,16 @@ t.test('Retry-After is honoured for an outage, capped', async (t) => {
 });
 
 t.test('no answer at all', async (t) => {
-  for (const code of ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET']) {
+  for (const code of [
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'ETIMEDOUT',
+    'ENOTFOUND',
+    'UND_ERR_CONNECT_TIMEOUT',
+    'UND_ERR_HEADERS_TIMEOUT',
+    'UND_ERR_BODY_TIMEOUT',
+    'UND_ERR_SOCKET',
+  ]) {
     t.match(classifyTokenTransportFailure(coded(code)), { kind: 'outage', code: 'E_OAUTH_UNAVAILABLE', cause: code }, code);
   }
   t.match(classifyTokenTransportFailure(new Error('no code')), { kind: 'outage', cause: 'no-answer' });
