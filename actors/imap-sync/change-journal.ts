@@ -231,9 +231,10 @@ function attemptFailed(state: JournalState, ctx: ActorContext, change: JournalEn
   let failure: JobFailure;
   try {
     failure = classifyChangeFailure(err);
-  } catch {
+  } catch (defect) {
     // A defect crashes the actor (the supervisor restarts it and logs it once), after the attempt is counted.
-    return defectCounted(state, change, err);
+    // What the classifier threw is thrown on (a BAD as ImapCommandRejected, naming what it was).
+    return defectCounted(state, change, defect);
   }
   if (failure.classification !== 'database-busy' && failure.classification !== 'database-failure') dropWriter(state);
   const attempts = change.job.attemptCount + 1;
