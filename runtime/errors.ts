@@ -94,8 +94,27 @@ export const Codes = {
   E_IMAP_UNRESPONSIVE: { status: 504, retryable: true, public: null, msg: 'The mail server did not answer' },
   E_IMAP_TLS: { status: 502, retryable: false, public: null, msg: "The mail server's certificate was not accepted" },
   E_IMAP_PROTOCOL: { status: 502, retryable: true, public: null, msg: 'The mail server answered in a way the client could not use' },
+  // The token endpoint's answers (classified in one place: actors/imap-sync/token-answer.ts): refused credential, misconfiguration, outage
   E_OAUTH_REFRESH_MISSING: { status: 502, retryable: false, public: null, msg: 'No mailbox refresh token is stored for this account' },
-  E_OAUTH_REFRESH_REFUSED: { status: 502, retryable: false, public: null, msg: 'The token endpoint refused the stored refresh token' },
+  E_OAUTH_REFRESH_REFUSED: {
+    status: 502,
+    retryable: false,
+    public: null,
+    msg: 'The token endpoint refused the stored refresh token (revoked, expired or never issued); store a new one',
+  },
+  E_OAUTH_CLIENT_REFUSED: {
+    status: 502,
+    retryable: false,
+    public: null,
+    msg: 'The token endpoint refused the client (Imap:OAuth:ClientId or ClientSecret)',
+  },
+  E_OAUTH_MISCONFIGURED: {
+    status: 502,
+    retryable: false,
+    public: null,
+    msg: 'The token endpoint answered in a way that shows the OAuth settings are wrong (Imap:OAuth:TokenEndpoint or Scopes)',
+  },
+  E_OAUTH_UNAVAILABLE: { status: 504, retryable: true, public: null, msg: 'The token endpoint did not answer, or answered that it is unavailable' },
   // A dead-lettered mailbox change's failure code (actors/imap-sync/change-journal.ts): the server answered NO, so no retry.
   E_CHANGE_REFUSED: { status: 502, retryable: false, public: null, msg: 'The mail server refused the change' },
 

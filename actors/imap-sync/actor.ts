@@ -283,8 +283,8 @@ export default defineActor({
       case 'imap-sync.store-refresh-token': {
         // Without a key ring this throws E_KEYRING_MISSING, answered to the asker; nothing is stored.
         storeRefreshToken(state.db, state.config, msg.refreshToken, Date.now());
-        // The access token held was redeemed from the grant just replaced.
-        state.tokens.forget();
+        // The access token held was redeemed from the grant just replaced; a parking for the old grant ends with it.
+        state.tokens.grantReplaced();
         return { stored: true as const };
       }
       case 'imap-sync.rederive-step':

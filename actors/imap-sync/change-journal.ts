@@ -26,9 +26,19 @@
 import type { ImapFlow } from 'imapflow';
 import { z } from 'zod';
 import type { ActorContext } from '../../runtime/actor.ts';
-import { AppError, type Code } from '../../runtime/errors.ts';
+import { AppError, Codes, type Code } from '../../runtime/errors.ts';
 import { isStorageFull, noteStorageFull, noteStorageWritable, STORAGE_FULL_RETRY_MS } from '../../runtime/storage-full.ts';
-import { dropJob, jobById, jobIdOf, jobRetryDelayMs, MAX_JOB_ATTEMPTS, recordAttemptFailure, retryJob, type JobFailure } from '../../runtime/store/jobs.ts';
+import {
+  dropJob,
+  jobById,
+  jobIdOf,
+  jobRetryDelayMs,
+  MAX_JOB_ATTEMPTS,
+  recordAttemptFailure,
+  retryJob,
+  type JobFailure,
+  type JobFailureClass,
+} from '../../runtime/store/jobs.ts';
 import {
   CHANGE_JOB_TYPE,
   type Change,
@@ -241,47 +251,91 @@ function refusal(reason: RefusalReason): JobFailure {
 }
 
 function attemptFailed(state: JournalState, ctx: ActorContext, change: JournalEntry, err: unknown): void {
-  const { db } = state;
-  const failure = classifyChangeFailure(err);
-  if (failure.classification === 'server-unresponsive') dropWriter(state);
+  let failure: JobFailure;
+  try {
+    failure = classifyChangeFailure(err);
+  } catch (defect) {
+    // A defect crashes the actor (the supervisor restarts it and logs it once), after the attempt is counted.
+    // What the classifier threw is thrown on (a BAD as ImapCommandRejected, naming what it was).
+    return defectCounted(state, change, defect);
+  }
+  if (failure.classification !== 'database-busy' && failure.classification !== 'database-failure') dropWriter(state);
   const attempts = change.job.attemptCount + 1;
   const job = jobIdOf(change.job.id);
-  const cause = failure.classification === 'unexpected' ? { err } : { imap: imapFailureFields(err) };
+  const cause = failure.code.startsWith('SQLITE_') ? { err } : { imap: imapFailureFields(err) };
+  countAttempt(state, change, failure, attempts);
+  const deadLettered = attempts >= MAX_JOB_ATTEMPTS;
+  const event = deadLettered ? 'journal.change-dead-lettered' : 'journal.attempt-failed';
+  ctx.log[deadLettered ? 'error' : 'warn']({ ...cause, event, job, code: failure.code, classification: failure.classification, attempts }, event);
+  // A login the server refused stops the account as a run's does (docs/sync.md): retrying a wrong password locks accounts.
+  // The change keeps its place and its count; the restarted actor carries on with it.
+  if (failure.code === 'E_IMAP_AUTH') ctx.stopSelf('E_IMAP_AUTH');
+}
+
+/**
+ * The attempt counted on the job: retried after the backoff, or dead-lettered
+ * at the fifth failure. Also for a defect, before the actor crashes on it, so
+ * the restarted actor tries the change exactly once more and a change whose
+ * every attempt meets the same defect ends dead-lettered instead of crashing
+ * the account for ever.
+ */
+function countAttempt(state: JournalState, change: JournalEntry, failure: JobFailure, attempts: number): void {
+  const { db } = state;
   if (attempts >= MAX_JOB_ATTEMPTS) {
     if (isPlaced(change)) deadLetterPlacement(db, change, { outcome: 'failed', attempts, failure, now: Date.now() });
     else deadLetterChange(db, change, { outcome: 'failed', attempts, failure, now: Date.now() });
-    ctx.log.error({ ...cause, event: 'journal.change-dead-lettered', job, code: failure.code, attempts }, 'journal.change-dead-lettered');
     return;
   }
   recordAttemptFailure(db, change.job.id, { attempts, failure, dueAt: Date.now() + jobRetryDelayMs(attempts) });
-  const level = failure.classification === 'unexpected' ? 'error' : 'warn';
-  ctx.log[level]({ ...cause, event: 'journal.attempt-failed', job, code: failure.code, attempts }, 'journal.attempt-failed');
 }
 
-const FAILURES = {
-  'server-unresponsive': 'The mail server did not answer, or the connection to it was lost.',
+/** A defect: counted on the job, then thrown on so the actor crashes. */
+function defectCounted(state: JournalState, change: JournalEntry, err: unknown): never {
+  const failure: JobFailure = { classification: 'unexpected', code: err instanceof AppError ? err.code : 'E_INTERNAL', reason: UNEXPECTED };
+  dropWriter(state);
+  countAttempt(state, change, failure, change.job.attemptCount + 1);
+  throw err;
+}
+
+const UNEXPECTED = 'The change failed unexpectedly; the cause is in the server log.';
+
+const DATABASE = {
   'database-busy': 'The database stayed locked by another writer for longer than Storage:BusyTimeout.',
   'database-failure': 'The database refused a read or a write; the code is in the server log.',
-  unexpected: 'The change failed unexpectedly; the cause is in the server log.',
 } as const;
 
-/** One place that maps what an attempt threw; nothing of the error's own text is kept. */
+/**
+ * The journal's class of each IMAP or token-endpoint code; the sentence is
+ * the code's own in the error table (runtime/errors.ts), so a dead letter
+ * says what the sync run's log says.
+ */
+const IMAP_CLASSES: Record<string, JobFailureClass> = {
+  E_IMAP_UNRESPONSIVE: 'server-unresponsive',
+  E_OAUTH_UNAVAILABLE: 'server-unresponsive',
+  E_IMAP_PROTOCOL: 'server-protocol',
+  E_IMAP_TLS: 'tls-refused',
+  E_IMAP_AUTH: 'authentication-refused',
+  E_OAUTH_REFRESH_MISSING: 'authentication-refused',
+  E_OAUTH_REFRESH_REFUSED: 'authentication-refused',
+  E_OAUTH_CLIENT_REFUSED: 'authentication-refused',
+  E_OAUTH_MISCONFIGURED: 'authentication-refused',
+};
+
+/**
+ * One place that maps what an attempt threw, through the IMAP classifier
+ * (classifyImapFailure, the one the sync run uses); nothing of the error's
+ * own text is kept. A defect — anything neither the wire, the server, the
+ * token endpoint nor the database marked as theirs, a BAD answer included —
+ * is thrown on, as the sync run does.
+ */
 export function classifyChangeFailure(err: unknown): JobFailure {
   const code = errorCode(err);
-  if (/^SQLITE_(BUSY|LOCKED)(_|$)/.test(code)) return failure('database-busy', code);
-  if (code.startsWith('SQLITE_')) return failure('database-failure', code);
-  let imap: AppError | null = null;
-  try {
-    imap = classifyImapFailure(err);
-  } catch {
-    // Not from the wire: a defect. Counted like any failure, logged at error.
-  }
-  if (imap !== null && (imap.code.startsWith('E_IMAP_') || imap.code.startsWith('E_OAUTH'))) return failure('server-unresponsive', imap.code);
-  return failure('unexpected', err instanceof AppError ? err.code : 'E_INTERNAL');
-}
-
-function failure(classification: keyof typeof FAILURES, code: string): JobFailure {
-  return { classification, code, reason: FAILURES[classification] };
+  if (/^SQLITE_(BUSY|LOCKED)(_|$)/.test(code)) return { classification: 'database-busy', code, reason: DATABASE['database-busy'] };
+  if (code.startsWith('SQLITE_')) return { classification: 'database-failure', code, reason: DATABASE['database-failure'] };
+  const imap = classifyImapFailure(err);
+  const classification = Object.hasOwn(IMAP_CLASSES, imap.code) ? IMAP_CLASSES[imap.code]! : null;
+  if (classification === null) throw err; // one of our own codes, not an outside failure
+  return { classification, code: imap.code, reason: Codes[imap.code].msg };
 }
 
 /** An operator's decision on a dead-lettered change of this account. */

@@ -7,7 +7,9 @@
  * cannot use is E_IMAP_PROTOCOL. Only errors imapflow or the socket marked as
  * theirs are mapped; anything else is a defect and is thrown on unchanged
  * (`classifyImapFailure`), so it crashes the actor instead of being recorded
- * as a server outage.
+ * as a server outage. A tagged BAD is the server saying our command was
+ * malformed: a defect too (`ImapCommandRejected`), never retried as the
+ * server's problem (docs/sync.md, "A defect is not an outage").
  *
  * imapflow's own logger is off: it logs commands and responses, which carry
  * subjects and addresses.
@@ -49,10 +51,19 @@ export async function openSession(config: ImapSyncConfig, credentials: Credentia
   try {
     await client.connect();
   } catch (err) {
+    const ended = !client.usable;
     client.close();
+    // imapflow marks every failed login as refused, also one it never sent because the server said BYE first
+    // ("too many connections"): without the server's NO or BAD to it, that is the server gone, not a refusal.
+    if (ended && isLoginUnanswered(err)) throw new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'ended-before-login' } });
     throw classifyImapFailure(err);
   }
   return client;
+}
+
+function isLoginUnanswered(err: unknown): boolean {
+  const e = (err ?? {}) as { authenticationFailed?: unknown; responseStatus?: unknown; serverResponseCode?: unknown };
+  return e.authenticationFailed === true && e.responseStatus === undefined && e.serverResponseCode === undefined;
 }
 
 /** Node's socket, stream and DNS failures, which imapflow passes through with their own code. */
@@ -146,13 +157,18 @@ function imapflowKind(code: string): 'unresponsive' | 'protocol' | 'defect' | nu
  * Map what imapflow or the socket threw to one of our codes. An allow-list:
  * an AppError passes as it is; an error is classified only when imapflow or
  * Node marked it as coming from the server or the wire (a code from the
- * tables above, a refused login, a NO/BAD/BYE answer). Anything else — a
+ * tables above, a refused login, a NO or BYE answer). Anything else — a
  * TypeError, a database error, a command we built wrong — is a defect, not
- * an IMAP outcome, and is thrown again as it is so the actor crashes and the
- * supervisor restarts it. Never decided from the message text.
+ * an IMAP outcome, and is thrown again as it is (a BAD as
+ * `ImapCommandRejected`) so the actor crashes and the supervisor restarts
+ * it. Never decided from the message text.
  */
-export function classifyImapFailure(err: unknown): AppError {
+export function classifyImapFailure(err: unknown, session?: { readonly usable: boolean }): AppError {
   if (err instanceof AppError) return err;
+  // A command refused for the session's state after the server ended the session (a BYE): the consequence of that end.
+  if (session !== undefined && !session.usable && (err as { code?: unknown })?.code === 'NoMailboxSelected') {
+    return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'session-ended' } });
+  }
   const e = (err ?? {}) as { code?: unknown; authenticationFailed?: unknown; tlsFailed?: unknown; serverResponseCode?: unknown; responseStatus?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   if (e.authenticationFailed === true || code === 'AUTHENTICATIONFAILED' || e.serverResponseCode === 'AUTHENTICATIONFAILED') {
@@ -165,11 +181,33 @@ export function classifyImapFailure(err: unknown): AppError {
   const kind = socketCodes.has(code) ? 'unresponsive' : imapflowKind(code);
   if (kind === 'unresponsive') return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: code } });
   if (kind === 'protocol') return new AppError('E_IMAP_PROTOCOL', { details: { cause: code } });
-  // A server NO/BAD to a command we sent (imapflow sets no code on these): the server is there, the answer is not usable.
-  if (kind === null && (e.responseStatus === 'NO' || e.responseStatus === 'BAD'))
-    return new AppError('E_IMAP_PROTOCOL', { details: { cause: String(e.responseStatus) } });
+  // A server NO to a command we sent (imapflow sets no code on these): the server is there, the answer is not usable.
+  if (kind === null && e.responseStatus === 'NO') return new AppError('E_IMAP_PROTOCOL', { details: { cause: 'NO' } });
   if (kind === null && e.responseStatus === 'BYE') return new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'BYE' } });
+  // BAD: the server could not parse the command we built. Retrying sends the same bytes again.
+  if (kind === null && e.responseStatus === 'BAD') throw new ImapCommandRejected(err);
   throw err;
+}
+
+/**
+ * A command the server answered BAD (RFC 9051 §7.1.5: a protocol-level error
+ * in the client's command): our defect. Thrown so the actor crashes and its
+ * supervisor restarts it; the crash line shows this class and the status
+ * codes, and the original error as the cause (reduced to class and frames
+ * by the logger: its text quotes the command and the server's words).
+ */
+export class ImapCommandRejected extends Error {
+  readonly serverResponseCode: string | null;
+  constructor(cause: unknown) {
+    super('The mail server answered BAD to a command Mailcairn built', { cause });
+    this.name = 'ImapCommandRejected';
+    this.serverResponseCode = imapFailureFields(cause).serverResponseCode ?? null;
+  }
+}
+
+/** Whether what a command threw is the server's BAD to it. */
+export function answeredBad(err: unknown): boolean {
+  return ((err ?? {}) as { responseStatus?: unknown }).responseStatus === 'BAD';
 }
 
 /**

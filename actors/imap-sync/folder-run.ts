@@ -24,7 +24,7 @@ import { applyFlagChanges, knownUids, localFlags, retireUidValidity, tombstone }
 import type { CatchUpReply } from '../derivation/protocol.ts';
 import type { ParseReply } from '../mime-parse/protocol.ts';
 import { type FolderState, selectedState } from './change-watch.ts';
-import { classifyImapFailure } from './connection.ts';
+import { answeredBad, classifyImapFailure } from './connection.ts';
 import { sameFlags, splitFlags } from './server-flags.ts';
 import { noteUnreadable, type UnreadableCounts } from './unreadable.ts';
 
@@ -110,15 +110,18 @@ export class FolderRun {
         ...(useQresync && checkpoint ? { uidValidity: checkpoint.uidValidity, changedSince: checkpoint.highestModseq! } : {}),
       });
     } catch (err) {
-      // Some servers refuse a QRESYNC select whose UIDVALIDITY is stale (Dovecot 2.3 answers NO [SERVERBUG]);
-      // select plainly and reconcile by comparison instead.
-      if (!useQresync || classifyImapFailure(err).code !== 'E_IMAP_PROTOCOL') throw err;
+      // Some servers refuse a QRESYNC select whose UIDVALIDITY is stale (Dovecot 2.3 answers NO [SERVERBUG]; a server
+      // that announced QRESYNC may still reject its parameters with BAD): select plainly and reconcile by comparison
+      // instead. A BAD to the plain select is our defect (classifyImapFailure throws it on).
+      if (!useQresync || !(answeredBad(err) || classifyImapFailure(err).code === 'E_IMAP_PROTOCOL')) throw err;
       reported = false;
       mailbox = await client.mailboxOpen(binding.path, { readOnly: true });
     } finally {
       client.off('expunge', onExpunge);
       client.off('flags', onFlags);
     }
+    // imapflow answers a select on a session no longer logged in (a BYE came first) with nothing: the server is gone.
+    if (!mailbox) throw new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'session-ended' } });
     // Read now: imapflow raises `mailbox.uidNext` past every UID a later FETCH answers, and Courier's SELECT
     // leaves UIDNEXT out (RFC 3501 requires it), so past this point it may be a guess from what was fetched.
     const uidNext = typeof mailbox.uidNext === 'number' ? mailbox.uidNext : null;
@@ -234,6 +237,12 @@ export class FolderRun {
     noteUnreadable(this.deps.log, mine ? this.unreadableCounts : {}, failure, { folder: this.deps.binding.alias, uid });
   }
 
+  /** Whether the session this folder runs on is still open (the classifier reads it): not after the server's BYE. */
+  get session(): { readonly usable: boolean } {
+    const client = this.deps.client as ImapFlow & { state?: unknown; states?: { LOGOUT?: unknown } };
+    return { usable: client.usable && (client.states === undefined || client.state !== client.states.LOGOUT) };
+  }
+
   /** Take the next batch off the pending list and start fetching its sources. */
   private fetchNext(): Prefetch {
     const batch: Pending[] = [];
@@ -250,14 +259,45 @@ export class FolderRun {
       const sources = new Map<number, Buffer>();
       if (wanted.length > 0) {
         for await (const msg of this.deps.client.fetch(wanted.join(','), { uid: true, source: true }, { uid: true })) {
-          if (msg.source) sources.set(msg.uid, msg.source);
+          // An unsolicited FETCH (another client changed flags) has no UID and is not an answer to this one.
+          if (msg.source && typeof msg.uid === 'number' && wanted.includes(msg.uid)) sources.set(msg.uid, msg.source);
         }
+        await this.checkAnswers(batch, wanted, sources);
       }
       return { batch, sources };
     })();
     // A run that ends early (conflict, shutdown) may leave a prefetch behind: never an unhandled rejection.
     promise.catch(() => {});
     return { promise };
+  }
+
+  /**
+   * The fetch answer checked against the listing before the checkpoint may
+   * pass these UIDs (docs/sync.md, "Answers checked"). A UID listed but not
+   * answered is skipped only when the server no longer holds it (expunged
+   * meanwhile); still there, its answer was lost in garbage, and skipping it
+   * would leave it out of the mirror for good. A source whose length is not
+   * the listed RFC822.SIZE is fetched once more: kept when the second answer
+   * has the listed size or repeats the first (a server whose sizes are
+   * estimates), else the answer is not usable.
+   */
+  private async checkAnswers(batch: Pending[], wanted: number[], sources: Map<number, Buffer>): Promise<void> {
+    const client = this.deps.client;
+    const missing = wanted.filter((uid) => !sources.has(uid));
+    if (missing.length > 0) {
+      const still = await client.search({ uid: missing.join(',') }, { uid: true });
+      if (!Array.isArray(still) || still.length > 0) throw new AppError('E_IMAP_PROTOCOL', { details: { cause: 'fetch-answer-missing' } });
+    }
+    for (const m of batch) {
+      const first = sources.get(m.uid);
+      if (first === undefined || first.length === m.size) continue;
+      const again = await client.fetchOne(String(m.uid), { uid: true, source: true }, { uid: true });
+      const second = again ? again.source : undefined;
+      if (second === undefined || !(second.length === m.size || second.equals(first))) {
+        throw new AppError('E_IMAP_PROTOCOL', { details: { cause: 'fetch-size-mismatch' } });
+      }
+      sources.set(m.uid, second);
+    }
   }
 
   private async applyReported(vanished: number[], changed: Map<number, { flags: Set<string>; modseq: bigint | null }>): Promise<void> {
@@ -283,7 +323,11 @@ export class FolderRun {
       const local = known.get(msg.uid);
       if (local && !sameFlags(split, local)) changes.push({ uid: msg.uid, ...split, modseq: msg.modseq ?? null });
     }
-    const onServer = new Set((await client.search({ all: true }, { uid: true })) || []);
+    // No list (imapflow answers false to a SEARCH it could not read) is no answer, not an empty folder: taking it for
+    // one would tombstone every stored message.
+    const listed = await client.search({ all: true }, { uid: true });
+    if (!Array.isArray(listed)) throw new AppError('E_IMAP_PROTOCOL', { details: { cause: 'search-unanswered' } });
+    const onServer = new Set(listed);
     const gone = [...knownUids(db, binding.id, this.uidValidity)].filter((uid) => uid <= lastUid && !onServer.has(uid));
     const now = this.deps.now();
     if (gone.length > 0) tombstone(db, binding.id, this.uidValidity, gone, 'expunged', now);
@@ -298,8 +342,8 @@ export class FolderRun {
       { uid: true, flags: true, size: true, internalDate: true, ...(modseq ? { modseq: true } : {}) },
       { uid: true },
     )) {
-      // `N:*` also answers the highest message when N is above it: keep only what is new.
-      if (msg.uid <= lastUid) continue;
+      // `N:*` also answers the highest message when N is above it: keep only what is new. An unsolicited FETCH has no UID.
+      if (typeof msg.uid !== 'number' || msg.uid <= lastUid) continue;
       const date = msg.internalDate instanceof Date ? msg.internalDate.getTime() : typeof msg.internalDate === 'string' ? Date.parse(msg.internalDate) : null;
       found.push({ uid: msg.uid, size: msg.size ?? 0, flags: msg.flags, modseq: msg.modseq ?? null, internalDate: Number.isFinite(date) ? date : null });
     }

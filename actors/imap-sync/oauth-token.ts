@@ -5,7 +5,10 @@
  * `mailbox_refresh_tokens`; this redeems it at the provider's token endpoint
  * and keeps the access token in memory until a minute before it expires. A
  * provider that rotates the refresh token has the new one sealed and stored
- * (this actor is that table's writer). Nothing here logs a token.
+ * (this actor is that table's writer). What the endpoint's answer means is
+ * decided in token-answer.ts; a refused credential or a misconfiguration
+ * parks redemption here until a new refresh token is stored or the actor
+ * restarts. Nothing here logs a token.
  */
 import { request } from 'undici';
 import { readSecret } from '../../runtime/secret-ref.ts';
@@ -15,6 +18,7 @@ import { seal, unseal } from '../../runtime/keyring/keyring.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { one, run } from '../../runtime/store/rows.ts';
 import type { ImapSyncConfig } from './protocol.ts';
+import { classifyTokenAnswer, classifyTokenTransportFailure, type TokenAnswer, type TokenFailure, tokenFailureError } from './token-answer.ts';
 
 type Cached = { token: string; expiresAt: number };
 const RENEW_BEFORE_MS = 60_000;
@@ -33,6 +37,10 @@ export function storeRefreshToken(db: Database, config: ImapSyncConfig, refreshT
 
 export class AccessTokens {
   private cached: Cached | null = null;
+  /** A refusal or misconfiguration seen: no redemption until a new refresh token is stored or the actor restarts (a configuration change). */
+  private parked: TokenFailure | null = null;
+  /** An outage's Retry-After: no redemption before this instant. */
+  private notBefore = 0;
   private readonly db: Database;
   private readonly config: ImapSyncConfig;
 
@@ -48,6 +56,9 @@ export class AccessTokens {
 
   async current(now = Date.now()): Promise<string> {
     if (this.cached && this.wouldReuse(now)) return this.cached.token;
+    // Parked: the endpoint refused the credential or showed the settings wrong; asking again would only hammer it.
+    if (this.parked !== null) throw tokenFailureError(this.parked, { parked: true });
+    if (now < this.notBefore) throw new AppError('E_OAUTH_UNAVAILABLE', { details: { cause: 'retry-after' } });
     this.cached = await this.redeem(now);
     return this.cached.token;
   }
@@ -55,6 +66,13 @@ export class AccessTokens {
   /** The server refused the token we had: forget it so the next login redeems afresh. */
   forget(): void {
     this.cached = null;
+  }
+
+  /** An operator stored a new refresh token: whatever the old one earned (a cached token, a parking) is gone. */
+  grantReplaced(): void {
+    this.cached = null;
+    this.parked = null;
+    this.notBefore = 0;
   }
 
   private async redeem(now: number): Promise<Cached> {
@@ -74,8 +92,7 @@ export class AccessTokens {
       form.set('client_id', oauth.clientId); // a public client names itself
     }
     if (oauth.scopes.length > 0) form.set('scope', oauth.scopes.join(' '));
-    let status: number;
-    let body: Record<string, unknown>;
+    let answer: TokenAnswer;
     try {
       const res = await request(oauth.tokenEndpoint, {
         method: 'POST',
@@ -84,17 +101,41 @@ export class AccessTokens {
         headersTimeout: this.config.connectTimeoutMs,
         bodyTimeout: this.config.connectTimeoutMs,
       });
-      status = res.statusCode;
-      body = (await res.body.json().catch(() => ({}))) as Record<string, unknown>;
+      const text = await res.body.text();
+      const retryAfter = res.headers['retry-after'];
+      answer = { status: res.statusCode, body: parseJson(text), retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter };
     } catch (err) {
-      throw new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'token-endpoint' }, cause: err });
+      throw this.failed(classifyTokenTransportFailure(err), now);
     }
-    if (status === 400 || status === 401) throw new AppError('E_OAUTH_REFRESH_REFUSED', { details: { status } });
-    if (status >= 500 || typeof body.access_token !== 'string') throw new AppError('E_IMAP_UNRESPONSIVE', { details: { cause: 'token-endpoint', status } });
-    if (typeof body.refresh_token === 'string' && body.refresh_token !== refreshToken) {
-      storeRefreshToken(this.db, this.config, body.refresh_token, now);
+    const verdict = classifyTokenAnswer(answer, now);
+    if (verdict.kind !== 'granted') throw this.failed(verdict, now);
+    if (verdict.refreshToken !== null && verdict.refreshToken !== refreshToken) {
+      storeRefreshToken(this.db, this.config, verdict.refreshToken, now);
     }
-    return { token: body.access_token, expiresAt: now + lifetimeMs(body.expires_in) };
+    return { token: verdict.accessToken, expiresAt: now + lifetimeMs(verdict.expiresIn) };
+  }
+
+  /**
+   * Remembers what a failed redemption means for the next ones: a refused
+   * credential or a misconfiguration parks the account (asking again cannot
+   * succeed; docs/sync.md), an outage with Retry-After holds the next ask
+   * until then. Returns the error to throw.
+   */
+  private failed(failure: TokenFailure, now: number): AppError {
+    if (failure.kind === 'outage') {
+      this.notBefore = failure.retryAfterMs === null ? 0 : now + failure.retryAfterMs;
+    } else {
+      this.parked = failure;
+    }
+    return tokenFailureError(failure);
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
 

@@ -38,6 +38,11 @@ import type { ImapSyncConfig, RunSummary } from './protocol.ts';
 
 export const BATCHES_PER_RUN = 50;
 
+/** The failures a folder records as `server-unresponsive`: the mail server or the token endpoint did not answer. */
+function isOutage(code: string): boolean {
+  return code === 'E_IMAP_UNRESPONSIVE' || code === 'E_OAUTH_UNAVAILABLE';
+}
+
 type FolderSlot = {
   resolution: AliasResolution;
   binding: Binding;
@@ -99,12 +104,13 @@ export class SyncRun {
       return null;
     } catch (err) {
       if (isStorageFull(err)) return this.storageFull(err, consecutiveFailures);
-      const failure = err instanceof AppError ? err : null;
-      if (failure && (failure.code.startsWith('E_IMAP_') || failure.code.startsWith('E_OAUTH'))) {
+      // What the session or LIST threw, classified (a defect or a database error is thrown on from here).
+      const failure = classifyImapFailure(err);
+      if (failure.code.startsWith('E_IMAP_') || failure.code.startsWith('E_OAUTH')) {
         // No usable session: every folder not yet done is deferred with the run.
         this.failureCode = failure.code;
         this.deps.log.warn({ event: 'sync.run-failed', reason: failure.code }, 'sync.run-failed');
-        const outcome: FolderOutcome = failure.code === 'E_IMAP_UNRESPONSIVE' ? 'server-unresponsive' : 'unexpected';
+        const outcome: FolderOutcome = isOutage(failure.code) ? 'server-unresponsive' : 'unexpected';
         for (const slot of (this.folders ?? []).slice(this.index)) this.record(slot, outcome);
         this.index = this.folders?.length ?? 0;
         return this.finish('failed', consecutiveFailures);
@@ -223,8 +229,10 @@ export class SyncRun {
       // A full disk ends the run (step); it is no folder's failure.
       if (isStorageFull(err)) throw namedStorageFull(err);
       // A defect or a database error is not classified: it is thrown on and crashes the actor.
-      const failure = classifyImapFailure(err);
-      if (failure.code === 'E_IMAP_UNRESPONSIVE' || failure.code === 'E_IMAP_AUTH') throw failure;
+      const failure = classifyImapFailure(err, slot.run?.session);
+      // No usable session (the server gone, the login refused, the token endpoint's answer): the run fails as a whole.
+      if (failure.code === 'E_IMAP_UNRESPONSIVE' || failure.code === 'E_IMAP_AUTH' || failure.code === 'E_IMAP_TLS' || failure.code.startsWith('E_OAUTH_'))
+        throw failure;
       if (failure.code === 'E_IMAP_PROTOCOL' && !slot.retried && slot.run !== null && !slot.run.prepared) {
         // A server may refuse a folder on a session that outlived a change to it (Dovecot: "Mailbox was
         // deleted under us" after the folder was recreated). Try once more on a new session.

@@ -43,7 +43,17 @@ export function jobRetryDelayMs(failedAttempts: number): number {
   return JOB_RETRY_BASE_MS * 2 ** Math.max(0, failedAttempts - 1);
 }
 
-export const JOB_FAILURE_CLASSES = ['database-busy', 'database-failure', 'parser-unavailable', 'server-refused', 'server-unresponsive', 'unexpected'] as const;
+export const JOB_FAILURE_CLASSES = [
+  'authentication-refused',
+  'database-busy',
+  'database-failure',
+  'parser-unavailable',
+  'server-protocol',
+  'server-refused',
+  'server-unresponsive',
+  'tls-refused',
+  'unexpected',
+] as const;
 export type JobFailureClass = (typeof JOB_FAILURE_CLASSES)[number];
 
 /** What ended an attempt: a class, an internal code, a constant sentence. */

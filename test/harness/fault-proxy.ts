@@ -1,8 +1,9 @@
 /**
  * A TCP proxy on a loopback port between the service and a real server (Dovecot), that can add
  * latency, stall the server→client direction, cut connections after a byte count (mid-response),
- * cut everything now, or refuse new connections. Owns only byte forwarding and its faults; it
- * never parses IMAP.
+ * cut everything now, refuse new connections, or hand each server→client chunk to a test's
+ * rewriter (`rewrite`), which may change its bytes or end the connection after them. Owns only
+ * byte forwarding and its faults; it never parses IMAP (a rewriter that does is the test's).
  */
 import { createServer, connect, type Socket } from 'node:net';
 import { seededRandom, type Random } from '../../runtime/clock.ts';
@@ -14,7 +15,14 @@ export type CutOptions = {
   reset?: boolean;
 };
 
+/** What a rewriter makes of one server→client chunk: the bytes to forward, and whether to close the connection after them. */
+export type Rewritten = { bytes: Buffer; end?: boolean };
+/** Sees every server→client chunk of one connection, in order; `conn` numbers connections from 1 in the order accepted. */
+export type Rewriter = (chunk: Buffer, conn: number) => Rewritten;
+
 export type FaultProxy = {
+  /** From now on, server→client chunks of every connection, open or new, pass through `rewriter` (null: forwarded as they are). */
+  rewrite(rewriter: Rewriter | null): void;
   host: '127.0.0.1';
   port: number;
   /** Latency added to every chunk in both directions, plus up to `jitterMs` (seeded). 0 turns it off. */
@@ -44,6 +52,7 @@ export type FaultProxy = {
 type Limit = { n: number; reset: boolean };
 
 type Conn = {
+  id: number;
   client: Socket;
   upstream: Socket;
   s2c: number;
@@ -62,6 +71,7 @@ export async function startFaultProxy(target: { host: string; port: number }, op
   let jitter = 0;
   let stalled = false;
   let refusing = false;
+  let rewriter: Rewriter | null = null;
   let cutRule: (Limit & { which: 'all' | 'next' }) | undefined;
   let stallRule: { n: number; which: 'all' | 'next' } | undefined;
   let accepted = 0;
@@ -140,7 +150,18 @@ export async function startFaultProxy(target: { host: string; port: number }, op
       pumping = false;
       if (ended && queue.length === 0 && !c.closed) to.end();
     };
-    from.on('data', (chunk: Buffer) => {
+    from.on('data', (data: Buffer) => {
+      let chunk = data;
+      if (toClient && rewriter !== null) {
+        if (ended) return;
+        const out = rewriter(data, c.id);
+        chunk = out.bytes;
+        // The rest of the server's answer is dropped: what was forwarded is the last the client gets.
+        if (out.end) {
+          ended = true;
+          from.pause();
+        }
+      }
       const now = Date.now();
       const extra = latency > 0 ? latency + Math.floor(random.next() * (jitter + 1)) : 0;
       const at = Math.max(now + extra, lastRelease);
@@ -163,7 +184,7 @@ export async function startFaultProxy(target: { host: string; port: number }, op
       return;
     }
     const upstream = connect({ host: target.host, port: target.port, allowHalfOpen: true });
-    const c: Conn = { client, upstream, s2c: 0, wake: [], closed: false };
+    const c: Conn = { id: accepted, client, upstream, s2c: 0, wake: [], closed: false };
     if (cutRule) {
       c.cutAt = { n: cutRule.n, reset: cutRule.reset };
       if (cutRule.which === 'next') cutRule = undefined;
@@ -199,6 +220,9 @@ export async function startFaultProxy(target: { host: string; port: number }, op
   return {
     host: '127.0.0.1',
     port,
+    rewrite(r) {
+      rewriter = r;
+    },
     delay(ms, jitterMs = 0) {
       latency = ms;
       jitter = jitterMs;

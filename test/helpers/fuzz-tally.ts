@@ -49,12 +49,15 @@ export class FuzzTally {
     this.seed = seed;
   }
 
-  /** One answer: its HTTP status and, when the body names one, its error code (`E_…` or a numeric MCP code). */
-  record(status: number, code?: string | number, input?: unknown): void {
+  /**
+   * One answer: its HTTP status and, when the body names one, its error code (`E_…` or a numeric MCP code).
+   * A family whose answers are not HTTP (the IMAP answers family) gives its outcome's name as the status.
+   */
+  record(status: number | string, code?: string | number, input?: unknown): void {
     this.requests += 1;
     const key = code === undefined ? String(status) : `${status} ${code}`;
     this.answers.set(key, (this.answers.get(key) ?? 0) + 1);
-    if (status >= 500 && this.serverErrors.length < 5) this.serverErrors.push({ status, input: preview(input) });
+    if (typeof status === 'number' && status >= 500 && this.serverErrors.length < 5) this.serverErrors.push({ status, input: preview(input) });
   }
 
   get fiveHundreds(): number {

@@ -37,7 +37,9 @@ export const DeadLetter = z.strictObject({
   attemptCount: z.number().int().nonnegative().describe('Attempts made at the position where it stopped'),
   failureClassification: z
     .string()
-    .describe('What ended the last attempt: database-busy, database-failure, parser-unavailable, server-refused, server-unresponsive or unexpected'),
+    .describe(
+      'What ended the last attempt: authentication-refused, database-busy, database-failure, parser-unavailable, server-protocol, server-refused, server-unresponsive, tls-refused or unexpected',
+    ),
   failureReason: z.string().describe('A constant sentence about that failure; never mail content'),
   enqueuedAt: Instant.describe('When the job was enqueued'),
   deadLetteredAt: Instant.describe('When it stopped'),

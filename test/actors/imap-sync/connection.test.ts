@@ -5,7 +5,7 @@
  */
 import { ImapFlowErrorCode } from 'imapflow';
 import t from 'tap';
-import { classifyImapFailure, imapFailureFields, imapflowCodes } from '../../../actors/imap-sync/connection.ts';
+import { classifyImapFailure, ImapCommandRejected, imapFailureFields, imapflowCodes } from '../../../actors/imap-sync/connection.ts';
 import { AppError } from '../../../runtime/errors.ts';
 
 const coded = (code: string, message = 'x'): Error => Object.assign(new Error(message), { code });
@@ -36,7 +36,6 @@ t.test('the wire, the server and the login', async (t) => {
     'E_IMAP_PROTOCOL',
     'a NO answer',
   );
-  t.equal(codeOf(Object.assign(new Error('Command failed'), { responseStatus: 'BAD' })), 'E_IMAP_PROTOCOL', 'a BAD answer');
   t.equal(codeOf(Object.assign(new Error('Command failed'), { responseStatus: 'BYE' })), 'E_IMAP_UNRESPONSIVE', 'a BYE');
   t.equal(codeOf(Object.assign(new Error('Authentication failed'), { authenticationFailed: true })), 'E_IMAP_AUTH');
   t.equal(codeOf(Object.assign(new Error('Command failed'), { responseStatus: 'NO', serverResponseCode: 'AUTHENTICATIONFAILED' })), 'E_IMAP_AUTH');
@@ -87,4 +86,50 @@ t.test('what may be logged of an IMAP failure: codes only', async (t) => {
   const fields = imapFailureFields(err);
   t.same(fields, { type: 'Error', code: 'ParserError2', responseStatus: 'NO', serverResponseCode: null });
   t.notMatch(JSON.stringify(fields), /secret/);
+});
+
+t.test('the classifier as a table: BAD, NO, BYE, login, TLS, timeouts', async (t) => {
+  const failed = (fields: Record<string, unknown>): Error => Object.assign(new Error('Command failed'), fields);
+  const table: Array<[string, unknown, string]> = [
+    ['tagged BAD (our malformed command)', failed({ responseStatus: 'BAD', responseText: 'Error in IMAP command UID STORE: Invalid arguments' }), 'defect'],
+    ['tagged BAD with a response code', failed({ responseStatus: 'BAD', serverResponseCode: 'CLIENTBUG' }), 'defect'],
+    ['tagged NO', failed({ responseStatus: 'NO', responseText: 'Mailbox does not exist' }), 'E_IMAP_PROTOCOL'],
+    ['tagged NO [SERVERBUG]', failed({ responseStatus: 'NO', serverResponseCode: 'SERVERBUG' }), 'E_IMAP_PROTOCOL'],
+    ['BYE', failed({ responseStatus: 'BYE' }), 'E_IMAP_UNRESPONSIVE'],
+    ['connection closed (an early BYE, a cut)', coded('EConnectionClosed'), 'E_IMAP_UNRESPONSIVE'],
+    ['login refused', failed({ authenticationFailed: true, responseStatus: 'NO' }), 'E_IMAP_AUTH'],
+    ['NO [AUTHENTICATIONFAILED]', failed({ responseStatus: 'NO', serverResponseCode: 'AUTHENTICATIONFAILED' }), 'E_IMAP_AUTH'],
+    ['self-signed certificate', coded('DEPTH_ZERO_SELF_SIGNED_CERT'), 'E_IMAP_TLS'],
+    ['expired certificate', coded('CERT_HAS_EXPIRED'), 'E_IMAP_TLS'],
+    ['wrong host name', coded('ERR_TLS_CERT_ALTNAME_INVALID'), 'E_IMAP_TLS'],
+    ['STARTTLS not offered', failed({ tlsFailed: true }), 'E_IMAP_TLS'],
+    ['connect timeout', coded('CONNECT_TIMEOUT'), 'E_IMAP_UNRESPONSIVE'],
+    ['greeting timeout', coded('GREETING_TIMEOUT'), 'E_IMAP_UNRESPONSIVE'],
+    ['socket timeout (a stall)', coded('ETIMEOUT'), 'E_IMAP_UNRESPONSIVE'],
+    ['TCP timeout', coded('ETIMEDOUT'), 'E_IMAP_UNRESPONSIVE'],
+    ['refused connection', coded('ECONNREFUSED'), 'E_IMAP_UNRESPONSIVE'],
+    ['reset', coded('ECONNRESET'), 'E_IMAP_UNRESPONSIVE'],
+    ['garbage the parser refused', coded('ParserError4'), 'E_IMAP_PROTOCOL'],
+    ['an overlong line', coded('LineTooLarge'), 'E_IMAP_PROTOCOL'],
+    ['a literal beyond the limit', coded('LiteralTooLarge'), 'E_IMAP_PROTOCOL'],
+    ['an unexpected tag', coded('UnexpectedTag'), 'E_IMAP_PROTOCOL'],
+    ['a TypeError', new TypeError('x'), 'defect'],
+    ['a sequence set we built wrong', coded('InvalidSequenceSet'), 'defect'],
+  ];
+  for (const [what, err, expected] of table) {
+    let got: string;
+    try {
+      got = classifyImapFailure(err).code;
+    } catch (thrown) {
+      got = 'defect';
+      if ((err as { responseStatus?: string }).responseStatus === 'BAD') {
+        t.type(thrown, ImapCommandRejected, `${what}: thrown as ImapCommandRejected`);
+        t.equal((thrown as Error).cause, err, `${what}: the original error is its cause`);
+        t.notMatch((thrown as Error).message, /UID STORE|Invalid arguments/, `${what}: the message does not quote the command or the server`);
+      } else {
+        t.equal(thrown, err, `${what}: thrown on unchanged`);
+      }
+    }
+    t.equal(got, expected, what);
+  }
 });
