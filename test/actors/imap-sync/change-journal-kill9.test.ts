@@ -45,7 +45,7 @@ import { compiledDaemon, listenerPort, spawnDaemon, tempDir, writeConfig } from 
 import { reportKills } from '../../helpers/kill-tally.ts';
 
 // Every kill is followed by a restart of a real process: minutes on a small machine.
-t.setTimeout(900_000);
+t.setTimeout(1_200_000);
 
 type Json = Record<string, any>;
 const KEY = 'key-kill9-0123456789abcdef';

@@ -38,7 +38,8 @@
  * accepted recipient who never received it, an acknowledged send with no
  * record); "duplicated" counts deliveries beyond one (a Message-ID received
  * twice by one recipient, a cancelled or refused recipient who received it,
- * a delivery of a message nobody asked for, two records for one key).
+ * a delivery of a message nobody asked for, two records for one key, a
+ * record under a key the caller never had acknowledged).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
