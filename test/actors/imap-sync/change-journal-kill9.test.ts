@@ -14,6 +14,14 @@
  * (not offered to agents) are recorded with the journal's own
  * `recordChanges` while the daemon is down, then applied by a daemon that
  * is killed once the server shows the effect.
+ *
+ * Every test prints a `kill9 tally: journal ...` line
+ * (test/helpers/kill-tally.ts) with its kills: 27 in all, 20 of them at
+ * random moments. "Lost" counts changes not applied: a recorded change with
+ * no `applied` audit entry, or a flag, keyword, copy or move asked of the
+ * server that it does not hold. "Duplicated" counts changes applied more
+ * than once or never asked: audit entries beyond one per change, a copy
+ * present twice, a flag or keyword on the server that was not asked last.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,10 +41,11 @@ import { mailAdmin } from '../../harness/doveadm.ts';
 import { startFaultProxy, type FaultProxy } from '../../harness/fault-proxy.ts';
 import { imapClient } from '../../harness/imap-client.ts';
 import { appendMessages } from '../../harness/place-mail.ts';
-import { listenerPort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
+import { compiledDaemon, listenerPort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
+import { reportKills } from '../../helpers/kill-tally.ts';
 
 // Every kill is followed by a restart of a real process: minutes on a small machine.
-t.setTimeout(900_000);
+t.setTimeout(1_200_000);
 
 type Json = Record<string, any>;
 const KEY = 'key-kill9-0123456789abcdef';
@@ -61,7 +70,7 @@ function message(n: number): Buffer {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 30_000): Promise<T> {
+async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -142,14 +151,16 @@ async function setup(t: Test): Promise<Setup> {
       await i.daemon.exited;
     }
   });
+  // The emitted JavaScript: under tsx every start costs about three times as long, and every kill is followed by one.
+  const compiled = await compiledDaemon();
   const start = async (): Promise<Incarnation> => {
-    const daemon = spawnDaemon(['--config', config]);
+    const daemon = spawnDaemon(['--config', config], { compiled });
     const incarnation: Incarnation = { daemon, mcp: new Client({ name: 'kill9-test', version: '1.0.0' }) };
     live.add(incarnation);
-    const port = await listenerPort(daemon, 'McpEndpoint', 60_000).catch((err: Error) => {
+    const port = await listenerPort(daemon, 'McpEndpoint', 180_000).catch((err: Error) => {
       throw new Error(`${err.message}: ${daemon.stderr().slice(-2_000)} ${daemon.stdout().slice(-2_000)}`);
     });
-    await eventually('service.ready', () => daemon.lines().some((l) => l.event === 'service.ready') || daemon.child.exitCode !== null, 60_000);
+    await eventually('service.ready', () => daemon.lines().some((l) => l.event === 'service.ready') || daemon.child.exitCode !== null, 180_000);
     if (daemon.child.exitCode !== null) throw new Error(`mailcairnd exited: ${daemon.stderr()}`);
     const url = new URL(`http://127.0.0.1:${port}/mcp`);
     await incarnation.mcp.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${KEY}` } } }));
@@ -170,7 +181,7 @@ async function setup(t: Test): Promise<Setup> {
       const emails = await listEmails(first.mcp, 'inbox');
       return emails.length === MESSAGES ? emails : null;
     },
-    60_000,
+    180_000,
   );
   const ids = new Map(listed.map((e) => [Number(/message (\d+)/.exec(e.subject)![1]), e.storedEmailId as string]));
   await kill(first);
@@ -229,7 +240,7 @@ const audit = (database: string): Json[] =>
   query(database, 'SELECT mutation, message_id, source_path, target_path, source_uid, target_uid, requester, outcome FROM mutation_audit ORDER BY id');
 
 /** Waits until every change is done (or fails the test naming the ones that are not). */
-async function allDone(t: Test, database: string, timeoutMs = 60_000): Promise<Json[]> {
+async function allDone(t: Test, database: string, timeoutMs = 180_000): Promise<Json[]> {
   try {
     return await eventually(
       'every change to be done',
@@ -245,16 +256,30 @@ async function allDone(t: Test, database: string, timeoutMs = 60_000): Promise<J
   }
 }
 
-/** Exactly one audit entry per change, each `applied`. */
-function auditedOnce(t: Test, database: string): void {
+/** Exactly one audit entry per change, each `applied`; returns the changes not applied (lost) and the entries beyond one per change (duplicated). */
+function auditedOnce(t: Test, database: string): { lost: number; duplicated: number } {
   const done = jobs(database);
   const entries = audit(database);
+  const applied = entries.filter((a) => a.outcome === 'applied').length;
+  const counted = { lost: Math.max(0, done.length - applied), duplicated: Math.max(0, entries.length - done.length) };
   t.equal(entries.length, done.length, `one audit entry per change (${entries.length} for ${done.length})`);
   t.same(
     entries.map((a) => a.outcome),
     done.map(() => 'applied'),
     'every change applied',
   );
+  return counted;
+}
+
+/** Flags asked (lost when the server lacks one) against flags held (duplicated when the server holds one not asked). */
+function flagDifference(asked: string[], held: string[] | null | undefined): { lost: number; duplicated: number } {
+  const have = new Set(held ?? []);
+  const want = new Set(asked);
+  return { lost: asked.filter((f) => !have.has(f)).length, duplicated: [...have].filter((f) => !want.has(f)).length };
+}
+
+function sum(...tallies: Array<{ lost: number; duplicated: number }>): { lost: number; duplicated: number } {
+  return tallies.reduce((a, b) => ({ lost: a.lost + b.lost, duplicated: a.duplicated + b.duplicated }), { lost: 0, duplicated: 0 });
 }
 
 t.test('kill -9 between record and apply: after restart the server ends in the requested state, once', async (t) => {
@@ -293,11 +318,21 @@ t.test('kill -9 between record and apply: after restart the server ends in the r
   s.proxy.refuse(false);
   const again = await s.start();
   await allDone(t, s.database);
-  t.same(await flagsOf(s.watcher, 1), ['\\Flagged', '\\Seen', 'kill-nine'], 'message 1 holds what was asked');
-  t.same(await flagsOf(s.watcher, 2), ['\\Seen'], 'message 2: the later request on \\Flagged stands');
+  const [one, two_] = [await flagsOf(s.watcher, 1), await flagsOf(s.watcher, 2)];
+  t.same(one, ['\\Flagged', '\\Seen', 'kill-nine'], 'message 1 holds what was asked');
+  t.same(two_, ['\\Seen'], 'message 2: the later request on \\Flagged stands');
   const after = await serverState(s.watcher);
   for (const n of [3, 4, 5, 6]) t.same(after.get(n), before.get(n), `message ${n} untouched`);
-  auditedOnce(t, s.database);
+  const audited = auditedOnce(t, s.database);
+  reportKills(
+    t,
+    {
+      actor: 'journal',
+      kills: 1,
+      ...sum(audited, flagDifference(['\\Flagged', '\\Seen', 'kill-nine'], one), flagDifference(['\\Seen'], two_)),
+    },
+    1,
+  );
   const listed = await listEmails(again.mcp, 'inbox');
   const two = listed.find((e) => e.storedEmailId === s.ids.get(2))!;
   t.same(two.flags, ['\\Seen'], 'the local copy follows');
@@ -313,7 +348,7 @@ t.test('kill -9 during apply (the attempt under way, the server not yet changed)
   const acceptedBefore = s.proxy.accepted;
   await call(daemon.mcp, 'set_mail_flags', { storedEmailId: s.ids.get(3), flagged: true, keywordChange: 'add', keywords: ['during'] });
   // The attempt begins by opening the journal's writing session: a new connection through the proxy.
-  await eventually('the attempt to begin', () => s.proxy.accepted > acceptedBefore, 15_000);
+  await eventually('the attempt to begin', () => s.proxy.accepted > acceptedBefore, 60_000);
   await sleep(300);
   await s.kill(daemon);
   const atKill = jobs(s.database);
@@ -326,8 +361,9 @@ t.test('kill -9 during apply (the attempt under way, the server not yet changed)
   s.proxy.delay(0);
   const again = await s.start();
   await allDone(t, s.database);
-  t.same(await flagsOf(s.watcher, 3), ['\\Flagged', 'during']);
-  auditedOnce(t, s.database);
+  const three = await flagsOf(s.watcher, 3);
+  t.same(three, ['\\Flagged', 'during']);
+  reportKills(t, { actor: 'journal', kills: 1, ...sum(auditedOnce(t, s.database), flagDifference(['\\Flagged', 'during'], three)) }, 1);
   await s.kill(again);
 });
 
@@ -337,7 +373,7 @@ t.test('kill -9 after apply, before the completion is written', async (t) => {
   s.proxy.delay(150);
   await call(daemon.mcp, 'set_mail_flags', { storedEmailId: s.ids.get(4), seen: true, keywordChange: 'add', keywords: ['after'] });
   // The STORE's answer and the read that observes it still take 150 ms each way through the proxy.
-  await eventually('the server to hold \\Seen', async () => (await flagsOf(s.watcher, 4))?.includes('\\Seen'), 20_000);
+  await eventually('the server to hold \\Seen', async () => (await flagsOf(s.watcher, 4))?.includes('\\Seen'), 60_000);
   await s.kill(daemon);
   const atKill = jobs(s.database);
   t.not(atKill[0]!.state, 'done', 'killed with the server changed and the completion not written');
@@ -346,8 +382,9 @@ t.test('kill -9 after apply, before the completion is written', async (t) => {
   s.proxy.delay(0);
   const again = await s.start();
   await allDone(t, s.database);
-  t.same(await flagsOf(s.watcher, 4), ['\\Seen', 'after']);
-  auditedOnce(t, s.database);
+  const four = await flagsOf(s.watcher, 4);
+  t.same(four, ['\\Seen', 'after']);
+  reportKills(t, { actor: 'journal', kills: 1, ...sum(auditedOnce(t, s.database), flagDifference(['\\Seen', 'after'], four)) }, 1);
   await s.kill(again);
 });
 
@@ -387,7 +424,7 @@ t.test('kill -9 after COPY, MOVE or EXPUNGE reached the server, before the compl
     recordDirectly(s.database, id(round.n), round.effect);
     s.proxy.delay(150);
     const daemon = await s.start();
-    await eventually(`the ${round.what} to reach the server`, round.landed, 30_000);
+    await eventually(`the ${round.what} to reach the server`, round.landed, 90_000);
     await s.kill(daemon);
     s.proxy.delay(0);
     const job = jobs(s.database).at(-1)!;
@@ -406,7 +443,21 @@ t.test('kill -9 after COPY, MOVE or EXPUNGE reached the server, before the compl
   t.notOk(inbox.has(3), 'the deleted message is gone');
   t.equal(filed.get(4)?.length, 1, 'the copy killed after its placement: in Filed exactly once');
   t.equal([...filed.values()].flat().length, 3, 'nothing else in Filed');
-  auditedOnce(t, s.database);
+  // Each change's effect: present once where it should be (lost when absent, duplicated beyond one), gone where it should be gone.
+  const copies = (held: Map<number, unknown[]>, n: number, want: number): { lost: number; duplicated: number } => {
+    const have = held.get(n)?.length ?? 0;
+    return { lost: Math.max(0, want - have), duplicated: Math.max(0, have - want) };
+  };
+  const effects = sum(
+    copies(filed, 1, 1),
+    copies(inbox, 1, 1),
+    copies(filed, 2, 1),
+    copies(inbox, 2, 0),
+    copies(inbox, 3, 0),
+    copies(filed, 4, 1),
+    copies(inbox, 4, 1),
+  );
+  reportKills(t, { actor: 'journal', kills: rounds.length, ...sum(auditedOnce(t, s.database), effects) }, 4);
   const entries = audit(s.database);
   t.same(
     entries.map((a) => [a.mutation, a.target_path, a.target_uid]),
@@ -463,7 +514,7 @@ t.test('kill -9 after COPY, MOVE or EXPUNGE reached the server, before the compl
 t.test('kill -9 at random moments after set_mail_flags: every recorded change applied once, nothing else', async (t) => {
   const s = await setup(t);
   const random = seededRandom(20261125);
-  const KILLS = 12;
+  const KILLS = 20;
   type Expected = { seen: boolean; flagged: boolean; keywords: Set<string> };
   const expected = new Map<number, Expected>(Array.from({ length: MESSAGES }, (_, i) => [i + 1, { seen: false, flagged: false, keywords: new Set<string>() }]));
   const landed: string[] = [];
@@ -494,10 +545,14 @@ t.test('kill -9 at random moments after set_mail_flags: every recorded change ap
   const last = await s.start();
   await allDone(t, s.database);
   const server = await serverState(s.watcher);
+  const differences: Array<{ lost: number; duplicated: number }> = [];
   for (const [n, e] of expected) {
     const want = [...(e.seen ? ['\\Seen'] : []), ...(e.flagged ? ['\\Flagged'] : []), ...e.keywords].sort();
     t.same(server.get(n)?.[0]?.flags, want, `message ${n} holds exactly what was asked last`);
+    differences.push(flagDifference(want, server.get(n)?.[0]?.flags));
+    // A message the server holds twice would be a change made twice.
+    differences.push({ lost: 0, duplicated: Math.max(0, (server.get(n)?.length ?? 0) - 1) });
   }
-  auditedOnce(t, s.database);
+  reportKills(t, { actor: 'journal', kills: KILLS, ...sum(auditedOnce(t, s.database), ...differences) }, KILLS);
   await s.kill(last);
 });

@@ -32,7 +32,14 @@
  * (each accepted recipient received it exactly once), Refused, Cancelled
  * or TransmissionBegun (awaiting the operator: delivered or not, both
  * counted), every send the caller was told about recorded once, and no
- * actor crashed. The counts are printed.
+ * actor crashed. The counts are printed, and one `kill9 tally: outbox ...`
+ * line (test/helpers/kill-tally.ts): "lost" counts sends not delivered
+ * when they should have been (a recorded send left in no ended stage, an
+ * accepted recipient who never received it, an acknowledged send with no
+ * record); "duplicated" counts deliveries beyond one (a Message-ID received
+ * twice by one recipient, a cancelled or refused recipient who received it,
+ * a delivery of a message nobody asked for, two records for one key, a
+ * record under a key the caller never had acknowledged).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,6 +52,7 @@ import { seededRandom } from '../../../runtime/clock.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { startSmtpServer, type Delivery } from '../../harness/smtp-server.ts';
 import { compiledDaemon, listenerPort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
+import { reportKills } from '../../helpers/kill-tally.ts';
 import { reservePort } from '../../helpers/ports.ts';
 
 t.setTimeout(720_000);
@@ -433,6 +441,9 @@ t.test('kill -9 at random moments of 200 sends: none delivered twice, none lost'
   const lost: string[] = [];
   const wrong: string[] = [];
   const begunDelivered = { delivered: 0, notDelivered: 0, partly: 0 };
+  /** Accepted recipients who never received their send (lost), and deliveries that should not have been made (duplicated). */
+  const undelivered = { accepted: 0 };
+  const unwanted = { deliveries: 0 };
   for (const row of rows) {
     stages.set(row.stage, (stages.get(row.stage) ?? 0) + 1);
     const got = delivered.get(row.message_id) ?? new Map<string, number>();
@@ -440,24 +451,36 @@ t.test('kill -9 at random moments of 200 sends: none delivered twice, none lost'
     const received = (address: string): number => got.get(address.toLowerCase()) ?? 0;
     const name = `o${row.id} (${row.idempotency_key}, ${plan[Number(row.idempotency_key.split('-').at(-1))]?.kind})`;
     for (const address of got.keys())
-      if (!rs.some((r) => r.address.toLowerCase() === address)) wrong.push(`${name}: delivered to ${address}, not one of its recipients`);
+      if (!rs.some((r) => r.address.toLowerCase() === address)) {
+        wrong.push(`${name}: delivered to ${address}, not one of its recipients`);
+        unwanted.deliveries += 1;
+      }
     switch (row.stage) {
       case 'Sent':
       case 'Refused':
         for (const r of rs) {
           if (r.state === 'accepted' && received(r.address) !== 1)
             wrong.push(`${name} ${row.stage}: ${r.address} accepted, received ${received(r.address)} times`);
-          if (r.state !== 'accepted' && received(r.address) !== 0) wrong.push(`${name} ${row.stage}: ${r.address} ${r.state}, yet received it`);
+          if (r.state === 'accepted' && received(r.address) === 0) undelivered.accepted += 1;
+          if (r.state !== 'accepted' && received(r.address) !== 0) {
+            wrong.push(`${name} ${row.stage}: ${r.address} ${r.state}, yet received it`);
+            unwanted.deliveries += 1;
+          }
         }
         if (row.stage === 'Sent' && rs.some((r) => r.state === 'pending')) wrong.push(`${name} Sent with a recipient still pending`);
         break;
       case 'Cancelled':
-        if (got.size > 0) wrong.push(`${name} Cancelled, yet delivered`);
+        if (got.size > 0) {
+          wrong.push(`${name} Cancelled, yet delivered`);
+          unwanted.deliveries += got.size;
+        }
         break;
       case 'TransmissionBegun': {
         for (const r of rs)
-          if (r.state === 'accepted' && received(r.address) !== 1)
+          if (r.state === 'accepted' && received(r.address) !== 1) {
             wrong.push(`${name} TransmissionBegun: ${r.address} accepted earlier, received ${received(r.address)} times`);
+            if (received(r.address) === 0) undelivered.accepted += 1;
+          }
         const owed = rs.filter((r) => r.state === 'pending');
         const arrived = owed.filter((r) => received(r.address) > 0).length;
         if (arrived === owed.length && owed.length > 0) begunDelivered.delivered += 1;
@@ -504,7 +527,16 @@ t.test('kill -9 at random moments of 200 sends: none delivered twice, none lost'
   );
   t.same(callErrors, [], 'no call failed on a live daemon');
   t.same(refusedCalls, [], 'no send or cancel refused');
-  t.ok(kills >= MIN_KILLS, `at least ${MIN_KILLS} kills (${kills})`);
+  reportKills(
+    t,
+    {
+      actor: 'outbox',
+      kills,
+      lost: lost.length + undelivered.accepted + missing.length,
+      duplicated: duplicates.length + unwanted.deliveries + unknownDeliveries.length + twice.length + unasked.length,
+    },
+    MIN_KILLS,
+  );
   t.equal(acknowledged.size, next, 'every send begun was acknowledged in the end');
   t.ok(next >= MIN_SENDS, `sends made (${next})`);
   t.same(duplicates, [], 'zero duplicates: no Message-ID delivered twice to one recipient');
