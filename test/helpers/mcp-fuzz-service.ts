@@ -5,9 +5,10 @@
  * read tools really read, `/mcp` with every tool category and the
  * unauthenticated posture (every caller holds every permission: all tools
  * are listed and callable), the limiter raised so it never answers for the
- * input. The account has no `Smtp` section: the send tools record nothing
- * and deliver nowhere (56002). Requests go out through one undici pool of a
- * few kept-alive connections.
+ * input. The account's SMTP server is a loopback port nothing listens on:
+ * drafts and sends are recorded, and the outbox delivers nowhere (each
+ * attempt is refused by the closed port). Requests go out through one
+ * undici pool of a few kept-alive connections.
  */
 import { randomUUID } from 'node:crypto';
 import type { Test } from 'tap';
@@ -15,6 +16,7 @@ import { Pool } from 'undici';
 import { startDovecot } from '../harness/dovecot.ts';
 import { appendMessages } from '../harness/place-mail.ts';
 import { tempDir } from './daemon.ts';
+import { reservePort } from './ports.ts';
 import { startSyncService, type SyncService } from './sync-service.ts';
 
 export type McpFuzzService = {
@@ -66,7 +68,10 @@ export async function startMcpFuzzService(t: Test): Promise<McpFuzzService> {
     { raw: message('Lunch on Friday', 'We discussed the budget over lunch.') },
     { raw: message('=?UTF-8?Q?R=C3=A9union_=C3=A0_Gen=C3=A8ve?=', 'Réunion mardi prochain, à Genève. 🧾') },
   ]);
-  const sync = await startSyncService(dir, dovecot, [{ id: 'rita', user: 'rita', folders: [{ Alias: 'inbox' }] }], {
+  // Reserved and released: nothing listens there, so no message leaves.
+  const closedSmtpPort = await reservePort();
+  const smtp = { Host: '127.0.0.1', Port: closedSmtpPort, Security: 'None', Username: 'rita', From: 'rita@example.org' };
+  const sync = await startSyncService(dir, dovecot, [{ id: 'rita', user: 'rita', folders: [{ Alias: 'inbox' }], smtp }], {
     McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: 0, RateLimiting: LIMITS },
     MailSynchronization: { Enabled: true, Interval: '01:00:00' },
   });
