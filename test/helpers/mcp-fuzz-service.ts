@@ -11,6 +11,8 @@
  * undici pool of a few kept-alive connections.
  */
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Test } from 'tap';
 import { Pool } from 'undici';
 import { startDovecot } from '../harness/dovecot.ts';
@@ -23,6 +25,8 @@ export type McpFuzzService = {
   sync: SyncService;
   /** POSTs `body` to /mcp with the headers a client sends (JSON in, JSON or event stream accepted); the status and the body's text. */
   post(body: string | Buffer): Promise<{ status: number; text: string }>;
+  /** POSTs JSON to the admin API (behind an API key holding every permission). */
+  adminPost(path: string, body: string): Promise<{ status: number; text: string }>;
 };
 
 const LIMITS = { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000, MaxConcurrentRequests: 200, ConcurrencyQueueLimit: 1_000 };
@@ -68,21 +72,37 @@ export async function startMcpFuzzService(t: Test): Promise<McpFuzzService> {
     { raw: message('Lunch on Friday', 'We discussed the budget over lunch.') },
     { raw: message('=?UTF-8?Q?R=C3=A9union_=C3=A0_Gen=C3=A8ve?=', 'Réunion mardi prochain, à Genève. 🧾') },
   ]);
+  const adminKey = `mc_${randomUUID().replaceAll('-', '')}`;
+  const adminKeyFile = join(dir, 'admin.key');
+  writeFileSync(adminKeyFile, adminKey, { mode: 0o600 });
   // Reserved and released: nothing listens there, so no message leaves.
   const closedSmtpPort = await reservePort();
   const smtp = { Host: '127.0.0.1', Port: closedSmtpPort, Security: 'None', Username: 'rita', From: 'rita@example.org' };
   const sync = await startSyncService(dir, dovecot, [{ id: 'rita', user: 'rita', folders: [{ Alias: 'inbox' }], smtp }], {
     McpEndpoint: { Enabled: true, BindAddress: '127.0.0.1', Port: 0, RateLimiting: LIMITS },
+    AdminEndpoint: {
+      Enabled: true,
+      BindAddress: '127.0.0.1',
+      Port: 0,
+      Authentication: [{ ApiKey: { Name: 'operator', SecretReference: `file:${adminKeyFile}`, Lifetime: 'NoLimit' } }],
+    },
     MailSynchronization: { Enabled: true, Interval: '01:00:00' },
   });
   t.teardown(() => sync.service.stop());
   await sync.syncNow('rita', 60_000);
   const pool = new Pool(`http://127.0.0.1:${sync.service.mcp!.port}`, { connections: 4 });
   t.teardown(() => pool.close());
+  const admin = new Pool(`http://127.0.0.1:${sync.service.admin!.port}`, { connections: 1 });
+  t.teardown(() => admin.close());
   return {
     sync,
     async post(body) {
       const answer = await pool.request({ path: '/mcp', method: 'POST', headers: HEADERS, body });
+      return { status: answer.statusCode, text: await answer.body.text() };
+    },
+    async adminPost(path, body) {
+      const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' };
+      const answer = await admin.request({ path: `/api/admin${path}`, method: 'POST', headers, body });
       return { status: answer.statusCode, text: await answer.body.text() };
     },
   };
