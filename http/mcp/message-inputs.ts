@@ -33,7 +33,9 @@ export const callerKey = (max: number) =>
     .min(1)
     .max(max)
     .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'control characters are refused in a key');
-export const IdempotencyKey = callerKey(SEND_LIMITS.idempotencyKeyLength).describe('Your key for this send: repeating it returns the same record, never a second send');
+export const IdempotencyKey = callerKey(SEND_LIMITS.idempotencyKeyLength).describe(
+  'Your key for this send: repeating it returns the same record, never a second send',
+);
 export const OutgoingEmailId = z.string().regex(OUTGOING_ID_PATTERN, 'an outgoingEmailId as a send answered it').describe('As a send answered it');
 export const DraftId = z.string().regex(DRAFT_ID_PATTERN, 'a draftId as save_draft answered it');
 
