@@ -20,7 +20,8 @@
  * - `admitCredential`: the credential judgement answered (401 empty with
  *   the challenge, 403 for a token refused by scope or subject);
  * - `readBody`/`readJson` (pipeline/request-body.ts): the one body reader,
- *   with a 413 that reaches the client;
+ *   with a 413 that reaches the client, and JSON bounded in depth
+ *   (`MAX_JSON_DEPTH`, pipeline/json-depth.ts) before it is parsed;
  * - the answers shared by the stages. Refusals carry no body and name
  *   nothing.
  *
@@ -39,6 +40,7 @@ import { ExchangeResponse } from './pipeline/exchange-response.ts';
 
 export { ExchangeResponse } from './pipeline/exchange-response.ts';
 export { readBody, readJson, type BodyRead, type JsonRead } from './pipeline/request-body.ts';
+export { MAX_JSON_DEPTH } from './pipeline/json-depth.ts';
 
 /** A route's handler, run once the listener matched the path. */
 export type Handler = (req: IncomingMessage, res: ExchangeResponse) => Promise<void>;

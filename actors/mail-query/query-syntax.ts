@@ -1,8 +1,8 @@
 /**
  * The `search_emails` query syntax (docs/mcp-query-syntax.md) translated to
  * an FTS5 expression. User text never reaches MATCH as syntax: every term is
- * emitted as an FTS5 string ("…", inner quotes doubled), and only the
- * operators built here surround them.
+ * emitted as an FTS5 string by `ftsString` (fts-string.ts, the one way text
+ * reaches MATCH), and only the operators built here surround them.
  *
  * - bare words: all must match (AND);
  * - "quoted phrase": those words adjacent, in order (an unclosed quote runs
@@ -20,6 +20,7 @@
  * Pure. Importable by modules of `actors/mail-query/` only.
  */
 import { AppError } from '../../runtime/errors.ts';
+import { ftsString, ftsText } from './fts-string.ts';
 
 /** Terms a query may hold; more is refused rather than run slowly. */
 export const MAX_TERMS = 32;
@@ -97,13 +98,15 @@ function lastTokenLength(text: string): number {
 }
 
 function term(t: Term): string {
-  return `"${t.text.replaceAll('"', '""')}"${t.prefix ? ' *' : ''}`;
+  const quoted = ftsString(t.text);
+  // tokenize keeps only terms with a letter or digit, which is what ftsString asks.
+  if (quoted === null) throw new Error('a query term without a letter or digit reached the expression');
+  return `${quoted}${t.prefix ? ' *' : ''}`;
 }
 
 function tokenize(queryText: string): Token[] {
-  // Control characters are never words, and a NUL would end the FTS5 string
-  // early (SQLite reads the expression as a C string): FTS5 syntax error.
-  const text = queryText.replace(/\p{Cc}/gu, ' ');
+  // Control characters are never words (a NUL would end the FTS5 string early): read as spaces, as ftsString does.
+  const text = ftsText(queryText);
   const tokens: Token[] = [];
   let i = 0;
   while (i < text.length) {

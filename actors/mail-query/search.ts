@@ -35,6 +35,7 @@ import type { Database } from '../../runtime/store/open.ts';
 import { one, type SqlValue } from '../../runtime/store/rows.ts';
 import { excerpt, phraseOf, type Phrase } from './excerpt.ts';
 import { filterClauses, type Clauses } from './filters.ts';
+import { ftsString } from './fts-string.ts';
 import { MAX_SEARCH_RESULTS, type SearchEmailsInput, type SearchEmailsResult, type SearchMatch, type SemanticQuery } from './protocol/mail-reads.ts';
 import type { QueryScope } from './protocol/query-scope.ts';
 import { compileTerms, expressionOf } from './query-syntax.ts';
@@ -444,10 +445,16 @@ export function narrowedByAddress(expression: string, f: Pick<SearchEmailsInput,
 
 /** The address phrases alone (null: no sender or recipient filter with a token to narrow by). */
 export function addressNarrowing(f: Pick<SearchEmailsInput, 'senderAddress' | 'recipientAddress'>): string | null {
-  const narrowing = [
-    ['from_text', f.senderAddress],
-    ['recipients_text', f.recipientAddress],
-  ].flatMap(([column, address]) => (address !== undefined && /[\p{L}\p{N}]/u.test(address) ? [`${column} : "${address.replaceAll('"', '""')}"`] : []));
+  const narrowing = (
+    [
+      ['from_text', f.senderAddress],
+      ['recipients_text', f.recipientAddress],
+    ] as const
+  ).flatMap(([column, address]) => {
+    // The address as one FTS5 string (fts-string.ts: control characters read as spaces); the exact clause still decides.
+    const phrase = address === undefined ? null : ftsString(address);
+    return phrase === null ? [] : [`${column} : ${phrase}`];
+  });
   return narrowing.length === 0 ? null : narrowing.join(' AND ');
 }
 

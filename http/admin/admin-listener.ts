@@ -42,6 +42,7 @@ import {
   answerEmpty,
   answerUnauthenticated,
   clearTextServer,
+  MAX_JSON_DEPTH,
   readJson,
   surfaceHandler,
   type ExchangeResponse,
@@ -130,6 +131,7 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
       if (read.kind === 'gone' || admitted.timedOut()) return;
       if (read.kind === 'too-large') return answerTooLarge(res, limit);
       if (read.kind === 'malformed') return answerInvalid(res, 'Send a body that is well-formed JSON.');
+      if (read.kind === 'too-deep') return answerInvalid(res, `Send a body nested at most ${MAX_JSON_DEPTH} levels deep.`);
       body = read.value;
       if (route.body !== undefined) {
         const parsed = route.body.safeParse(body);

@@ -43,10 +43,16 @@ export class JsonExchangeTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: Transport['onmessage'];
 
-  /** Answers still awaited, by request id, in the order the requests came. */
-  private readonly pending = new Map<RequestId, JSONRPCMessage | null>();
+  /**
+   * One slot per request, in the order the requests came, filled by its
+   * answer. Slots, not a map by id: a batch may repeat an id (a client's
+   * mistake), and each of its requests still gets its one answer.
+   */
+  private readonly pending: Array<{ id: RequestId; answer: JSONRPCMessage | null }> = [];
   private finished: (() => void) | null = null;
   private closed = false;
+  /** Whether the answer was written: nothing more is (a late or surplus answer is dropped). */
+  private written = false;
 
   private readonly req: IncomingMessage;
   private readonly res: ServerResponse;
@@ -73,7 +79,7 @@ export class JsonExchangeTransport implements Transport {
       this.res.end();
       return;
     }
-    for (const message of messages) if (isJSONRPCRequest(message)) this.pending.set(message.id, null);
+    for (const message of messages) if (isJSONRPCRequest(message)) this.pending.push({ id: message.id, answer: null });
     const answered = new Promise<void>((resolve) => {
       this.finished = resolve;
     });
@@ -85,10 +91,12 @@ export class JsonExchangeTransport implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return;
     const id = message.id;
-    if (this.closed || id === undefined || !this.pending.has(id)) return;
-    this.pending.set(id, message);
-    const answers = [...this.pending.values()];
-    if (answers.includes(null)) return;
+    if (this.closed || this.written || id === undefined) return;
+    const slot = this.pending.find((p) => p.answer === null && p.id === id);
+    if (slot === undefined) return;
+    slot.answer = message;
+    if (this.pending.some((p) => p.answer === null)) return;
+    const answers = this.pending.map((p) => p.answer);
     this.writeJson(200, answers.length === 1 ? answers[0] : answers);
     this.finish();
   }
@@ -130,6 +138,7 @@ export class JsonExchangeTransport implements Transport {
   }
 
   private writeJson(status: number, value: unknown): void {
+    this.written = true;
     const text = JSON.stringify(value);
     this.res.statusCode = status;
     this.res.setHeader('Content-Type', 'application/json');

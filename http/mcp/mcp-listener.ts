@@ -5,7 +5,8 @@
  * is looked at.
  *
  * `/mcp` runs the pipeline (http/pipeline.ts) then one MCP exchange; a
- * body past 1 MiB is an empty 413 that closes the connection:
+ * body past 1 MiB is an empty 413 that closes the connection, one nested
+ * deeper than `MAX_JSON_DEPTH` a 400 with -32600 before the SDK sees it:
  * - POST carries JSON-RPC; a well-formed one is never answered 400, 404 or
  *   405 (clients read those as "fall back to the old transport");
  * - GET (a stream of server messages) and DELETE (end a session) answer 405
@@ -47,6 +48,7 @@ import {
   ANSWERED,
   answerEmpty,
   clearTextServer,
+  MAX_JSON_DEPTH,
   readJson,
   surfaceHandler,
   type ExchangeResponse,
@@ -146,7 +148,8 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
     const body = await readJson(req, res, MAX_BODY_BYTES);
     if (body.kind === 'gone' || admitted.timedOut()) return;
     if (body.kind === 'too-large') return answerEmpty(res, Codes.E_HTTP_BODY_TOO_LARGE.status);
-    if (body.kind === 'malformed') return answerParseError(res);
+    if (body.kind === 'malformed') return answerRefusal(res, -32700, 'Parse error: the body is not JSON');
+    if (body.kind === 'too-deep') return answerRefusal(res, -32600, `Invalid Request: the body nests deeper than ${MAX_JSON_DEPTH} levels`);
     await handleMcpRequest(req, res, body.value, {
       tools,
       withheld,
@@ -258,8 +261,9 @@ function recordChanges(
   return deps.actor(syncActorId(accountId)).ask({ type: 'imap-sync.record-changes', ...request }, { reply: RecordChangesReply, deadlineMs });
 }
 
-function answerParseError(res: ServerResponse): void {
-  const text = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not JSON' } });
+/** A body refused before any JSON-RPC handling: 400 with a JSON-RPC error of no id (as the SDK's transport answers). */
+function answerRefusal(res: ServerResponse, code: number, message: string): void {
+  const text = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } });
   res.statusCode = Codes.E_HTTP_BAD_REQUEST.status;
   res.setHeader('Content-Type', 'application/json');
   res.setHeader('Content-Length', Buffer.byteLength(text));

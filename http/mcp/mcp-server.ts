@@ -8,8 +8,10 @@
  * The low-level `Server` is used (not `McpServer`) so that this module owns
  * what agents see: the published input schemas (zod → JSON Schema), the
  * error results of DECISIONS.md, and the one answer for a tool that is
- * unknown or not granted (-32602). A call's arguments are checked by its
- * tool's schema (tool.ts `defineTool`: 51001 naming what failed).
+ * unknown or not granted (-32602). A request's params of the wrong shape
+ * are -32602 before the SDK sees them (request-params.ts); a call's
+ * arguments are checked by its tool's schema (tool.ts `defineTool`: 51001
+ * naming what failed).
  *
  * Telemetry: each tool call is logged once with the tool's name, whether it
  * ended in error (with its five-digit code), and its duration; nothing the
@@ -29,6 +31,7 @@ import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { holds, recordRefusal, type Principal } from '../auth/principal.ts';
 import { JsonExchangeTransport } from './json-exchange.ts';
+import { admitMessage } from './request-params.ts';
 import { toolFailure, toolSuccess } from './tool-result.ts';
 import type { Tool, ToolContext } from './tool.ts';
 
@@ -92,6 +95,13 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
     if (!res.writableFinished) void transport.close();
   });
   await server.connect(transport);
+  // Params of the wrong shape are the caller's -32602, answered before the SDK parses them (request-params.ts).
+  const dispatch = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    const admitted = admitMessage(message);
+    if (admitted.kind === 'dispatch') dispatch?.(admitted.message, extra);
+    else void transport.send(admitted.answer);
+  };
   await transport.handle(body);
 }
 

@@ -19,11 +19,23 @@ export const bodies = {
   plainTextBody: Body.describe('The message text'),
   htmlBody: Body.optional().describe('An HTML version, sent beside the text'),
 };
-export const IdempotencyKey = z
-  .string()
-  .min(1)
-  .max(SEND_LIMITS.idempotencyKeyLength)
-  .describe('Your key for this send: repeating it returns the same record, never a second send');
+/**
+ * A key the caller names a request by (`idempotencyKey`, `requestId`):
+ * 1 to `max` characters, no control character. Why: the store's bound is
+ * SQLite's `length()`, which stops at a NUL, so a key holding one broke a
+ * CHECK constraint inside the outbox (a defect, 54001, and the actor
+ * restarted: found by the tool-arguments fuzz family, issue 30); and no
+ * key needs one.
+ */
+export const callerKey = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'control characters are refused in a key');
+export const IdempotencyKey = callerKey(SEND_LIMITS.idempotencyKeyLength).describe(
+  'Your key for this send: repeating it returns the same record, never a second send',
+);
 export const OutgoingEmailId = z.string().regex(OUTGOING_ID_PATTERN, 'an outgoingEmailId as a send answered it').describe('As a send answered it');
 export const DraftId = z.string().regex(DRAFT_ID_PATTERN, 'a draftId as save_draft answered it');
 

@@ -1,7 +1,7 @@
 /**
  * The one request-body reader of every listener (MCP `/mcp`, the
  * administrative writes): at most `limit` bytes, and a 413 that reaches the
- * client.
+ * client; JSON nested at most `MAX_JSON_DEPTH` levels (json-depth.ts).
  *
  * - A declared `Content-Length` past the limit is refused before a byte of
  *   the body is read.
@@ -23,6 +23,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { ExchangeResponse } from './exchange-response.ts';
+import { nestsWithin } from './json-depth.ts';
 
 /** How long the rest of a refused body is drained before the connection is closed regardless. */
 export const LINGER_MS = 2_000;
@@ -34,7 +35,12 @@ export type BodyRead =
   /** The client went away mid-body: there is nobody to answer. */
   | { kind: 'gone' };
 
-export type JsonRead = { kind: 'ok'; value: unknown } | { kind: 'malformed' } | Exclude<BodyRead, { kind: 'ok' }>;
+export type JsonRead =
+  | { kind: 'ok'; value: unknown }
+  | { kind: 'malformed' }
+  /** Nested deeper than `MAX_JSON_DEPTH` (json-depth.ts): never parsed, nothing downstream walks it. */
+  | { kind: 'too-deep' }
+  | Exclude<BodyRead, { kind: 'ok' }>;
 
 export function readBody(req: IncomingMessage, res: ExchangeResponse, limit: number): Promise<BodyRead> {
   const declared = declaredLength(req);
@@ -64,10 +70,11 @@ export function readBody(req: IncomingMessage, res: ExchangeResponse, limit: num
   });
 }
 
-/** The body as JSON (an empty body is malformed). */
+/** The body as JSON (an empty body is malformed), bounded in depth before it is parsed. */
 export async function readJson(req: IncomingMessage, res: ExchangeResponse, limit: number): Promise<JsonRead> {
   const read = await readBody(req, res, limit);
   if (read.kind !== 'ok') return read;
+  if (!nestsWithin(read.bytes)) return { kind: 'too-deep' };
   try {
     return { kind: 'ok', value: JSON.parse(read.bytes.toString('utf8')) };
   } catch {

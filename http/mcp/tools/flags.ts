@@ -16,6 +16,7 @@ import { type ChangeAsk, type ChangeView, KEYWORD_ATOM, MAX_CHANGE_KEYWORDS, MAX
 import { StoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import { locateEmail } from '../caller-scope.ts';
+import { callerKey } from '../message-inputs.ts';
 import { answerOf } from '../reply-answer.ts';
 import { defineTool, type Tool } from '../tool.ts';
 
@@ -37,7 +38,7 @@ export const SetMailFlagsInput = z
       .max(MAX_CHANGE_KEYWORDS)
       .optional()
       .describe(`IMAP keywords (case-insensitive, at most ${MAX_CHANGE_KEYWORDS}); empty only with replace`),
-    requestId: z.string().min(1).max(128).optional().describe('Your identifier for this request: repeat it to read the states again'),
+    requestId: callerKey(128).optional().describe('Your identifier for this request: repeat it to read the states again'),
   })
   .superRefine((input, ctx) => {
     if (input.seen === undefined && input.flagged === undefined && input.keywordChange === undefined)
