@@ -65,6 +65,7 @@
 import type { KeyObject } from 'node:crypto';
 import { compactVerify } from 'jose';
 import { type AuthSurface, type ReadMaterial, hasExpired } from './api-key.ts';
+import { nestsWithin } from '../pipeline/json-depth.ts';
 import { ASSERTION_MEDIA_TYPE, jwtParts } from './credential-shape.ts';
 import { ASSERTION_ALGORITHMS, type AssertionAlgorithm, type PublicKeyEntry, inspectPublicKey } from './public-keys.ts';
 
@@ -158,6 +159,7 @@ async function attempt(jwt: string, entry: PublicKeyEntry, alg: AssertionAlgorit
 }
 
 function parsePayload(bytes: Uint8Array): Record<string, unknown> | null {
+  if (!nestsWithin(bytes)) return null;
   try {
     const value: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
     return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;

@@ -18,6 +18,7 @@
  *
  * Pure and total: never throws, never logs. Importable from http/.
  */
+import { nestsWithin } from '../pipeline/json-depth.ts';
 
 /** The header `typ` a client assertion carries (docs/security.md "Key pair (signed client assertion)"). */
 export const ASSERTION_MEDIA_TYPE = 'service-client-assertion+jwt';
@@ -34,7 +35,10 @@ const SEGMENT = /^[A-Za-z0-9_-]*$/;
 function decodeObject(segment: string): Record<string, unknown> | null {
   if (segment === '' || !SEGMENT.test(segment)) return null;
   try {
-    const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
+    const bytes = Buffer.from(segment, 'base64url');
+    // Nested past the bound: unreadable, as a body would be (http/pipeline/json-depth.ts).
+    if (!nestsWithin(bytes)) return null;
+    const value: unknown = JSON.parse(bytes.toString('utf8'));
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
     return value as Record<string, unknown>;
   } catch {

@@ -61,3 +61,12 @@ t.test('jwtParts decodes without verifying; typ comparison', async (t) => {
   t.notOk(namesAssertionType('text/service-client-assertion+jwt'));
   t.notOk(namesAssertionType(undefined));
 });
+
+t.test('a token whose payload nests past the JSON depth bound is not decoded: an API key, never a crash', async (t) => {
+  const deep = `{"iss":"https://issuer.example","a":${'['.repeat(5_000)}${']'.repeat(5_000)}}`;
+  const token = jwt({ alg: 'RS256' }, deep);
+  t.equal(jwtParts(token), null, 'not decoded');
+  t.equal(credentialShape(token), 'api-key', 'judged as no JWT at all');
+  const shallow = `{"iss":"https://issuer.example","a":${'['.repeat(10)}${']'.repeat(10)}}`;
+  t.equal(credentialShape(jwt({ alg: 'RS256' }, shallow)), 'access-token', 'a modest nesting still reads');
+});
