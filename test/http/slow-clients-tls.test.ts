@@ -10,6 +10,10 @@
  *   a session that never sends HEADERS (or not even the preface) is closed
  *   past `HeadersTimeout`.
  *
+ * - HTTP/2, a stream already answered (headers sent) whose body still
+ *   trickles: reset with CANCEL past `ReceiveTimeout` (the listener alone,
+ *   with a handler that answers before it reads).
+ *
  * Throughout each abuse a well-behaved HTTP/2 client gets `/readyz` 200 and
  * an MCP `tools/list` through the SDK's client; nothing is logged as a failure.
  */
@@ -20,6 +24,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import t, { type Test } from 'tap';
+import { Connections } from '../../config/schema/connections.ts';
+import { close, listen } from '../../http/listen.ts';
+import type { SurfaceHandler } from '../../http/pipeline.ts';
+import { createTlsServer } from '../../http/tls/secure-server.ts';
 import { type Service, startService } from '../../service/app.ts';
 import { createCa, issue, type TestCa } from '../harness/test-ca.ts';
 import { loopbackLookup, mcpOver, tlsClient } from '../harness/tls-client.ts';
@@ -125,7 +133,12 @@ function openTls(served: Served, alpn: string): Promise<TLSSocket> {
 }
 
 /** HTTP/1.1 over TLS: writes `head` at once, then `drip` one byte every `everyMs` until the server closes the connection. */
-async function dripping(served: Served, head: string, drip: string, everyMs: number): Promise<RawExchange & { elapsedMs: number; alpn: string | false }> {
+async function dripping(
+  served: Served,
+  head: string,
+  drip: string,
+  everyMs: number,
+): Promise<RawExchange & { elapsedMs: number; alpn: string | false | null }> {
   const socket = await openTls(served, 'http/1.1');
   const started = Date.now();
   const done = collect(socket, HEADERS_TIMEOUT_MS + RECEIVE_TIMEOUT_MS + SLACK_MS);
@@ -141,9 +154,10 @@ async function dripping(served: Served, head: string, drip: string, everyMs: num
   return { ...result, elapsedMs: Date.now() - started, alpn: socket.alpnProtocol };
 }
 
-function h2Session(served: Served): Promise<ClientHttp2Session> {
+/** An HTTP/2 session to the profile's domain on `port`, trusting `ca`. */
+function h2Session(port: number, ca: TestCa): Promise<ClientHttp2Session> {
   return new Promise((resolve, reject) => {
-    const session = h2Connect(`https://${DOMAIN}:${served.port}`, { ca: served.ca.cert, lookup: loopbackLookup }, () => {
+    const session = h2Connect(`https://${DOMAIN}:${port}`, { ca: ca.cert, lookup: loopbackLookup }, () => {
       session.off('error', reject);
       resolve(session);
     });
@@ -208,7 +222,7 @@ t.test('slow clients on a TLS socket offering HTTP/2 are cut off while other cli
   });
 
   t.test('HTTP/2, a trickled body: the stream is answered 408, the same session serves other streams', async (t) => {
-    const session = await h2Session(served);
+    const session = await h2Session(served.port, served.ca);
     t.teardown(() => session.destroy());
     t.equal(session.alpnProtocol, 'h2', 'the session is HTTP/2');
     const slowStreams = Array.from({ length: 3 }, () => {
@@ -242,7 +256,7 @@ t.test('slow clients on a TLS socket offering HTTP/2 are cut off while other cli
   });
 
   t.test('HTTP/2, a session that never sends HEADERS: closed past HeadersTimeout', async (t) => {
-    const sessions = await Promise.all(Array.from({ length: 5 }, () => h2Session(served)));
+    const sessions = await Promise.all(Array.from({ length: 5 }, () => h2Session(served.port, served.ca)));
     const abuse = Promise.all(
       sessions.map(
         (session) =>
@@ -297,4 +311,53 @@ t.test('slow clients on a TLS socket offering HTTP/2 are cut off while other cli
     );
     t.notOk(served.logs.raw().includes(KEY), 'no key in any log line');
   });
+});
+
+t.test('HTTP/2, a stream answered before its body arrived: reset with CANCEL past ReceiveTimeout, the session goes on', async (t) => {
+  const dir = tempDir(t);
+  const ca = createCa(dir, 'cancel-root');
+  const leaf = issue(ca, { name: 'cancel', dns: [DOMAIN], eku: ['serverAuth'], keyUsage: ['digitalSignature'] });
+  const limits = Connections.parse({ HeadersTimeout: '00:00:02', ReceiveTimeout: '00:00:02', IdleTimeout: '00:00:30' });
+  // Answers at once, then reads the body and ends the answer when it is complete.
+  const handler = ((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('begun\n');
+    req.resume();
+    req.on('end', () => res.end('done\n'));
+  }) as SurfaceHandler;
+  const server = createTlsServer(handler, {
+    profiles: [{ domain: DOMAIN, key: leaf.key, chain: leaf.cert, minVersion: 'TLSv1.2' }],
+    protocols: ['Http1', 'Http2'],
+    requestClientCertificate: false,
+    limits,
+  });
+  const address = await listen(server, 'McpEndpoint:Https:Endpoints:0', '127.0.0.1', 0, limits);
+  t.teardown(() => close(server));
+  const session = await h2Session(address.port, ca);
+  t.teardown(() => session.destroy());
+
+  const slow = session.request({ ':method': 'POST', ':path': '/upload', 'content-length': '2000' });
+  const slowDone = outcome(slow);
+  const drip = setInterval(() => {
+    if (slow.destroyed || slow.closed) clearInterval(drip);
+    else slow.write(' ');
+  }, 100);
+  t.teardown(() => clearInterval(drip));
+  const quick = session.request({ ':method': 'POST', ':path': '/upload' });
+  const quickDone = outcome(quick);
+  quick.end('all of it');
+
+  const q = await quickDone;
+  t.equal(q.status, 200, 'a stream whose body arrived at once is answered');
+  t.equal(q.body, 'begun\ndone\n', 'in full');
+  const s = await slowDone;
+  t.equal(s.status, 200, 'the trickling stream had been answered 200 before its body arrived');
+  t.equal(s.rstCode, 8, 'then reset with CANCEL (0x8)');
+  t.ok(s.elapsedMs >= 2_000 - 100, 'not before ReceiveTimeout');
+  t.notOk(s.body.includes('done'), 'its answer was not completed');
+  t.notOk(session.closed || session.destroyed, 'the session is still open');
+  const again = session.request({ ':method': 'POST', ':path': '/upload' });
+  const againDone = outcome(again);
+  again.end('x');
+  t.equal((await againDone).status, 200, 'and serves a new stream afterwards');
 });
