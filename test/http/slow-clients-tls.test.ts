@@ -10,6 +10,8 @@
  *   a session that never sends HEADERS (or not even the preface) is closed
  *   past `HeadersTimeout`.
  *
+ * - A connection that never starts its TLS handshake is closed past
+ *   `HeadersTimeout`.
  * - HTTP/2, a stream already answered (headers sent) whose body still
  *   trickles: reset with CANCEL past `ReceiveTimeout` (the listener alone,
  *   with a handler that answers before it reads).
@@ -34,7 +36,7 @@ import { loopbackLookup, mcpOver, tlsClient } from '../harness/tls-client.ts';
 import { tempDir, writeConfig } from '../helpers/daemon.ts';
 import { defectLines } from '../helpers/fuzz-tally.ts';
 import { captureLog } from '../helpers/log-capture.ts';
-import { collect, parseResponses, type RawExchange } from '../helpers/raw-http.ts';
+import { collect, openSocket, parseResponses, type RawExchange } from '../helpers/raw-http.ts';
 
 t.setTimeout(110_000);
 
@@ -297,6 +299,16 @@ t.test('slow clients on a TLS socket offering HTTP/2 are cut off while other cli
       'each connection negotiated h2',
     );
     t.equal(results.filter((r) => r.closedByServer).length, sockets.length, 'every connection was closed by the server');
+    t.ok(Date.now() - started >= HEADERS_TIMEOUT_MS - 100, 'not before HeadersTimeout');
+  });
+
+  t.test('a TCP connection that never starts the TLS handshake: closed past HeadersTimeout', async (t) => {
+    const sockets = await Promise.all(Array.from({ length: 5 }, () => openSocket(served.port)));
+    const started = Date.now();
+    const abuse = Promise.all(sockets.map((s) => collect(s, HEADERS_TIMEOUT_MS + SLACK_MS)));
+    const rounds = await throughout(abuse, probe);
+    t.ok(rounds >= 2, `the well-behaved client was served ${rounds} times during the abuse`);
+    t.equal((await abuse).filter((r) => r.closedByServer).length, sockets.length, 'every connection was closed by the server');
     t.ok(Date.now() - started >= HEADERS_TIMEOUT_MS - 100, 'not before HeadersTimeout');
   });
 
