@@ -99,12 +99,25 @@ async function wellBehaved(t: Test, served: Served): Promise<() => Promise<void>
     await client.close();
   });
   return async () => {
-    const ready = await client.fetch(`https://${HEALTH_DOMAIN}:${served.healthPort}/readyz`);
-    await ready.text();
+    const ready = await within('/readyz', 15_000, client.fetch(`https://${HEALTH_DOMAIN}:${served.healthPort}/readyz`));
+    await within('/readyz body', 15_000, ready.text());
     if (ready.status !== 200) throw new Error(`/readyz answered ${ready.status}`);
-    const { tools } = await mcp.listTools();
+    const { tools } = await within('tools/list (SDK client)', 15_000, mcp.listTools());
     if (tools.length === 0) throw new Error('tools/list answered no tool');
   };
+}
+
+/** `work`, or an error naming `what` if it takes longer than `ms` (a hang fails with its name, not tap's timeout). */
+async function within<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Runs `probe` again and again while `abuse` is under way; how many rounds passed (each one must). */
@@ -241,13 +254,13 @@ t.test('slow clients on a TLS socket offering HTTP/2 are cut off while other cli
     let sameSession = 0;
     const rounds = await throughout(abuse, async () => {
       await probe();
-      const beside = await toolsList(session);
+      const beside = await within('tools/list on the slow session', 15_000, toolsList(session));
       if (beside.status !== 200) throw new Error(`a stream beside the slow ones was answered ${beside.status}`);
       sameSession += 1;
     });
     t.ok(rounds >= 2, `the well-behaved client was served ${rounds} times during the abuse`);
     t.ok(sameSession >= 2, `streams on the slow streams' own session were answered 200 (${sameSession}) meanwhile`);
-    for (const r of await abuse) {
+    for (const r of await within('the slow streams', SLACK_MS + RECEIVE_TIMEOUT_MS, abuse)) {
       t.equal(r.status, 408, 'the trickling stream was answered 408 Request Timeout');
       t.ok(r.elapsedMs >= RECEIVE_TIMEOUT_MS - 100, 'not before ReceiveTimeout');
     }
