@@ -24,9 +24,10 @@ export const SERVER_OPTIONS = { connectionsCheckingInterval: CONNECTION_CHECK_MS
  * connection 60 s: Node's own 5 s raced clients reusing a connection after
  * a pause (seen in the search bench as "fetch failed").
  *
- * A socket that offers HTTP/2 (node:http2's server) tracks no header or
- * receive time: there the bound is `IdleTimeout` as a time without traffic,
- * and `MaxConnections`.
+ * On a socket that offers HTTP/2 (node:http2's server) `IdleTimeout` is a
+ * time without traffic; the header and receive bounds of its HTTP/2 streams
+ * are kept by http/tls/http2-client-bounds.ts, those of its HTTP/1.1
+ * fallback by node:http's check, which reads the values set here.
  */
 export function applyConnectionLimits(server: Server, limits: ConnectionLimits): void {
   server.headersTimeout = limits.HeadersTimeout;

@@ -128,6 +128,7 @@ async function serverFor(
     profiles: served,
     protocols: (first?.HttpProtocols ?? ['Http1', 'Http2']).filter((p): p is 'Http1' | 'Http2' => p !== 'Http3'),
     requestClientCertificate: listener.surface === 'McpEndpoint' && ctx.config.McpEndpoint.ClientCertificateProfiles.length > 0,
+    limits: ctx.config[listener.surface].Connections,
   });
 }
 

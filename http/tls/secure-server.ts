@@ -27,9 +27,11 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
+import { Connections, type ConnectionLimits } from '../../config/schema/connections.ts';
 import { ExchangeResponse, Http2ExchangeResponse } from '../pipeline/exchange-response.ts';
 import { SERVER_OPTIONS } from '../listen.ts';
 import type { SurfaceHandler } from '../pipeline.ts';
+import { boundHttp2Clients, handshakeTimeoutOf, http2Options } from './http2-client-bounds.ts';
 
 export type TlsVersion = 'TLSv1.2' | 'TLSv1.3';
 
@@ -49,6 +51,12 @@ export type SecureServerOptions = {
   readonly protocols: readonly ('Http1' | 'Http2')[];
   /** Ask the client for a certificate (the MCP surface with client-certificate profiles). */
   readonly requestClientCertificate: boolean;
+  /**
+   * The section's `Connections` (the defaults when absent). http/listen.ts
+   * applies them again when the socket opens; the HTTP/2 header bounds and
+   * the handshake time are fixed when the server is made.
+   */
+  readonly limits?: ConnectionLimits;
 };
 
 const VERSION_ORDER: Record<TlsVersion, number> = { 'TLSv1.2': 2, 'TLSv1.3': 3 };
@@ -65,8 +73,10 @@ export function createTlsServer(handler: SurfaceHandler, options: SecureServerOp
     byName.set(nameKey(profile.domain), { context, minVersion: profile.minVersion });
   }
   const floor = options.profiles.reduce<TlsVersion>((low, p) => (VERSION_ORDER[p.minVersion] < VERSION_ORDER[low] ? p.minVersion : low), 'TLSv1.3');
+  const limits = options.limits ?? Connections.parse({});
   const common = {
     minVersion: floor,
+    handshakeTimeout: handshakeTimeoutOf(limits),
     SNICallback(servername: string, done: (err: Error | null, context?: SecureContext) => void): void {
       const profile = byName.get(nameKey(servername));
       if (profile === undefined) done(new Error('no profile serves this server name'));
@@ -88,6 +98,7 @@ export function createTlsServer(handler: SurfaceHandler, options: SecureServerOp
     ? (createSecureServer({
         ...common,
         allowHTTP1: options.protocols.includes('Http1'),
+        ...http2Options(limits),
         Http1ServerResponse: ExchangeResponse,
         Http2ServerResponse: Http2ExchangeResponse,
       } as Parameters<typeof createSecureServer>[0]) as unknown as Server)
@@ -105,7 +116,10 @@ export function createTlsServer(handler: SurfaceHandler, options: SecureServerOp
   });
   // A failed handshake (unknown name, no name, a version below every floor) is the client's business: nothing to log.
   server.on('tlsClientError', () => {});
-  if (http2) closableLikeHttp(server);
+  if (http2) {
+    boundHttp2Clients(server, limits);
+    closableLikeHttp(server);
+  }
   return server;
 }
 
