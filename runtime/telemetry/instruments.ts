@@ -1,0 +1,66 @@
+/**
+ * The instruments of the catalogue (catalogue.ts), looked up through
+ * `@opentelemetry/api` at use. The API has no proxy meter: an instrument made
+ * before the composition root installs its MeterProvider would record
+ * nothing forever (the refusal counter once did). So nothing here is made at
+ * import: `counter('authorizationRefusals')` asks the global provider each
+ * time and keeps the instrument only while that provider is the one
+ * installed. With telemetry off the provider is the API's no-op one and a
+ * measurement costs a map lookup.
+ *
+ * Observable gauges (kind `gauge`) are registered by the one module that
+ * observes them (runtime/telemetry/store-gauges.ts), not here.
+ *
+ * Importable from every layer.
+ */
+import { type Counter, type Histogram, type Meter, type MeterProvider, metrics, type UpDownCounter } from '@opentelemetry/api';
+import { METRICS, type MetricDefinition, type MetricKey } from './catalogue.ts';
+
+/** The instrumentation scope every Mailcairn instrument and span belongs to. */
+export const SCOPE = 'mailcairn';
+
+type KeysOf<K> = { [P in MetricKey]: (typeof METRICS)[P]['kind'] extends K ? P : never }[MetricKey];
+export type CounterKey = KeysOf<'counter'>;
+export type UpDownKey = KeysOf<'updown'>;
+export type HistogramKey = KeysOf<'histogram'>;
+
+let provider: MeterProvider | null = null;
+let meter: Meter | null = null;
+const made = new Map<string, Counter | UpDownCounter | Histogram>();
+
+/** The meter of the provider installed now; the cache is dropped when the provider changes. */
+export function currentMeter(): Meter {
+  const installed = metrics.getMeterProvider();
+  if (installed !== provider || meter === null) {
+    provider = installed;
+    meter = installed.getMeter(SCOPE);
+    made.clear();
+  }
+  return meter;
+}
+
+function instrument<T extends Counter | UpDownCounter | Histogram>(def: MetricDefinition, make: (m: Meter) => T): T {
+  const m = currentMeter();
+  const existing = made.get(def.name);
+  if (existing !== undefined) return existing as T;
+  const created = make(m);
+  made.set(def.name, created);
+  return created;
+}
+
+const options = (def: MetricDefinition) => ({ description: def.description, unit: def.unit });
+
+export function counter(key: CounterKey): Counter {
+  const def = METRICS[key];
+  return instrument(def, (m) => m.createCounter(def.name, options(def)));
+}
+
+export function upDownCounter(key: UpDownKey): UpDownCounter {
+  const def = METRICS[key];
+  return instrument(def, (m) => m.createUpDownCounter(def.name, options(def)));
+}
+
+export function histogram(key: HistogramKey): Histogram {
+  const def = METRICS[key];
+  return instrument(def, (m) => m.createHistogram(def.name, options(def)));
+}
