@@ -25,7 +25,7 @@ import type { Config } from '../config/schema.ts';
 import { healthHandler, type Readiness } from '../http/health/health-server.ts';
 import { hostGuardOf } from '../http/host-guard.ts';
 import { close, listen } from '../http/listen.ts';
-import { clearTextServer, type SurfaceHandler } from '../http/pipeline.ts';
+import { clearTextServer, type SurfaceHandler, type TelemetrySurface } from '../http/pipeline.ts';
 import { createRedirectListener } from '../http/tls/redirect-listener.ts';
 import { createTlsServer } from '../http/tls/secure-server.ts';
 import { logCertificateExpiry, readServerCertificates, type ServerCertificate } from '../http/tls/server-certificates.ts';
@@ -56,6 +56,8 @@ export type OpenedListener = {
 };
 
 const ORDER: Record<ListenerSurface, number> = { HealthEndpoints: 0, McpEndpoint: 1, AdminEndpoint: 2 };
+/** The `mailcairn.surface` label of each surface's exchanges (http/pipeline/exchange-telemetry.ts). */
+const TELEMETRY_SURFACE: Record<ListenerSurface, TelemetrySurface> = { HealthEndpoints: 'health', McpEndpoint: 'mcp', AdminEndpoint: 'admin' };
 
 export async function openListeners(ctx: ListenerContext, opened: OpenedListener[], stopAsked: () => boolean): Promise<void> {
   const { config, log } = ctx;
@@ -112,7 +114,7 @@ async function serverFor(
     // listenersOf plans a surface's TLS sockets before its redirect listener, so their ports are known here.
     return createRedirectListener(
       profiles.map((profile, index) => ({ domain: profile.Domain, port: boundPorts.get(`${listener.surface}:${index}`) ?? profile.Port })),
-      { log: ctx.log },
+      { log: ctx.log, surface: TELEMETRY_SURFACE[listener.surface] },
     );
   }
   const handler = await handlerOf(listener.surface);
