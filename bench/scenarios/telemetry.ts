@@ -61,6 +61,7 @@ import { generateMailbox } from '../../test/harness/generator.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
 import { trackDir } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
+import { formatTimeSpan } from '../../config/schema/time-span.ts';
 import { goalRow } from '../goals.ts';
 import { startOtlpSink, type OtlpSink } from '../peers/otlp-sink.ts';
 import { interval } from '../peers/process-stats.ts';
@@ -100,10 +101,7 @@ type Subject = {
   spansBefore: number;
 };
 
-/**
- * `Telemetry` as docs/operations.md describes it. `ExportInterval` is written as the agreed configuration shape
- * spells a duration ("60s").
- */
+/** `Telemetry` as docs/operations.md describes it; `ExportInterval` is a time span like every other (`00:00:05`). */
 function telemetrySection(c: Configuration, prometheusPort: number, sink: OtlpSink | null, pushSeconds: number): Record<string, unknown> {
   if (!c.metrics && !c.traces) return { Enabled: false };
   const otlp = { Endpoint: sink!.endpoint, Protocol: 'http/protobuf' };
@@ -112,7 +110,7 @@ function telemetrySection(c: Configuration, prometheusPort: number, sink: OtlpSi
     ServiceName: 'mailcairn-bench',
     Metrics: {
       Prometheus: { Enabled: true, Host: '127.0.0.1', Port: prometheusPort },
-      Otlp: pushSeconds > 0 ? { Enabled: true, ...otlp, ExportInterval: `${pushSeconds}s` } : { Enabled: false },
+      Otlp: pushSeconds > 0 ? { Enabled: true, ...otlp, ExportInterval: formatTimeSpan(pushSeconds * 1000) } : { Enabled: false },
     },
     Traces: { Otlp: c.traces ? { Enabled: true, ...otlp } : { Enabled: false } },
   };
