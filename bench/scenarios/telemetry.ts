@@ -161,7 +161,7 @@ async function call(s: Subject, op: Operation, searchArgs: Record<string, unknow
 }
 
 /** What a configuration exported, for its row; `exported` false when it should have and did not. */
-function exports(s: Subject): { text: string; exported: boolean } {
+function exportedBy(s: Subject): { text: string; exported: boolean } {
   const c = s.configuration;
   if (!c.metrics && !c.traces) return { text: '', exported: true };
   const parts: string[] = [];
@@ -328,7 +328,7 @@ export const telemetry: Scenario = {
       subjects.map((s) => {
         const t = s.tallies.get(op)!;
         const cpuPerRound = t.rounds.map(perCallUs);
-        return { op, s, t, latency: summarize(t.samples, 1), cpuPerRound, cpuUs: median(cpuPerRound), ...exports(s) };
+        return { op, s, t, latency: summarize(t.samples, 1), cpuPerRound, cpuUs: median(cpuPerRound), ...exportedBy(s) };
       }),
     );
     const offOf = (op: Operation): (typeof figures)[number] | undefined => figures.find((f) => f.op === op && f.s.configuration.key === 'off');
