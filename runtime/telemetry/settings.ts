@@ -13,7 +13,7 @@ export const OtlpProtocol = z.enum(['http/protobuf', 'http/json']);
 export type OtlpProtocol = z.infer<typeof OtlpProtocol>;
 
 /** An OTLP/HTTP destination: the whole URL (`…/v1/metrics`, `…/v1/traces`) and its encoding. */
-export const OtlpTarget = z.strictObject({ url: z.string().url(), protocol: OtlpProtocol });
+export const OtlpTarget = z.strictObject({ url: z.url(), protocol: OtlpProtocol });
 export type OtlpTarget = z.infer<typeof OtlpTarget>;
 
 export const TelemetrySettings = z.strictObject({
