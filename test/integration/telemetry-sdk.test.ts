@@ -10,11 +10,16 @@
  *   are an empty 404; only the exporters configured are loaded; a name the
  *   catalogue does not hold is dropped and logged once; the listener opens
  *   with the others (readiness) and closes at the stop;
- * - a bad OTEL_ variable refuses startup with check-config's lines.
+ * - a bad OTEL_ variable refuses startup with check-config's lines;
+ * - OTLP/HTTP in JSON and in protobuf, to a loopback receiver: the
+ *   forwarded metric pushed by the main thread, and a span pushed straight
+ *   from the actor thread that ran it, each in the encoding asked for.
  */
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { startService } from '../../service/app.ts';
 import { runCheckConfig } from '../../service/check-config.ts';
 import { captureLog, until } from '../helpers/log-capture.ts';
@@ -149,3 +154,67 @@ t.test('a bad OTEL_ variable refuses startup with the lines check-config prints'
   );
   t.match(out.join('\n'), /OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not served/);
 });
+
+type Received = { path: string; contentType: string; body: Buffer };
+
+/** A loopback OTLP/HTTP receiver: keeps every request and answers success (an empty JSON or protobuf response). */
+async function receiver(t: Test): Promise<{ url: string; received: Received[] }> {
+  const received: Received[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const contentType = request.headers['content-type'] ?? '';
+      received.push({ path: request.url ?? '', contentType, body: Buffer.concat(chunks) });
+      response.statusCode = 200;
+      response.setHeader('content-type', contentType);
+      response.end(contentType.includes('json') ? '{}' : '');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received };
+}
+
+for (const protocol of ['http/json', 'http/protobuf'] as const) {
+  t.test(`OTLP push in ${protocol}: metrics from the main SDK, spans straight from an actor thread`, async (t) => {
+    const dir = tempDir(t);
+    const collector = await receiver(t);
+    const { log } = captureLog();
+    const service = await startService({
+      configFile: writeConfig(dir, {
+        HealthEndpoints: { Port: 0 },
+        Storage: { Database: join(dir, 'm.db') },
+        Telemetry: { Enabled: true, ServiceName: 'mc-otlp' },
+      }),
+      // Everything from the environment: the endpoint, the protocol and the interval.
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: protocol, OTEL_METRIC_EXPORT_INTERVAL: '200' },
+      log,
+      extraChildren: [child],
+    });
+    let stopped = false;
+    t.teardown(() => (stopped ? undefined : service.stop()));
+    const ref = service.supervisor.ref('measuring');
+    await ref.ask({ type: 'sync-run', seconds: 2, account: 'alice', folder: 'inbox' }, { deadlineMs: 5_000 });
+    const traceId = await ref.ask({ type: 'span' }, { deadlineMs: 5_000 });
+    t.match(traceId, /^[0-9a-f]{32}$/, 'the actor thread records spans');
+    const has = (path: string, text: string): boolean => collector.received.some((r) => r.path === path && r.body.includes(text));
+    await until(() => has('/v1/metrics', 'mailcairn.sync.run.duration'), 10_000, 'the forwarded histogram pushed');
+    await until(() => has('/v1/traces', 'fixture.work'), 10_000, 'the span pushed');
+    const expected = protocol === 'http/json' ? 'application/json' : 'application/x-protobuf';
+    for (const request of collector.received) t.equal(request.contentType, expected, `${request.path} in ${protocol}`);
+    const traces = collector.received.find((r) => r.path === '/v1/traces' && r.body.includes('fixture.work'))!;
+    t.ok(traces.body.includes('mc-otlp'), 'the resource carries service.name');
+    if (protocol === 'http/json') {
+      const spans = (JSON.parse(traces.body.toString()) as { resourceSpans: { scopeSpans: { spans: { name: string; traceId: string }[] }[] }[] }).resourceSpans
+        .flatMap((r) => r.scopeSpans)
+        .flatMap((s) => s.spans);
+      t.ok(
+        spans.some((span) => span.name === 'fixture.work' && span.traceId === traceId),
+        'the span is the one the thread ran',
+      );
+    } else t.ok(traces.body.includes(Buffer.from(traceId as string, 'hex')), 'the span is the one the thread ran');
+    stopped = true;
+    await service.stop();
+  });
+}
