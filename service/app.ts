@@ -1,7 +1,8 @@
 /**
  * Boot and shutdown of `mailcairnd`, the one place that writes their order.
  * Start: configuration (strict, refused as a whole), logger, startup
- * warnings, the writer lock on the database file, migrations, the worker
+ * warnings, the OpenTelemetry SDK when `Telemetry` asks for it (loaded then
+ * and only then), the writer lock on the database file, migrations, the worker
  * pools and the supervision tree, then the listeners (health, MCP, admin).
  * Each step that opens something pushes its closer on a teardown stack, so a
  * stop, a start that failed and a stop asked for while starting all close
@@ -23,7 +24,7 @@ import { availableParallelism } from 'node:os';
 import type { Config } from '../config/schema.ts';
 import { loadStartupConfig } from './startup-config.ts';
 import type { Readiness } from '../http/health/health-server.ts';
-import { type OpenedListener, openListeners } from './listeners.ts';
+import { type OpenedListener, openListeners, type ScrapeListener } from './listeners.ts';
 import { MIME_PARSE_TASK } from '../actors/mime-parse/protocol.ts';
 import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
 import { AppError } from '../runtime/errors.ts';
@@ -41,6 +42,8 @@ import { deploymentSecret } from '../runtime/store/deployment-secrets.ts';
 import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
 import { Supervisor } from '../runtime/supervisor/supervisor.ts';
 import { version as buildVersion } from '../runtime/version.ts';
+import type { InstalledTelemetry } from '../runtime/telemetry/sdk.ts';
+import type { TelemetrySettings } from '../runtime/telemetry/settings.ts';
 import { EXIT_NOW_CODE, type HeldSignals, type StopSignal } from './stop-signals.ts';
 import { Teardown } from './teardown.ts';
 
@@ -83,7 +86,11 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   const version = options.version ?? buildVersion;
   const stopAsked = (): boolean => options.stopRequested?.aborted === true;
   // Every refusal check-config also makes (credential material included), before anything is opened.
-  const { config, posture } = loadStartupConfig({ ...(options.configFile ? { file: options.configFile } : {}), env: options.env ?? process.env });
+  const {
+    config,
+    posture,
+    telemetry: telemetrySettings,
+  } = loadStartupConfig({ ...(options.configFile ? { file: options.configFile } : {}), env: options.env ?? process.env });
   const log = options.log ?? createLogger({ level: config.Logging.Level, format: config.Logging.Format });
   log.info({ event: 'service.starting', version, node: process.version }, 'service.starting');
   for (const warning of posture.warnings) {
@@ -91,7 +98,12 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   }
 
   const teardown = new Teardown();
-  const supervisor = new Supervisor({ log, hostLogLevel: config.Logging.Level, ...(options.hostLogSink ? { hostLogSink: options.hostLogSink } : {}) });
+  const supervisor = new Supervisor({
+    log,
+    hostLogLevel: config.Logging.Level,
+    telemetry: telemetrySettings,
+    ...(options.hostLogSink ? { hostLogSink: options.hostLogSink } : {}),
+  });
   let migrated = false;
   let listening = false;
   let stopping = false;
@@ -144,6 +156,9 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   // The steps, in order. Between them: a stop asked for while starting takes effect at the next step.
   try {
     if (stopAsked()) return service;
+    // Before the store: what records from here on (the store gauges included) finds the real providers.
+    const telemetry = telemetrySettings === null ? null : await installTelemetry(telemetrySettings, log, version, teardown);
+    if (stopAsked()) return service;
     const cursorKey = prepareStore(config, log, teardown);
     migrated = true;
     if (stopAsked()) return service;
@@ -152,7 +167,22 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     teardown.push(() => supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000));
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
     if (stopAsked()) return service;
-    await openListeners({ config, log, version, env: options.env ?? process.env, supervisor, readiness, pools, cursorKey, teardown }, opened, stopAsked);
+    await openListeners(
+      {
+        config,
+        log,
+        version,
+        env: options.env ?? process.env,
+        supervisor,
+        readiness,
+        pools,
+        cursorKey,
+        teardown,
+        telemetry: scrapeOf(telemetrySettings, telemetry),
+      },
+      opened,
+      stopAsked,
+    );
   } catch (err) {
     // A failed start is not a stop: no stopping lines, the error is the caller's to report.
     stopping = true;
@@ -163,6 +193,23 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   listening = true;
   log.info({ event: 'service.ready', version }, 'service.ready');
   return service;
+}
+
+/**
+ * The OpenTelemetry SDK (runtime/telemetry/sdk.ts), imported here and only
+ * here, only when telemetry is on. Its shutdown runs last of all: the final
+ * export sees what the stop itself recorded.
+ */
+async function installTelemetry(settings: TelemetrySettings, log: Logger, version: string, teardown: Teardown): Promise<InstalledTelemetry> {
+  const sdk = await import('../runtime/telemetry/sdk.ts');
+  const installed = await sdk.installTelemetry(settings, { log, version });
+  teardown.push(() => installed.shutdown());
+  return installed;
+}
+
+function scrapeOf(settings: TelemetrySettings | null, installed: InstalledTelemetry | null): ScrapeListener | null {
+  const prometheus = settings?.metrics.prometheus ?? null;
+  return prometheus === null || installed?.scrape == null ? null : { ...prometheus, handler: installed.scrape };
 }
 
 /** The writer lock (held until the stop), migrations and the configured accounts; returns the cursor-signing key. */

@@ -21,6 +21,8 @@ export class HostLink {
   private flushScheduled = false;
   private seq = 0;
   private readonly prefix: string;
+  /** Runs before an actor's end (`stopped`, `exited`, `crashed`) is posted: the thread may be ended right after (telemetry's last batch). */
+  beforeEnd: (() => void) | null = null;
 
   constructor(port: MessagePort, threadId: number) {
     this.port = port;
@@ -28,6 +30,7 @@ export class HostLink {
   }
 
   post(envelope: FromHost, transferList?: TransferListItem[]): void {
+    if (this.beforeEnd !== null && (envelope.kind === 'stopped' || envelope.kind === 'exited' || envelope.kind === 'crashed')) this.beforeEnd();
     this.port.postMessage(encodeFromHost(envelope), transferList);
   }
 

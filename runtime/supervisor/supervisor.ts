@@ -18,6 +18,8 @@ import type { HostData } from '../host/host-data.ts';
 import type { FromHost } from '../protocol/envelope.ts';
 import { actorRef, type ActorId, type ActorRef, type AnyProtocol, type Protocol } from '../ref.ts';
 import { Router } from '../router.ts';
+import { recordForwarded } from '../telemetry/forwarded.ts';
+import type { TelemetrySettings } from '../telemetry/settings.ts';
 import { attemptAfterExit, backoffDelay } from './backoff.ts';
 import { ChildSpec, type ChildSpecInput } from './child-spec.ts';
 import { logEvent, logHostExit } from './events.ts';
@@ -52,6 +54,8 @@ export type SupervisorOptions = {
   hostLogLevel?: HostData['logLevel'];
   /** Host threads' log lines go here instead of fd 1 (tests that read every line). */
   hostLogSink?: (line: string) => void;
+  /** What host threads install (their own tracer, metrics forwarded here); null or absent: nothing, telemetry is off. */
+  telemetry?: TelemetrySettings | null;
 };
 
 export class Supervisor {
@@ -80,6 +84,7 @@ export class Supervisor {
         capacity,
         heartbeatMs: this.watchdog.heartbeatMs,
         logLevel: hostLogLevel,
+        telemetry: options.telemetry ?? null,
         ...(options.hostLogSink ? { logSink: options.hostLogSink } : {}),
         ...(resourceLimits ? { resourceLimits } : {}),
         events: { envelope: (host, env) => this.onEnvelope(host, env), ended: (host, reason, code) => this.onHostEnded(host, reason, code) },
@@ -204,6 +209,9 @@ export class Supervisor {
       case 'tell':
       case 'ask':
         this.router.onEnvelope(host, envelope);
+        return;
+      case 'measurements':
+        recordForwarded(envelope.batch, this.log);
         return;
     }
     const child = this.children.get(envelope.actor);
