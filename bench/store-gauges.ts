@@ -131,7 +131,7 @@ try {
     'SELECT count(*) FROM passages',
     'SELECT EXISTS (SELECT 1 FROM passage_vectors WHERE generation_id < 1) OR EXISTS (SELECT 1 FROM passage_vectors WHERE generation_id > 1)',
     'SELECT count(*) FROM passage_vectors',
-    'SELECT count(*) FROM passage_vectors WHERE generation_id = 1',
+    'SELECT count(*) FROM passage_vectors INDEXED BY passage_vectors_seq WHERE generation_id = 1',
   ];
   for (const sql of statements) {
     const plan = many<{ detail: string }>(db.prepare(`EXPLAIN QUERY PLAN ${sql}`)).map((r) => r.detail);

@@ -46,7 +46,7 @@ const sql = {
   otherVectors:
     'SELECT EXISTS (SELECT 1 FROM passage_vectors WHERE generation_id < ?1) OR EXISTS (SELECT 1 FROM passage_vectors WHERE generation_id > ?1) AS other',
   allVectors: 'SELECT count(*) AS n FROM passage_vectors',
-  vectorsOf: 'SELECT count(*) AS n FROM passage_vectors WHERE generation_id = ?',
+  vectorsOf: 'SELECT count(*) AS n FROM passage_vectors INDEXED BY passage_vectors_seq WHERE generation_id = ?',
   spent: 'SELECT characters FROM embedding_spend WHERE period_start = ?',
 };
 
