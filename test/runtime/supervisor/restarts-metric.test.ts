@@ -34,7 +34,9 @@ t.test('each restart counts once, by actor and the reason it ended', async (t) =
 
   const points = await reader.points('mailcairn.supervisor.restarts');
   t.same(
-    points.map((p) => ({ ...p.attributes, value: p.value })).sort((a, b) => String(a['mailcairn.actor']).localeCompare(String(b['mailcairn.actor']))),
+    points
+      .map((p): Record<string, unknown> => ({ ...p.attributes, value: p.value }))
+      .sort((a, b) => String(a['mailcairn.actor']).localeCompare(String(b['mailcairn.actor']))),
     [
       { 'mailcairn.actor': 'crashy', 'mailcairn.reason': 'E_ACTOR_CRASHED', value: 2 },
       { 'mailcairn.actor': 'quitter', 'mailcairn.reason': 'E_ACTOR_EXITED', value: 1 },
