@@ -8,9 +8,11 @@
  *
  * The figures come from `read`, which the composition root points at the
  * query pool (the main thread runs no SQL); the size is two `stat`s of the
- * database file and its WAL. A read that fails leaves the store's points
- * out of that collection (one warning until a read succeeds again); the
- * size is still reported.
+ * database file and its WAL. A read that fails observes nothing of the
+ * store (one warning until a read succeeds again); the SDK then reports
+ * each point's last value, except the freshness lag, which is observed
+ * again from the last figures read, so that it keeps growing while the
+ * store cannot be read rather than stand still.
  *
  * Labels are configured identifiers (account id, folder alias) and words of
  * fixed vocabularies (journal states, outbox stages), never mail content.
@@ -62,6 +64,13 @@ export function observeStoreGauges(sources: StoreGaugeSources): StoreGauges {
   };
   const now = sources.now ?? Date.now;
   let failing = false;
+  let last: StoreFigures | null = null;
+  const observeLag = (result: BatchObservableResult, figures: StoreFigures, at: number): void => {
+    for (const f of figures.folders) {
+      // A folder never caught up has no lag to tell: its point is left out rather than made up.
+      if (f.caughtUpAt !== null) result.observe(g.lag, Math.max(0, (at - f.caughtUpAt) / 1000), { [ACCOUNT]: f.account, [FOLDER]: f.folder });
+    }
+  };
 
   const collect = async (result: BatchObservableResult): Promise<void> => {
     const at = now();
@@ -80,14 +89,17 @@ export function observeStoreGauges(sources: StoreGaugeSources): StoreGauges {
       sources.file === null ? Promise.resolve(null) : storeBytes(sources.file),
     ]);
     if (size !== null) result.observe(g.size, size);
-    if (figures === null) return;
+    if (figures === null) {
+      if (last !== null) observeLag(result, last, at);
+      return;
+    }
+    last = figures;
     for (const f of figures.folders) {
       const labels = { [ACCOUNT]: f.account, [FOLDER]: f.folder };
       result.observe(g.messages, f.messages, labels);
       result.observe(g.unindexed, f.unindexed, labels);
-      // A folder never caught up has no lag to tell: its point is left out rather than made up.
-      if (f.caughtUpAt !== null) result.observe(g.lag, Math.max(0, (at - f.caughtUpAt) / 1000), labels);
     }
+    observeLag(result, figures, at);
     for (const j of figures.journal) result.observe(g.journal, j.entries, { [ACCOUNT]: j.account, 'mailcairn.state': j.state });
     for (const o of figures.outbox) result.observe(g.outbox, o.sends, { [ACCOUNT]: o.account, 'mailcairn.stage': o.stage });
     result.observe(g.coverage, figures.embeddingCoverage);
