@@ -21,8 +21,9 @@
  * checkpoint (docs/operations.md "A full disk").
  *
  * Each folder's end is also one `mailcairn.sync.run.duration` measurement
- * (from the folder's start to its record), labelled with the account, the
- * alias and the folder's outcome as recorded (`ok` or one of the above).
+ * (from the folder's start to its record; 0 for a folder never begun),
+ * labelled with the account, the alias and the folder's outcome as
+ * recorded (`ok` or one of the above).
  */
 import type { ImapFlow } from 'imapflow';
 import { AppError } from '../../runtime/errors.ts';
@@ -305,7 +306,9 @@ export class SyncRun {
     }
     const endedAt = this.deps.now();
     // Forwarded to the main thread by the telemetry SDK's thread provider; a no-op with telemetry off.
-    histogram('syncRunDuration').record(Math.max(0, endedAt - slot.startedAt) / 1000, {
+    // A folder never begun (no such folder, or deferred with a failed run) took no time of its own.
+    const seconds = run === null ? 0 : Math.max(0, endedAt - slot.startedAt) / 1000;
+    histogram('syncRunDuration').record(seconds, {
       'mailcairn.account': this.deps.config.account,
       'mailcairn.folder': slot.resolution.alias,
       'mailcairn.outcome': outcome,

@@ -89,4 +89,6 @@ t.test('each folder a run ends is one duration, by account, alias and outcome', 
   );
   const inbox = points.find((p) => p.attributes['mailcairn.folder'] === 'inbox')!;
   t.ok(inbox.value > 0 && inbox.value <= elapsed, `the inbox took ${inbox.value} s, within the run's ${elapsed} s`);
+  const gone = points.find((p) => p.attributes['mailcairn.folder'] === 'gone')!;
+  t.equal(gone.value, 0, 'a folder that matches none was never begun: no time of its own, though it came after the inbox');
 });
