@@ -16,7 +16,7 @@ import { startDovecot } from '../harness/dovecot.ts';
 import { generateMailbox } from '../harness/generator.ts';
 import { writeMaildir } from '../harness/place-mail.ts';
 import { tempDir } from '../helpers/daemon.ts';
-import { installMetricsReader, type Point } from '../helpers/metrics-reader.ts';
+import { installTelemetrySdk, type MetricPoint } from '../helpers/telemetry-sdk.ts';
 import { openServiceStore, seedSend } from '../helpers/outbox.ts';
 import { startSyncService } from '../helpers/sync-service.ts';
 
@@ -38,8 +38,8 @@ async function eventually<T>(what: string, read: () => Promise<T>, done: (value:
 }
 
 /** `{label value joined: value}` of one metric's points, for comparing with a literal. */
-function byLabels(points: readonly Point[], name: string, labels: readonly string[]): Record<string, number> {
-  return Object.fromEntries(points.filter((p) => p.name === name).map((p) => [labels.map((l) => String(p.attributes[l])).join(' '), p.value]));
+function byLabels(points: readonly MetricPoint[], name: string, labels: readonly string[]): Record<string, number> {
+  return Object.fromEntries(points.filter((p) => p.name === name).map((p) => [labels.map((l) => String(p.attributes[l])).join(' '), p.value as number]));
 }
 
 t.test('a scrape during a real mirror reads what the mailbox holds', async (t) => {
@@ -49,7 +49,7 @@ t.test('a scrape during a real mirror reads what the mailbox holds', async (t) =
   await writeMaildir(dovecot, ACCOUNT, 'Archive', [...generateMailbox({ seed: 52, count: ARCHIVE, profile: 'small' })]);
 
   // Installed before the service starts: the composition root registers the gauges on the provider it finds.
-  const reader = installMetricsReader(t);
+  const sdk = installTelemetrySdk(t);
   const dir = tempDir(t);
   const sync = await startSyncService(dir, dovecot, [
     { id: ACCOUNT, user: ACCOUNT, folders: [{ Alias: 'inbox' }, { Alias: 'archive', Path: 'Archive' }, { Alias: 'gone', Path: 'No/Such/Folder' }] },
@@ -59,7 +59,7 @@ t.test('a scrape during a real mirror reads what the mailbox holds', async (t) =
 
   const mirrored = await eventually(
     'the mirror to be derived',
-    () => reader.collect(),
+    () => sdk.points(),
     (points) => {
       const unindexed = byLabels(points, 'mailcairn.mailbox.unindexed', ['mailcairn.folder']);
       return byLabels(points, 'mailcairn.mailbox.messages', ['mailcairn.folder']).inbox === INBOX && unindexed.inbox === 0 && unindexed.archive === 0;
@@ -97,7 +97,7 @@ t.test('a scrape during a real mirror reads what the mailbox holds', async (t) =
 
   const later = await eventually(
     'both changes to end',
-    () => reader.collect(),
+    () => sdk.points(),
     (points) => {
       const journal = byLabels(points, 'mailcairn.change_journal.entries', ['mailcairn.state']);
       return journal.completed === 1 && journal['dead-lettered'] === 1;

@@ -23,7 +23,7 @@ import { generateMailbox } from '../../harness/generator.ts';
 import { writeMaildir } from '../../harness/place-mail.ts';
 import { tempDir, writeConfig } from '../../helpers/daemon.ts';
 import { captureLog } from '../../helpers/log-capture.ts';
-import { installMetricsReader } from '../../helpers/metrics-reader.ts';
+import { type HistogramValue, installTelemetrySdk } from '../../helpers/telemetry-sdk.ts';
 
 t.setTimeout(120_000);
 
@@ -55,7 +55,7 @@ t.test('each folder a run ends is one duration, by account, alias and outcome', 
   migrate(db);
   reconcileAccounts(db, ['hal']);
 
-  const reader = installMetricsReader(t);
+  const sdk = installTelemetrySdk(t);
   const logs = captureLog();
   let session: Awaited<ReturnType<typeof openSession>> | null = null;
   t.teardown(() => session?.close());
@@ -76,7 +76,7 @@ t.test('each folder a run ends is one duration, by account, alias and outcome', 
   const elapsed = (Date.now() - started) / 1000;
   t.equal(summary.outcome, 'partial', 'the inbox was mirrored, the unmapped folder failed');
 
-  const points = await reader.points('mailcairn.sync.run.duration');
+  const points = (await sdk.pointsOf('mailcairn.sync.run.duration')).map((p) => ({ attributes: p.attributes, ...(p.value as HistogramValue) }));
   t.same(
     points
       .map((p): Record<string, unknown> => ({ ...p.attributes, count: p.count }))
@@ -88,7 +88,7 @@ t.test('each folder a run ends is one duration, by account, alias and outcome', 
     'one measurement per folder, its outcome as recorded',
   );
   const inbox = points.find((p) => p.attributes['mailcairn.folder'] === 'inbox')!;
-  t.ok(inbox.value > 0 && inbox.value <= elapsed, `the inbox took ${inbox.value} s, within the run's ${elapsed} s`);
+  t.ok(inbox.sum > 0 && inbox.sum <= elapsed, `the inbox took ${inbox.sum} s, within the run's ${elapsed} s`);
   const gone = points.find((p) => p.attributes['mailcairn.folder'] === 'gone')!;
-  t.equal(gone.value, 0, 'a folder that matches none was never begun: no time of its own, though it came after the inbox');
+  t.equal(gone.sum, 0, 'a folder that matches none was never begun: no time of its own, though it came after the inbox');
 });

@@ -8,19 +8,19 @@ import t from 'tap';
 import type { ChildSpecInput } from '../../../runtime/supervisor/child-spec.ts';
 import { Supervisor } from '../../../runtime/supervisor/supervisor.ts';
 import { captureLog, until } from '../../helpers/log-capture.ts';
-import { installMetricsReader } from '../../helpers/metrics-reader.ts';
+import { installTelemetrySdk } from '../../helpers/telemetry-sdk.ts';
 
 const entry = new URL('../../fixtures/actors/misbehaving.ts', import.meta.url);
 const fast = { baseMs: 20, factor: 2, maxMs: 200, jitter: 0.1, stableAfterMs: 60_000 };
 const spec = (id: string): ChildSpecInput => ({ id, entry, restart: 'permanent', backoff: fast });
 
 t.test('each restart counts once, by actor and the reason it ended', async (t) => {
-  const reader = installMetricsReader(t);
+  const sdk = installTelemetrySdk(t);
   const { log, events, write } = captureLog();
   const supervisor = new Supervisor({ log, hostLogSink: write });
   t.teardown(() => supervisor.stop(2_000));
   await supervisor.start([spec('crashy'), spec('quitter'), spec('steady')]);
-  t.same(await reader.points('mailcairn.supervisor.restarts'), [], 'nothing counted before a restart');
+  t.same(await sdk.pointsOf('mailcairn.supervisor.restarts'), [], 'nothing counted before a restart');
 
   for (let crash = 1; crash <= 2; crash++) {
     await supervisor
@@ -32,7 +32,7 @@ t.test('each restart counts once, by actor and the reason it ended', async (t) =
   supervisor.ref('quitter').tell({ type: 'exit' });
   await until(() => events('actor.start', 'quitter').length === 2, 10_000, 'the quitter restarted');
 
-  const points = await reader.points('mailcairn.supervisor.restarts');
+  const points = await sdk.pointsOf('mailcairn.supervisor.restarts');
   t.same(
     points
       .map((p): Record<string, unknown> => ({ ...p.attributes, value: p.value }))

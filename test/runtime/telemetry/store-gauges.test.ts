@@ -13,7 +13,7 @@ import { AppError } from '../../../runtime/errors.ts';
 import { observeStoreGauges, type StoreFigures } from '../../../runtime/telemetry/store-gauges.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 import { captureLog } from '../../helpers/log-capture.ts';
-import { installMetricsReader } from '../../helpers/metrics-reader.ts';
+import { installTelemetrySdk } from '../../helpers/telemetry-sdk.ts';
 
 const figures: StoreFigures = {
   folders: [
@@ -27,7 +27,7 @@ const figures: StoreFigures = {
 };
 
 t.test('figures become points; a failing read keeps the lag growing, with one warning; close stops the reads', async (t) => {
-  const reader = installMetricsReader(t);
+  const sdk = installTelemetrySdk(t);
   const dir = tempDir(t);
   const file = join(dir, 'mailcairn.db');
   writeFileSync(file, Buffer.alloc(4096));
@@ -47,7 +47,7 @@ t.test('figures become points; a failing read keeps the lag growing, with one wa
     now: () => clock,
   });
 
-  const points = await reader.collect();
+  const points = await sdk.points();
   t.equal(reads, 1, 'one read per collection');
   const value = (name: string, labels: Record<string, string> = {}) =>
     points.find((p) => p.name === name && Object.entries(labels).every(([k, v]) => p.attributes[k] === v))?.value;
@@ -63,8 +63,8 @@ t.test('figures become points; a failing read keeps the lag growing, with one wa
 
   fail = true;
   clock += 60_000;
-  await reader.collect();
-  const failed = await reader.collect();
+  await sdk.points();
+  const failed = await sdk.points();
   const lagNow = failed.find((p) => p.name === 'mailcairn.mailbox.freshness_lag')?.value;
   t.equal(lagNow, 90, 'the lag keeps growing from the last figures read');
   t.equal(
@@ -78,6 +78,6 @@ t.test('figures become points; a failing read keeps the lag growing, with one wa
 
   gauges.close();
   const before = reads;
-  await reader.collect();
+  await sdk.points();
   t.equal(reads, before, 'the store is not read once closed');
 });
