@@ -27,12 +27,15 @@ import type { Readiness } from '../http/health/health-server.ts';
 import { type OpenedListener, openListeners, type ScrapeListener } from './listeners.ts';
 import { MIME_PARSE_TASK } from '../actors/mime-parse/protocol.ts';
 import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
+import { StoreGaugesReply } from '../actors/mail-query/protocol/store-gauges.ts';
 import { AppError } from '../runtime/errors.ts';
 import { createLogger, type Logger } from '../runtime/log.ts';
 import { reduceError } from '../runtime/log-error.ts';
 import { watchStorage } from '../runtime/storage-full.ts';
 import { migrate } from '../runtime/store/migrate.ts';
 import { openSlice } from '../runtime/store/open-slice.ts';
+import { storeLocation } from '../runtime/store/location.ts';
+import { observeStoreGauges } from '../runtime/telemetry/store-gauges.ts';
 import { acquireWriterLock } from '../runtime/store/writer-lock.ts';
 import { storeSlice } from '../config/store-slice.ts';
 import { MAIL_QUERY_POOL, MIME_PARSE_POOL, systemChildren } from './system-children.ts';
@@ -163,6 +166,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     migrated = true;
     if (stopAsked()) return service;
     const pools = createPools(config, log, supervisor, teardown);
+    observeStore(config, log, pools.query, teardown);
     // Pushed before the start: children started before a failing one are stopped too.
     teardown.push(() => supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000));
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
@@ -229,6 +233,29 @@ function prepareStore(config: Config, log: Logger, teardown: Teardown): Buffer {
   } finally {
     db.close();
   }
+}
+
+/** Time a metrics collection waits for the store's figures before it leaves them out. */
+const STORE_GAUGES_DEADLINE_MS = 10_000;
+
+/**
+ * The gauges read from the store at each metrics collection, by the query
+ * pool (the main thread runs no SQL), so after the pools rather than beside
+ * the boot-time connection; a no-op while telemetry is off.
+ */
+function observeStore(config: Config, log: Logger, query: PoolRef, teardown: Teardown): void {
+  const where = storeLocation(config.Storage.Database);
+  const scope = { accounts: config.Accounts.map((a) => ({ id: a.Id, folders: a.Folders.map((f) => f.Alias) })) };
+  const gauges = observeStoreGauges({
+    read: (now) =>
+      query.ask(
+        { type: 'mail-query.store-gauges', scope, spendPeriodMs: config.Embeddings.Period, now },
+        { reply: StoreGaugesReply, deadlineMs: STORE_GAUGES_DEADLINE_MS },
+      ),
+    file: where.kind === 'file' ? where.path : null,
+    log,
+  });
+  teardown.push(() => gauges.close());
 }
 
 type Pools = { query: PoolRef; downloads: PoolRef };

@@ -19,12 +19,18 @@
  * the scheduler backs off as for an outage; each batch is one transaction,
  * so what was committed stays whole and the next run resumes from the
  * checkpoint (docs/operations.md "A full disk").
+ *
+ * Each folder's end is also one `mailcairn.sync.run.duration` measurement
+ * (from the folder's start to its record; 0 for a folder never begun),
+ * labelled with the account, the alias and the folder's outcome as
+ * recorded (`ok` or one of the above).
  */
 import type { ImapFlow } from 'imapflow';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { isStorageFull, namedStorageFull, noteStorageFull, noteStorageWritable } from '../../runtime/storage-full.ts';
 import type { Database } from '../../runtime/store/open.ts';
+import { histogram } from '../../runtime/telemetry/instruments.ts';
 import { syncBindings, type Binding } from '../../runtime/store/mailbox/bindings.ts';
 import { beginRun, endRun, recordFolderRun, type FolderOutcome } from '../../runtime/store/mailbox/runs.ts';
 import type { CatchUpReply } from '../derivation/protocol.ts';
@@ -298,9 +304,18 @@ export class SyncRun {
         'sync.folder-unreadable',
       );
     }
+    const endedAt = this.deps.now();
+    // Forwarded to the main thread by the telemetry SDK's thread provider; a no-op with telemetry off.
+    // A folder never begun (no such folder, or deferred with a failed run) took no time of its own.
+    const seconds = run === null ? 0 : Math.max(0, endedAt - slot.startedAt) / 1000;
+    histogram('syncRunDuration').record(seconds, {
+      'mailcairn.account': this.deps.config.account,
+      'mailcairn.folder': slot.resolution.alias,
+      'mailcairn.outcome': outcome,
+    });
     recordFolderRun(this.deps.db, this.runId, slot.binding.id, {
       startedAt: slot.startedAt,
-      endedAt: this.deps.now(),
+      endedAt,
       outcome,
       stored: run?.stored ?? 0,
       oversized: run?.oversized ?? 0,

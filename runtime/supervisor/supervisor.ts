@@ -7,7 +7,9 @@
  * turns false; a full disk never counts towards that), terminates host threads whose heartbeats stop, and stops
  * everything in reverse order within a deadline.
  *
- * Every start, exit, restart, give-up and hang is one log line (events.ts).
+ * Every start, exit, restart, give-up and hang is one log line (events.ts);
+ * each restart also adds one to `mailcairn.supervisor.restarts`, by actor
+ * and the reason its previous incarnation ended (the code of the log line).
  * Importable from service/ (app.ts), benches and tests.
  */
 import type { Clock, Random } from '../clock.ts';
@@ -23,6 +25,7 @@ import type { TelemetrySettings } from '../telemetry/settings.ts';
 import { attemptAfterExit, backoffDelay } from './backoff.ts';
 import { ChildSpec, type ChildSpecInput } from './child-spec.ts';
 import { logEvent, logHostExit } from './events.ts';
+import { counter } from '../telemetry/instruments.ts';
 import { exceedsIntensity, recordRestart, type RestartHistory } from './intensity.ts';
 import { PlacementTable } from './placement.ts';
 import { WatchdogPolicy, isHung } from './watchdog.ts';
@@ -317,6 +320,8 @@ export class Supervisor {
       if (child.state !== 'backoff' || this.stopping) return;
       child.restarts += 1;
       logEvent(this.log, 'actor.restart', { actor: id, reason, restarts: child.restarts, nextDelayMs: null });
+      // The child id names an actor kind and at most a configured account id (`imap-sync:<account>`): never an address.
+      counter('supervisorRestarts').add(1, { 'mailcairn.actor': id, 'mailcairn.reason': reason });
       this.launch(child);
     }, delay);
     this.wake(child);
