@@ -17,6 +17,7 @@ import type { AskOptions, TellOptions } from './actor.ts';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 import type { Router } from './router.ts';
+import { tracedAsk, tracedTell } from './telemetry/actor-spans.ts';
 
 export type { AskOptions, TellOptions };
 
@@ -67,13 +68,16 @@ export type ActorRef<out P extends Protocol = AnyProtocol> = {
 export function actorRef<P extends Protocol = AnyProtocol>(router: Router, id: ActorId<P>): ActorRef<P> {
   return {
     id,
-    tell: (msg, options) => router.tell(id, msg, options ?? {}),
+    tell: (msg, options = {}) =>
+      tracedTell(id, options.meta, (meta) => router.tell(id, msg, { ...(options.transfer ? { transfer: options.transfer } : {}), ...(meta ? { meta } : {}) })),
     ask: async (msg, options = {}) => {
-      const value = await router.ask(id, msg, {
-        ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
-        ...(options.transfer ? { transfer: options.transfer } : {}),
-        ...(options.meta ? { meta: options.meta } : {}),
-      });
+      const value = await tracedAsk(id, options.meta, (meta) =>
+        router.ask(id, msg, {
+          ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+          ...(options.transfer ? { transfer: options.transfer } : {}),
+          ...(meta ? { meta } : {}),
+        }),
+      );
       return parseReply(value, options.reply);
     },
   };

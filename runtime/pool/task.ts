@@ -19,8 +19,9 @@ import type { z } from 'zod';
 import { isWithTransfer, TRANSFER, type WithTransfer } from '../actor.ts';
 import { AppError, toPayload } from '../errors.ts';
 import { createLogger, type LogLevel } from '../log.ts';
-import type { Reply } from '../protocol/envelope.ts';
+import type { Reply, ToHost } from '../protocol/envelope.ts';
 import { decodeToHost } from '../protocol/wire.ts';
+import { handleSpan } from '../telemetry/actor-spans.ts';
 import { PoolData } from './pool-data.ts';
 
 export type PoolTaskDefinition<Msg> = {
@@ -63,6 +64,17 @@ export function definePoolTask<Msg>(definition: PoolTaskDefinition<Msg>): PoolTa
       log.error({ event: 'protocol.invalid' }, 'pool task envelope failed validation');
       return answer({ ok: false, error: toPayload(new AppError('E_PROTOCOL_INVALID')) });
     }
+    // Inside the asker's trace when it carries one: the `handle <pool>` span (telemetry/actor-spans.ts).
+    const span = handleSpan(envelope.to, 'ask', envelope.meta);
+    if (span === null) return handleAsk(envelope);
+    return span.run(async () => {
+      const reply = await handleAsk(envelope);
+      span.end(failureOf(reply));
+      return reply;
+    });
+  };
+
+  async function handleAsk(envelope: Extract<ToHost, { kind: 'ask' }>): Promise<unknown> {
     const { deadline, msg, id } = envelope;
     if (deadline <= Date.now()) return answer({ ok: false, error: toPayload(new AppError('E_ACTOR_TIMEOUT')) });
     const parsed = definition.messages.safeParse(msg);
@@ -78,7 +90,13 @@ export function definePoolTask<Msg>(definition: PoolTaskDefinition<Msg>): PoolTa
       if (!(err instanceof AppError)) log.error({ err, event: 'pool.task-threw', envelope: id }, 'pool task threw');
       return answer({ ok: false, error: toPayload(err) });
     }
-  };
+  }
+}
+
+/** The error an answer carries (its code is what a span records), or undefined for a success. */
+function failureOf(answered: unknown): { code: string } | undefined {
+  const reply = answered as Partial<Reply> | null;
+  return reply !== null && reply.ok === false && reply.error ? { code: reply.error.code } : undefined;
 }
 
 /** The level createPool passed; `info` where no pool loaded the module (a test importing a task's helpers). */
