@@ -18,8 +18,9 @@
  *
  * Importable only from runtime/.
  */
-import { type Context, context, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import type { Meta } from '../protocol/envelope.ts';
+import { type OpenSpan, openSpan } from './open-span.ts';
 import { contextFromCarrier, markFailed, traceCarrier, tracer } from './tracing.ts';
 
 /** The kind of an actor or pool id: what precedes the first `:` (`imap-sync:<account>` is an `imap-sync`). */
@@ -72,10 +73,7 @@ export function tracedTell(to: string, meta: Meta | undefined, send: (meta: Meta
 }
 
 /** A receiver's `handle <kind>` span: `run` makes it active around the handler, `end` closes it (failed when given an error). */
-export type HandleSpan = {
-  run<T>(work: () => T): T;
-  end(err?: unknown): void;
-};
+export type HandleSpan = Pick<OpenSpan, 'run' | 'end'>;
 
 /**
  * The `handle <kind>` span of an envelope that carries a trace, a child of
@@ -85,21 +83,9 @@ export function handleSpan(to: string, envelopeKind: 'ask' | 'tell', meta: Meta 
   const carrier = meta?.trace;
   if (carrier === undefined) return null;
   const kind = actorKind(to);
-  const parent = contextFromCarrier(carrier);
-  const span = tracer().startSpan(
-    `handle ${kind}`,
-    { kind: envelopeKind === 'ask' ? SpanKind.SERVER : SpanKind.CONSUMER, attributes: { 'mailcairn.actor': kind } },
-    parent,
-  );
-  const active: Context = trace.setSpan(parent, span);
-  let ended = false;
-  return {
-    run: (work) => context.with(active, work),
-    end: (err) => {
-      if (ended) return;
-      ended = true;
-      if (err !== undefined) markFailed(span, err);
-      span.end();
-    },
-  };
+  return openSpan(`handle ${kind}`, {
+    kind: envelopeKind === 'ask' ? SpanKind.SERVER : SpanKind.CONSUMER,
+    attributes: { 'mailcairn.actor': kind },
+    parent: contextFromCarrier(carrier),
+  });
 }
