@@ -4,7 +4,7 @@
  * (or pool task) on its host thread handles it inside `handle <kind>`, a
  * child in the same trace, so what the handler does is part of the request
  * that caused it. Real host threads and a real piscina pool; each thread
- * runs an in-memory trace SDK (the fixtures install it where they load), as
+ * runs the in-process SDK of test/helpers/telemetry-sdk.ts (the fixtures install it where they load), as
  * the service's SDK does in every thread.
  */
 import { SpanKind } from '@opentelemetry/api';
@@ -14,7 +14,8 @@ import { createLogger } from '../../../runtime/log.ts';
 import { createPool } from '../../../runtime/pool/pool.ts';
 import { Supervisor } from '../../../runtime/supervisor/supervisor.ts';
 import { inSpan, traceCarrier } from '../../../runtime/telemetry/tracing.ts';
-import { type FinishedSpan, installInMemoryTracing } from '../../helpers/in-memory-tracing.ts';
+import { type SpanData, spanData } from '../../helpers/span-data.ts';
+import { installTelemetrySdk } from '../../helpers/telemetry-sdk.ts';
 
 const entry = new URL('../../fixtures/actors/traced.ts', import.meta.url);
 const poolEntry = new URL('../../fixtures/pool/traced-task.ts', import.meta.url);
@@ -27,18 +28,17 @@ async function actors(t: Test, ...ids: string[]) {
 }
 
 function mainTracing(t: Test) {
-  const tracing = installInMemoryTracing();
-  t.teardown(() => tracing.reset());
-  return tracing;
+  const sdk = installTelemetrySdk(t);
+  return { finished: () => sdk.spans().map(spanData) };
 }
 
-function one(spans: FinishedSpan[], name: string): FinishedSpan {
+function one(spans: SpanData[], name: string): SpanData {
   const found = spans.filter((s) => s.name === name);
   if (found.length !== 1) throw new Error(`expected one span named ${name}, found ${found.length} among ${spans.map((s) => s.name).join(', ')}`);
   return found[0]!;
 }
 
-const spansOf = async (ref: { ask(msg: { type: 'spans' }): Promise<unknown> }): Promise<FinishedSpan[]> => (await ref.ask({ type: 'spans' })) as FinishedSpan[];
+const spansOf = async (ref: { ask(msg: { type: 'spans' }): Promise<unknown> }): Promise<SpanData[]> => (await ref.ask({ type: 'spans' })) as SpanData[];
 
 t.test('with telemetry off in the asking thread nothing is carried and the actor opens no span', async (t) => {
   const ref = await actors(t, 'traced');
@@ -136,7 +136,7 @@ t.test('a pool task handles an ask inside the trace of the asker', async (t) => 
   const err = await inSpan('request', {}, () => pool.ask({ type: 'fail' })).catch((e: unknown) => e);
   t.ok(err instanceof AppError);
   const [okAsk, failedAsk] = tracing.finished().filter((s) => s.name === 'ask mail-query');
-  const handles = ((await pool.ask({ type: 'spans' })) as FinishedSpan[]).filter((s) => s.name === 'handle mail-query');
+  const handles = ((await pool.ask({ type: 'spans' })) as SpanData[]).filter((s) => s.name === 'handle mail-query');
   t.equal(handles.length, 2);
   t.equal(okAsk?.traceId, id);
   t.equal(handles[0]?.parentSpanId, okAsk?.spanId);

@@ -1,6 +1,6 @@
 /**
  * The spans of the work an actor does, against real peers, with an
- * in-memory trace SDK in this thread: a folder of a synchronization run
+ * in-process SDK in this thread (test/helpers/telemetry-sdk.ts): a folder of a synchronization run
  * (`imap.sync`, real Dovecot), a delivery attempt (`smtp.send`, a real SMTP
  * server), a chat call and an embedding call (`chat <model>`,
  * `embeddings <model>`, the OpenAI-compatible stand-ins). Each names what
@@ -34,19 +34,19 @@ import { startEmbeddingStandin } from '../../harness/embedding-standin.ts';
 import { appendMessages } from '../../harness/place-mail.ts';
 import { startSmtpServer } from '../../harness/smtp-server.ts';
 import { tempDir, writeConfig } from '../../helpers/daemon.ts';
-import { type FinishedSpan, installInMemoryTracing } from '../../helpers/in-memory-tracing.ts';
+import { type SpanData, spanData } from '../../helpers/span-data.ts';
+import { installTelemetrySdk } from '../../helpers/telemetry-sdk.ts';
 
 t.setTimeout(120_000);
 
 const SECRET = 'Zanzibar-lease-renewal';
 
 function tracing(t: Test) {
-  const installed = installInMemoryTracing();
-  t.teardown(() => installed.reset());
-  return installed;
+  const sdk = installTelemetrySdk(t);
+  return { finished: () => sdk.spans().map(spanData) };
 }
 
-function named(spans: FinishedSpan[], name: string): FinishedSpan[] {
+function named(spans: SpanData[], name: string): SpanData[] {
   return spans.filter((s) => s.name === name);
 }
 
