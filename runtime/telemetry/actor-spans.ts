@@ -44,17 +44,24 @@ function sendSpan(op: 'ask' | 'tell', to: string, meta: Meta | undefined): { spa
   return { span, meta: carrier === undefined ? (meta ?? {}) : { ...meta, trace: carrier } };
 }
 
-/** Sends an ask inside an `ask <kind>` span when the caller is in a trace; the span ends with the answer. */
-export async function tracedAsk<T>(to: string, meta: Meta | undefined, send: (meta: Meta | undefined) => Promise<T>): Promise<T> {
+/**
+ * Sends an ask inside an `ask <kind>` span when the caller is in a trace; the
+ * span ends with the answer. Not `async` itself: outside a trace it returns
+ * the send's own promise (no extra promise per ask).
+ */
+export function tracedAsk<T>(to: string, meta: Meta | undefined, send: (meta: Meta | undefined) => Promise<T>): Promise<T> {
   const opened = sendSpan('ask', to, meta);
-  if (opened === null) return send(meta);
+  return opened === null ? send(meta) : askInSpan(opened.span, opened.meta, send);
+}
+
+async function askInSpan<T>(span: Span, meta: Meta, send: (meta: Meta) => Promise<T>): Promise<T> {
   try {
-    return await send(opened.meta);
+    return await send(meta);
   } catch (err) {
-    markFailed(opened.span, err);
+    markFailed(span, err);
     throw err;
   } finally {
-    opened.span.end();
+    span.end();
   }
 }
 
