@@ -17,7 +17,6 @@ import type { AskOptions, TellOptions } from './actor.ts';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 import type { Router } from './router.ts';
-import { tracedAsk, tracedTell } from './telemetry/actor-spans.ts';
 
 export type { AskOptions, TellOptions };
 
@@ -68,16 +67,13 @@ export type ActorRef<out P extends Protocol = AnyProtocol> = {
 export function actorRef<P extends Protocol = AnyProtocol>(router: Router, id: ActorId<P>): ActorRef<P> {
   return {
     id,
-    tell: (msg, options = {}) =>
-      tracedTell(id, options.meta, (meta) => router.tell(id, msg, { ...(options.transfer ? { transfer: options.transfer } : {}), ...(meta ? { meta } : {}) })),
+    tell: (msg, options) => router.tell(id, msg, options ?? {}),
     ask: async (msg, options = {}) => {
-      const value = await tracedAsk(id, options.meta, (meta) =>
-        router.ask(id, msg, {
-          ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
-          ...(options.transfer ? { transfer: options.transfer } : {}),
-          ...(meta ? { meta } : {}),
-        }),
-      );
+      const value = await router.ask(id, msg, {
+        ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+        ...(options.transfer ? { transfer: options.transfer } : {}),
+        ...(options.meta ? { meta: options.meta } : {}),
+      });
       return parseReply(value, options.reply);
     },
   };

@@ -18,7 +18,7 @@
  *
  * Importable only from runtime/.
  */
-import { context, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, type Span, SpanKind, trace } from '@opentelemetry/api';
 import type { Meta } from '../protocol/envelope.ts';
 import { type OpenSpan, openSpan } from './open-span.ts';
 import { contextFromCarrier, markFailed, traceCarrier, tracer } from './tracing.ts';
@@ -77,6 +77,15 @@ export function tracedTell(to: string, meta: Meta | undefined, send: (meta: Meta
   } finally {
     opened.span.end();
   }
+}
+
+/**
+ * Runs a relay (the main thread forwarding an actor's envelope) outside any
+ * trace context, so it never opens a span of its own: whatever context the
+ * host thread's message listener inherited is not the sender's.
+ */
+export function relayed<T>(work: () => T): T {
+  return context.with(ROOT_CONTEXT, work);
 }
 
 /** A receiver's `handle <kind>` span: `run` makes it active around the handler, `end` closes it (failed when given an error). */
