@@ -25,6 +25,7 @@ import { encodeToHost } from '../protocol/wire.ts';
 import { type AskOptions, parseReply, type AnyProtocol, type Askable, type Protocol } from '../ref.ts';
 import { DEFAULT_ASK_MS } from '../router.ts';
 import { tracedAsk } from '../telemetry/actor-spans.ts';
+import type { TelemetrySettings } from '../telemetry/settings.ts';
 import type { PoolData } from './pool-data.ts';
 
 declare const ANSWERS: unique symbol;
@@ -50,6 +51,8 @@ export type PoolOptions<P extends Protocol = AnyProtocol, Config = undefined> = 
   logLevel?: PoolData['logLevel'];
   /** Where a thread's death outside a task is logged; a logger of `logLevel` on fd 1 when not given. */
   log?: Logger;
+  /** The service's telemetry settings: with traces on, each thread exports its `handle <pool>` spans (task.ts). */
+  telemetry?: TelemetrySettings | null;
 } & (undefined extends Config
   ? { config?: Config }
   : {
@@ -70,7 +73,12 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
   const maxThreads = options.maxThreads ?? Math.max(1, availableParallelism() - 1);
   const piscina = new Piscina({
     filename: fileURLToPath(fromSource ? sourceTask : options.entry),
-    workerData: { entry: options.entry.href, logLevel: options.logLevel ?? 'info', config: options.config } satisfies PoolData,
+    workerData: {
+      entry: options.entry.href,
+      logLevel: options.logLevel ?? 'info',
+      config: options.config,
+      telemetry: options.telemetry ?? null,
+    } satisfies PoolData,
     minThreads: Math.min(options.minThreads ?? 1, maxThreads),
     maxThreads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,

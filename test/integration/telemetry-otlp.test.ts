@@ -74,7 +74,7 @@ for (const c of CASES) {
 
     const spans = await receiver.waitForSpans(
       (all) =>
-        named(all, 'tools/call search_emails').some((tool) => inTrace(all, tool.traceId).some((s) => s.name.startsWith('handle ') && isActorPair(all, s))) &&
+        named(all, 'tools/call search_emails').some((tool) => inTrace(all, tool.traceId).some((s) => s.name === 'handle mail-query' && isActorPair(all, s))) &&
         named(all, 'tools/call create_contact').some((s) => s.traceId === traceId),
       60_000,
       'the search with its actor spans, and the failed create_contact',
@@ -90,7 +90,7 @@ for (const c of CASES) {
 
     await t.test('the request, the tool call and the actor ask, across the thread boundary', async (t) => {
       const tool = named(spans, 'tools/call search_emails').find((s) =>
-        inTrace(spans, s.traceId).some((h) => h.name.startsWith('handle ') && isActorPair(spans, h)),
+        inTrace(spans, s.traceId).some((h) => h.name === 'handle mail-query' && isActorPair(spans, h)),
       )!;
       const trace = inTrace(spans, tool.traceId);
       const server = ancestors(spans, tool).find((s) => s.name === 'POST /mcp');
@@ -100,6 +100,10 @@ for (const c of CASES) {
 
       const handles = trace.filter((s) => s.name.startsWith('handle ') && isActorPair(spans, s));
       t.ok(handles.length >= 1, `handled in an actor thread: ${handles.map((s) => s.name).join(', ')}`);
+      t.ok(
+        handles.some((s) => s.name === 'handle mail-query'),
+        'the query ran in a pool thread, which exported its own span',
+      );
       for (const handle of handles) {
         const ask = trace.find((s) => s.spanId === handle.parentSpanId)!;
         t.equal(ask.name, `ask ${handle.name.slice('handle '.length)}`, `${handle.name}: its parent is the ask`);
