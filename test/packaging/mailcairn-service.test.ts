@@ -66,7 +66,10 @@ t.test('every systemd: reference of the example is a LoadCredential= of the unit
   const referenced = [...new Set(systemdReferences(example))].sort();
   t.ok(referenced.length >= 4, 'the example takes its secrets from systemd');
   t.same(credentials.map((c) => c.name).sort(), referenced);
-  for (const { name, source } of credentials) t.match(source, /^\/etc\/credstore\/mailcairn\.[a-z-]+$/, `${name} is loaded from root's credential store`);
+  for (const { name, source } of credentials) {
+    t.match(name, /^mailcairn\./, `${name}: named with the service's prefix`);
+    t.equal(source, `/etc/credstore/${name}`, `${name}: loaded from root's credential store, under its own name`);
+  }
   t.end();
 });
 
@@ -97,7 +100,7 @@ t.test('check-config accepts the example with the unit credentials in $CREDENTIA
   mkdirSync(store, { mode: 0o700 });
   // What an operator puts in /etc/credstore: a key ring from `mailcairnd keyring new`, opaque API keys, a password.
   for (const { name } of credentials) {
-    const material = name === 'keyring' ? keyringNew({}).text : `mc_${randomBytes(24).toString('base64url')}\n`;
+    const material = name === 'mailcairn.keyring' ? keyringNew({}).text : `mc_${randomBytes(24).toString('base64url')}\n`;
     writeFileSync(join(store, name), material, { mode: 0o600 });
   }
   const checked = async (env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> => {
