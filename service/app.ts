@@ -48,6 +48,7 @@ import { version as buildVersion } from '../runtime/version.ts';
 import type { InstalledTelemetry } from '../runtime/telemetry/sdk.ts';
 import type { TelemetrySettings } from '../runtime/telemetry/settings.ts';
 import { EXIT_NOW_CODE, type HeldSignals, type StopSignal } from './stop-signals.ts';
+import { type ServiceManagerNotifier, serviceManagerNotifier } from './systemd-notify.ts';
 import { Teardown } from './teardown.ts';
 
 export const SHUTDOWN_DEADLINE_MS = 8_000;
@@ -318,7 +319,10 @@ export async function runDaemon(options: StartOptions, signals: HeldSignals): Pr
   let service: Service | null = null;
   let signalled: StopSignal | null = null;
   let fatal: unknown = null;
+  // systemd's Type=notify (packaging/mailcairn.service): nothing unless $NOTIFY_SOCKET is set.
+  let notifier: ServiceManagerNotifier | null = null;
   const shutdown = (running: Service, exitCode: number): void => {
+    notifier?.stopping();
     const force = setTimeout(() => {
       running.log.error({ event: 'service.stop-overran', deadlineMs: SHUTDOWN_DEADLINE_MS }, 'service.stop-overran');
       process.exit(1);
@@ -368,12 +372,17 @@ export async function runDaemon(options: StartOptions, signals: HeldSignals): Pr
     process.exitCode = err instanceof AppError && err.code === 'E_CONFIG_INVALID' ? 78 : 1;
     return;
   }
+  notifier = serviceManagerNotifier({ env: options.env ?? process.env, log: service.log });
   if (fatal !== null) {
     service.log.fatal({ err: fatal, event: 'service.fatal' }, 'service.fatal');
     shutdown(service, 1);
   } else if (signalled) {
     service.log.info({ event: 'service.signal', signal: signalled }, 'service.signal');
     shutdown(service, 0);
+  } else {
+    // Ready is what /readyz answers: every listener open, the store migrated, no actor given up.
+    const running = service;
+    notifier.readyWhen(() => running.readiness().ready);
   }
 }
 
