@@ -156,3 +156,15 @@ t.test('the CI check passes on the unit and fails on broken copies of it', async
     t.not(result.code, 0, `${what}: the check fails`);
   }
 });
+
+t.test('docs/operations.md shows the unit file and its example configuration as they are', async (t) => {
+  const doc = readFileSync('docs/operations.md', 'utf8');
+  const shown = (heading: string, fence: string): string => {
+    const at = doc.indexOf(heading);
+    const open = doc.indexOf(`\`\`\`${fence}\n`, at);
+    const close = doc.indexOf('\n```', open + fence.length + 4);
+    return at < 0 || open < 0 ? '' : doc.slice(open + fence.length + 4, close + 1);
+  };
+  t.equal(shown('### The unit file', 'ini'), readFileSync(UNIT, 'utf8'), `"The unit file" is ${UNIT}`);
+  t.equal(shown('### The example configuration', 'json'), readFileSync(EXAMPLE, 'utf8'), `"The example configuration" is ${EXAMPLE}`);
+});
