@@ -121,7 +121,8 @@ function poolTracing(log: Logger): Promise<void> | null {
         import('../version.ts'),
       ]);
       diagnostics.routeDiagnostics(log);
-      await tracing.installTracing(otlp, tracing.telemetryResource(settings.serviceName, version), POOL_SPAN_DELAY_MS);
+      // A task's one span is parented from its envelope and opens none across an await: no context manager.
+      await tracing.installTracing(otlp, tracing.telemetryResource(settings.serviceName, version), POOL_SPAN_DELAY_MS, { followAwaits: false });
     } catch (err) {
       log.error({ err, event: 'telemetry.pool-install-failed' }, 'telemetry.pool-install-failed');
     }

@@ -26,14 +26,23 @@ export type InstalledTracing = { flush(): Promise<void>; shutdown(): Promise<voi
  * Installs the global tracer provider, context manager and propagator;
  * `shutdown` exports what is buffered and puts the API's no-ops back.
  * `scheduledDelayMillis`: how long a span may wait in the batch (the SDK's
- * 5 s, or OTEL_BSP_SCHEDULE_DELAY, when not given).
+ * 5 s, or OTEL_BSP_SCHEDULE_DELAY, when not given). `followAwaits: false`:
+ * no context manager, so `context.active()` is the root outside
+ * `context.with` (pool threads).
  */
-export async function installTracing(target: OtlpTarget, resource: Resource, scheduledDelayMillis?: number): Promise<InstalledTracing> {
+export async function installTracing(
+  target: OtlpTarget,
+  resource: Resource,
+  scheduledDelayMillis?: number,
+  options: { followAwaits?: boolean } = {},
+): Promise<InstalledTracing> {
   const [{ BasicTracerProvider, BatchSpanProcessor }, exporter] = await Promise.all([import('@opentelemetry/sdk-trace-base'), otlpSpanExporter(target)]);
   const processor = new BatchSpanProcessor(exporter, scheduledDelayMillis === undefined ? {} : { scheduledDelayMillis });
   const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
-  const contextManager = new AsyncLocalStorageContextManager().enable();
-  context.setGlobalContextManager(contextManager);
+  // AsyncLocalStorage costs every promise of the thread a hook on Node 20 (most of what traces cost
+  // per request: docs/benchmarks.md "telemetry"), so a thread whose spans never nest across an await
+  // (a pool task's one `handle` span, parented explicitly from the envelope) goes without.
+  if (options.followAwaits !== false) context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   return {
