@@ -130,7 +130,7 @@ export class FolderRun {
     this.selected = selectedState(mailbox);
     this.selectModseq = mailbox.highestModseq ?? null;
     // The total the folder's mirror is measured against (the status's progress).
-    recordServerCount(db, binding.id, mailbox.exists, this.deps.now());
+    if (typeof mailbox.exists === 'number') recordServerCount(db, binding.id, mailbox.exists, this.deps.now());
     if (checkpoint && checkpoint.uidValidity !== this.uidValidity) {
       // The server renumbered the folder: retire every old copy before refetching, so nothing shows twice.
       retireUidValidity(db, binding.id, this.uidValidity, this.deps.now());

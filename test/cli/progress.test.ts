@@ -25,7 +25,7 @@ import { generateMailbox } from '../harness/generator.ts';
 import { writeMaildir } from '../harness/place-mail.ts';
 import { indexState } from '../helpers/mirror.ts';
 import { sensitiveStrings } from '../helpers/privacy.ts';
-import { cli, cliHome, type CliHome, type CliResult, forwardingProxy, leaks, loginWithKey, startCliService, tempDir } from './harness.ts';
+import { cli, cliHome, type CliHome, type CliResult, forwardingProxy, leaks, loginWithKey, onTerminal, startCliService, tempDir } from './harness.ts';
 
 t.setTimeout(300_000);
 
@@ -142,6 +142,14 @@ t.test('a first mirror watched to its end, then the folder erased pass by pass',
   results.push(once);
   t.equal(once.code, 0);
   t.equal(once.stdout.trim().split('\n').length, 1, 'nothing under way: one line, and done');
+  const drawn = await onTerminal(home, ['mailbox', 'status', '--watch'], [], { NO_COLOR: '1' });
+  t.equal(drawn.code, 0);
+  t.match(
+    drawn.screen,
+    new RegExp(`MIRROR PROGRESS[^]*${ARCHIVE} of ${ARCHIVE} stored \\(100%\\)[^]*Read at \\S+; done\\.`),
+    'on a terminal: the whole reading',
+  );
+  results.push({ code: drawn.code, signal: null, stdout: drawn.screen, stderr: '' });
 
   // The mapping withdrawn, the folder is erased pass by pass (each slowed at the front), the total shown as it goes.
   await first.service.stop();
