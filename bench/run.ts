@@ -23,6 +23,7 @@ import { search } from './scenarios/search.ts';
 import { searchHybrid } from './scenarios/search-hybrid.ts';
 import { soak } from './scenarios/soak.ts';
 import { syncInitial } from './scenarios/sync-initial.ts';
+import { telemetry } from './scenarios/telemetry.ts';
 import { tls } from './scenarios/tls.ts';
 import type { Row, Scenario } from './scenario.ts';
 
@@ -35,6 +36,7 @@ const scenarios: Scenario[] = [
   searchHybrid,
   authOverhead,
   tls,
+  telemetry,
   mailboxChanges,
   outbox,
   accounts100,

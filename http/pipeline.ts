@@ -11,9 +11,11 @@
  * - `createListener`: the node:http server, its `ExchangeResponse`, the
  *   host guard (a `Host` that may not be served is an empty 403 before
  *   anything else: http/host-guard.ts), the route lookup (an unknown path
- *   is an empty 404 before any credential is looked at) and the one answer
- *   to a handler's failure (an empty 500, or the connection cut when an
- *   answer was begun);
+ *   is an empty 404 before any credential is looked at; a route is matched
+ *   with its template, what telemetry names it by) and the one answer to a
+ *   handler's failure (an empty 500, or the connection cut when an answer
+ *   was begun); each exchange is measured and traced
+ *   (pipeline/exchange-telemetry.ts);
  * - `admit`: request timeout (504, written once, the exchange abandoned
  *   after it) → the surface's limiter, token bucket then concurrency (429)
  *   → the permit released when the response closes or times out;
@@ -37,10 +39,12 @@ import { answerTooMany, type PartitionKey, type RateLimiter } from './limits/rat
 import { SERVER_OPTIONS } from './listen.ts';
 import { withRequestTimeout, type RequestTimeoutSettings } from './limits/request-timeout.ts';
 import { ExchangeResponse } from './pipeline/exchange-response.ts';
+import { observeExchange, type TelemetrySurface } from './pipeline/exchange-telemetry.ts';
 
 export { ExchangeResponse } from './pipeline/exchange-response.ts';
 export { readBody, readJson, type BodyRead, type JsonRead } from './pipeline/request-body.ts';
 export { MAX_JSON_DEPTH } from './pipeline/json-depth.ts';
+export type { TelemetrySurface } from './pipeline/exchange-telemetry.ts';
 
 /** A route's handler, run once the listener matched the path. */
 export type Handler = (req: IncomingMessage, res: ExchangeResponse) => Promise<void>;
@@ -48,13 +52,28 @@ export type Handler = (req: IncomingMessage, res: ExchangeResponse) => Promise<v
 /** A handler for what was answered while routing (e.g. the metadata document). */
 export const ANSWERED: Handler = async () => {};
 
+/**
+ * What a path was routed to: the handler, and the route's template, which
+ * names the exchange in metrics, spans and the failure's log line
+ * (`/attachments/{capability}`, `/api/admin/outbox/{id}`: never the path
+ * sent). Null template: the handler answers a path no route matches (the
+ * administrative surface judges the credential before its 404).
+ */
+export type Routed = { readonly template: string | null; readonly handler: Handler };
+
 export type ListenerOptions = {
+  /** The `mailcairn.surface` of the exchanges' metrics. */
+  surface: TelemetrySurface;
   /** Which `Host` may be served (http/host-guard.ts), judged before routing: an empty 403 otherwise. Absent: every one. */
   hosts?: HostGuard;
-  /** The handler of a path, or null: an empty 404 (no credential looked at, nothing spent). */
-  route(req: IncomingMessage, res: ExchangeResponse, path: string): Handler | null;
-  /** Logs a handler's failure, naming the path only by a template (a path may carry a capability). */
-  failed(err: unknown, path: string): void;
+  /** The handler of a path and its template, or null: an empty 404 (no credential looked at, nothing spent). */
+  route(req: IncomingMessage, res: ExchangeResponse, path: string): Routed | null;
+  /**
+   * Logs a handler's failure by the route's template only (a path may carry
+   * a capability), with the trace id of the exchange's span when one is
+   * recorded (the exported span carries the same).
+   */
+  failed(err: unknown, failure: { route: string | null; traceId: string | undefined }): void;
 };
 
 /** What a surface answers, whatever carries it: a clear-text listener (`createListener`) or a TLS one (http/tls/secure-server.ts). */
@@ -63,20 +82,23 @@ export type SurfaceHandler = (req: IncomingMessage, res: ExchangeResponse) => vo
 /** The route lookup and the one answer to a handler's failure, for any server to call. */
 export function surfaceHandler(options: ListenerOptions): SurfaceHandler {
   return (req, res) => {
-    if (options.hosts !== undefined && !options.hosts.admits(req)) {
-      req.resume();
-      return answerEmpty(res, Codes.E_HTTP_HOST_REFUSED.status);
-    }
-    const path = pathOf(req.url);
-    const handler = options.route(req, res, path);
-    if (handler === null) {
-      req.resume();
-      return answerEmpty(res, Codes.E_HTTP_NO_ROUTE.status);
-    }
-    handler(req, res).catch((err: unknown) => {
-      options.failed(err, path);
-      if (!res.headersSent) answerEmpty(res, Codes.E_INTERNAL.status);
-      else res.destroy();
+    const exchange = observeExchange(req, res, options.surface);
+    exchange.run(() => {
+      if (options.hosts !== undefined && !options.hosts.admits(req)) {
+        req.resume();
+        return answerEmpty(res, Codes.E_HTTP_HOST_REFUSED.status);
+      }
+      const routed = options.route(req, res, pathOf(req.url));
+      if (routed === null) {
+        req.resume();
+        return answerEmpty(res, Codes.E_HTTP_NO_ROUTE.status);
+      }
+      exchange.routed(routed.template);
+      routed.handler(req, res).catch((err: unknown) => {
+        options.failed(err, { route: routed.template, traceId: exchange.failed(err) });
+        if (!res.headersSent) answerEmpty(res, Codes.E_INTERNAL.status);
+        else res.destroy();
+      });
     });
   };
 }

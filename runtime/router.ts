@@ -17,6 +17,7 @@ import type { TransferListItem } from 'node:worker_threads';
 import { AppError, fromPayload, toPayload } from './errors.ts';
 import type { HostThread } from './host/host-thread.ts';
 import type { FromHost, Meta, Reply } from './protocol/envelope.ts';
+import { relayed, tracedAsk, tracedTell } from './telemetry/actor-spans.ts';
 
 export const DEFAULT_ASK_MS = 30_000;
 
@@ -60,23 +61,39 @@ export class Router {
     return this.routes.has(actor);
   }
 
+  /** A tell from the main thread (a `tell <kind>` span when the caller is in a trace: telemetry/actor-spans.ts). */
   tell(to: string, msg: unknown, options: SendOptions = {}): void {
-    const route = this.admit(to);
-    route.inFlight += 1;
-    const id = this.nextId();
-    route.host.post({ kind: 'tell', id, to, msg, ...(options.meta ? { meta: options.meta } : {}) }, options.transfer);
+    tracedTell(to, options.meta, (meta) => this.deliverTell(to, msg, options.transfer, meta));
   }
 
+  /** An ask from the main thread (an `ask <kind>` span when the caller is in a trace). */
   ask(to: string, msg: unknown, options: SendOptions & { deadlineMs?: number } = {}): Promise<unknown> {
     const pool = this.pools.get(to);
     if (pool) return pool.ask(msg, options);
+    return tracedAsk(to, options.meta, (meta) => this.deliverAsk(to, msg, options.deadlineMs, options.transfer, meta));
+  }
+
+  private deliverTell(to: string, msg: unknown, transfer: TransferListItem[] | undefined, meta: Meta | undefined): void {
+    const route = this.admit(to);
+    route.inFlight += 1;
+    const id = this.nextId();
+    route.host.post({ kind: 'tell', id, to, msg, ...(meta ? { meta } : {}) }, transfer);
+  }
+
+  private deliverAsk(
+    to: string,
+    msg: unknown,
+    deadlineMsGiven: number | undefined,
+    transfer: TransferListItem[] | undefined,
+    meta: Meta | undefined,
+  ): Promise<unknown> {
     let route: Route;
     try {
       route = this.admit(to);
     } catch (err) {
       return Promise.reject(err);
     }
-    const deadlineMs = options.deadlineMs ?? DEFAULT_ASK_MS;
+    const deadlineMs = deadlineMsGiven ?? DEFAULT_ASK_MS;
     const id = this.nextId();
     route.inFlight += 1;
     return new Promise((resolve, reject) => {
@@ -86,7 +103,7 @@ export class Router {
       }, deadlineMs);
       timer.unref();
       this.pending.set(id, { actor: to, resolve, reject, timer });
-      route.host.post({ kind: 'ask', id, to, msg, deadline: Date.now() + deadlineMs, ...(options.meta ? { meta: options.meta } : {}) }, options.transfer);
+      route.host.post({ kind: 'ask', id, to, msg, deadline: Date.now() + deadlineMs, ...(meta ? { meta } : {}) }, transfer);
     });
   }
 
@@ -109,9 +126,10 @@ export class Router {
         if (route) route.inFlight = Math.max(0, route.inFlight - envelope.count);
         return;
       }
+      // Relayed as sent: the sending actor's span (if any) is in `meta.trace`; the main thread adds none.
       case 'tell':
         try {
-          this.tell(envelope.to, envelope.msg, envelope.meta ? { meta: envelope.meta } : {});
+          relayed(() => this.tell(envelope.to, envelope.msg, envelope.meta ? { meta: envelope.meta } : {}));
         } catch {
           // A tell is a doorbell: an unreachable target is the sender's loss, not a crash.
         }
@@ -119,7 +137,7 @@ export class Router {
       case 'ask': {
         const deadlineMs = Math.max(0, envelope.deadline - Date.now());
         this.relayAsks.set(envelope.id, host);
-        this.ask(envelope.to, envelope.msg, { deadlineMs, ...(envelope.meta ? { meta: envelope.meta } : {}) }).then(
+        relayed(() => this.ask(envelope.to, envelope.msg, { deadlineMs, ...(envelope.meta ? { meta: envelope.meta } : {}) })).then(
           (value) => this.relayReply(envelope.id, { ok: true, value }),
           (err: unknown) => this.relayReply(envelope.id, { ok: false, error: toPayload(err) }),
         );

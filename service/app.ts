@@ -1,7 +1,8 @@
 /**
  * Boot and shutdown of `mailcairnd`, the one place that writes their order.
  * Start: configuration (strict, refused as a whole), logger, startup
- * warnings, the writer lock on the database file, migrations, the worker
+ * warnings, the OpenTelemetry SDK when `Telemetry` asks for it (loaded then
+ * and only then), the writer lock on the database file, migrations, the worker
  * pools and the supervision tree, then the listeners (health, MCP, admin).
  * Each step that opens something pushes its closer on a teardown stack, so a
  * stop, a start that failed and a stop asked for while starting all close
@@ -23,15 +24,18 @@ import { availableParallelism } from 'node:os';
 import type { Config } from '../config/schema.ts';
 import { loadStartupConfig } from './startup-config.ts';
 import type { Readiness } from '../http/health/health-server.ts';
-import { type OpenedListener, openListeners } from './listeners.ts';
+import { type OpenedListener, openListeners, type ScrapeListener } from './listeners.ts';
 import { MIME_PARSE_TASK } from '../actors/mime-parse/protocol.ts';
 import { MAIL_QUERY_TASK } from '../actors/mail-query/protocol.ts';
+import { StoreGaugesReply } from '../actors/mail-query/protocol/store-gauges.ts';
 import { AppError } from '../runtime/errors.ts';
 import { createLogger, type Logger } from '../runtime/log.ts';
 import { reduceError } from '../runtime/log-error.ts';
 import { watchStorage } from '../runtime/storage-full.ts';
 import { migrate } from '../runtime/store/migrate.ts';
 import { openSlice } from '../runtime/store/open-slice.ts';
+import { storeLocation } from '../runtime/store/location.ts';
+import { observeStoreGauges } from '../runtime/telemetry/store-gauges.ts';
 import { acquireWriterLock } from '../runtime/store/writer-lock.ts';
 import { storeSlice } from '../config/store-slice.ts';
 import { MAIL_QUERY_POOL, MIME_PARSE_POOL, systemChildren } from './system-children.ts';
@@ -41,7 +45,10 @@ import { deploymentSecret } from '../runtime/store/deployment-secrets.ts';
 import type { ChildSpecInput } from '../runtime/supervisor/child-spec.ts';
 import { Supervisor } from '../runtime/supervisor/supervisor.ts';
 import { version as buildVersion } from '../runtime/version.ts';
+import type { InstalledTelemetry } from '../runtime/telemetry/sdk.ts';
+import type { TelemetrySettings } from '../runtime/telemetry/settings.ts';
 import { EXIT_NOW_CODE, type HeldSignals, type StopSignal } from './stop-signals.ts';
+import { type ServiceManagerNotifier, serviceManagerNotifier } from './systemd-notify.ts';
 import { Teardown } from './teardown.ts';
 
 export const SHUTDOWN_DEADLINE_MS = 8_000;
@@ -83,7 +90,11 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   const version = options.version ?? buildVersion;
   const stopAsked = (): boolean => options.stopRequested?.aborted === true;
   // Every refusal check-config also makes (credential material included), before anything is opened.
-  const { config, posture } = loadStartupConfig({ ...(options.configFile ? { file: options.configFile } : {}), env: options.env ?? process.env });
+  const {
+    config,
+    posture,
+    telemetry: telemetrySettings,
+  } = loadStartupConfig({ ...(options.configFile ? { file: options.configFile } : {}), env: options.env ?? process.env });
   const log = options.log ?? createLogger({ level: config.Logging.Level, format: config.Logging.Format });
   log.info({ event: 'service.starting', version, node: process.version }, 'service.starting');
   for (const warning of posture.warnings) {
@@ -91,7 +102,12 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   }
 
   const teardown = new Teardown();
-  const supervisor = new Supervisor({ log, hostLogLevel: config.Logging.Level, ...(options.hostLogSink ? { hostLogSink: options.hostLogSink } : {}) });
+  const supervisor = new Supervisor({
+    log,
+    hostLogLevel: config.Logging.Level,
+    telemetry: telemetrySettings,
+    ...(options.hostLogSink ? { hostLogSink: options.hostLogSink } : {}),
+  });
   let migrated = false;
   let listening = false;
   let stopping = false;
@@ -144,15 +160,34 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   // The steps, in order. Between them: a stop asked for while starting takes effect at the next step.
   try {
     if (stopAsked()) return service;
+    // Before the store: what records from here on (the store gauges included) finds the real providers.
+    const telemetry = telemetrySettings === null ? null : await installTelemetry(telemetrySettings, log, version, teardown);
+    if (stopAsked()) return service;
     const cursorKey = prepareStore(config, log, teardown);
     migrated = true;
     if (stopAsked()) return service;
-    const pools = createPools(config, log, supervisor, teardown);
+    const pools = createPools(config, log, supervisor, teardown, telemetrySettings);
+    observeStore(config, log, pools.query, teardown);
     // Pushed before the start: children started before a failing one are stopped too.
     teardown.push(() => supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000));
     await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
     if (stopAsked()) return service;
-    await openListeners({ config, log, version, env: options.env ?? process.env, supervisor, readiness, pools, cursorKey, teardown }, opened, stopAsked);
+    await openListeners(
+      {
+        config,
+        log,
+        version,
+        env: options.env ?? process.env,
+        supervisor,
+        readiness,
+        pools,
+        cursorKey,
+        teardown,
+        telemetry: scrapeOf(telemetrySettings, telemetry),
+      },
+      opened,
+      stopAsked,
+    );
   } catch (err) {
     // A failed start is not a stop: no stopping lines, the error is the caller's to report.
     stopping = true;
@@ -163,6 +198,23 @@ export async function startService(options: StartOptions = {}): Promise<Service>
   listening = true;
   log.info({ event: 'service.ready', version }, 'service.ready');
   return service;
+}
+
+/**
+ * The OpenTelemetry SDK (runtime/telemetry/sdk.ts), imported here and only
+ * here, only when telemetry is on. Its shutdown runs last of all: the final
+ * export sees what the stop itself recorded.
+ */
+async function installTelemetry(settings: TelemetrySettings, log: Logger, version: string, teardown: Teardown): Promise<InstalledTelemetry> {
+  const sdk = await import('../runtime/telemetry/sdk.ts');
+  const installed = await sdk.installTelemetry(settings, { log, version });
+  teardown.push(() => installed.shutdown());
+  return installed;
+}
+
+function scrapeOf(settings: TelemetrySettings | null, installed: InstalledTelemetry | null): ScrapeListener | null {
+  const prometheus = settings?.metrics.prometheus ?? null;
+  return prometheus === null || installed?.scrape == null ? null : { ...prometheus, handler: installed.scrape };
 }
 
 /** The writer lock (held until the stop), migrations and the configured accounts; returns the cursor-signing key. */
@@ -184,10 +236,33 @@ function prepareStore(config: Config, log: Logger, teardown: Teardown): Buffer {
   }
 }
 
+/** Time a metrics collection waits for the store's figures before it leaves them out. */
+const STORE_GAUGES_DEADLINE_MS = 10_000;
+
+/**
+ * The gauges read from the store at each metrics collection, by the query
+ * pool (the main thread runs no SQL), so after the pools rather than beside
+ * the boot-time connection; a no-op while telemetry is off.
+ */
+function observeStore(config: Config, log: Logger, query: PoolRef, teardown: Teardown): void {
+  const where = storeLocation(config.Storage.Database);
+  const scope = { accounts: config.Accounts.map((a) => ({ id: a.Id, folders: a.Folders.map((f) => f.Alias) })) };
+  const gauges = observeStoreGauges({
+    read: (now) =>
+      query.ask(
+        { type: 'mail-query.store-gauges', scope, spendPeriodMs: config.Embeddings.Period, now },
+        { reply: StoreGaugesReply, deadlineMs: STORE_GAUGES_DEADLINE_MS },
+      ),
+    file: where.kind === 'file' ? where.path : null,
+    log,
+  });
+  teardown.push(() => gauges.close());
+}
+
 type Pools = { query: PoolRef; downloads: PoolRef };
 
 /** The worker pools: parsing (the actors'), read-only queries and attachment downloads (the listeners'). */
-function createPools(config: Config, log: Logger, supervisor: Supervisor, teardown: Teardown): Pools {
+function createPools(config: Config, log: Logger, supervisor: Supervisor, teardown: Teardown, telemetry: TelemetrySettings | null): Pools {
   const parse = createPool({
     id: MIME_PARSE_POOL,
     entry: MIME_PARSE_TASK,
@@ -198,6 +273,7 @@ function createPools(config: Config, log: Logger, supervisor: Supervisor, teardo
     maxQueue: 4_096,
     logLevel: config.Logging.Level,
     log,
+    telemetry,
   });
   // Read-only queries of the agent surface: the main thread never runs SQL.
   const query = createPool({
@@ -210,6 +286,7 @@ function createPools(config: Config, log: Logger, supervisor: Supervisor, teardo
     maxQueue: 1_024,
     logLevel: config.Logging.Level,
     log,
+    telemetry,
     // Not parked between tasks: each thread loads its in-memory vector index in the background, in
     // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
     atomics: 'disabled',
@@ -224,6 +301,7 @@ function createPools(config: Config, log: Logger, supervisor: Supervisor, teardo
     maxQueue: 64,
     logLevel: config.Logging.Level,
     log,
+    telemetry,
   });
   teardown.push(() => Promise.all([parse.close(), query.close(), downloads.close()]).then(() => undefined));
   supervisor.router.registerPool(parse);
@@ -241,7 +319,10 @@ export async function runDaemon(options: StartOptions, signals: HeldSignals): Pr
   let service: Service | null = null;
   let signalled: StopSignal | null = null;
   let fatal: unknown = null;
+  // systemd's Type=notify (packaging/mailcairn.service): nothing unless $NOTIFY_SOCKET is set.
+  let notifier: ServiceManagerNotifier | null = null;
   const shutdown = (running: Service, exitCode: number): void => {
+    notifier?.stopping();
     const force = setTimeout(() => {
       running.log.error({ event: 'service.stop-overran', deadlineMs: SHUTDOWN_DEADLINE_MS }, 'service.stop-overran');
       process.exit(1);
@@ -291,12 +372,17 @@ export async function runDaemon(options: StartOptions, signals: HeldSignals): Pr
     process.exitCode = err instanceof AppError && err.code === 'E_CONFIG_INVALID' ? 78 : 1;
     return;
   }
+  notifier = serviceManagerNotifier({ env: options.env ?? process.env, log: service.log });
   if (fatal !== null) {
     service.log.fatal({ err: fatal, event: 'service.fatal' }, 'service.fatal');
     shutdown(service, 1);
   } else if (signalled) {
     service.log.info({ event: 'service.signal', signal: signalled }, 'service.signal');
     shutdown(service, 0);
+  } else {
+    // Ready is what /readyz answers: every listener open, the store migrated, no actor given up.
+    const running = service;
+    notifier.readyWhen(() => running.readiness().ready);
   }
 }
 

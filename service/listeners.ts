@@ -25,7 +25,8 @@ import type { Config } from '../config/schema.ts';
 import { healthHandler, type Readiness } from '../http/health/health-server.ts';
 import { hostGuardOf } from '../http/host-guard.ts';
 import { close, listen } from '../http/listen.ts';
-import { clearTextServer, type SurfaceHandler } from '../http/pipeline.ts';
+import { scrapeServer } from '../http/scrape-server.ts';
+import { clearTextServer, type SurfaceHandler, type TelemetrySurface } from '../http/pipeline.ts';
 import { createRedirectListener } from '../http/tls/redirect-listener.ts';
 import { createTlsServer } from '../http/tls/secure-server.ts';
 import { logCertificateExpiry, readServerCertificates, type ServerCertificate } from '../http/tls/server-certificates.ts';
@@ -33,6 +34,7 @@ import { AppError } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { PoolRef } from '../runtime/pool/pool.ts';
 import type { Supervisor } from '../runtime/supervisor/supervisor.ts';
+import type { ScrapeHandler } from '../runtime/telemetry/sdk.ts';
 import type { Teardown } from './teardown.ts';
 
 export type ListenerContext = {
@@ -45,17 +47,26 @@ export type ListenerContext = {
   pools: { query: PoolRef; downloads: PoolRef };
   cursorKey: Buffer;
   teardown: Teardown;
+  /** The Prometheus scrape listener, when telemetry exports to Prometheus. */
+  telemetry: ScrapeListener | null;
 };
+
+/** Where the scrape listener binds and what answers it (runtime/telemetry/sdk.ts). */
+export type ScrapeListener = { readonly host: string; readonly port: number; readonly handler: ScrapeHandler };
+
+export const SCRAPE_SECTION = 'Telemetry:Metrics:Prometheus';
 
 /** A socket the service opened: which surface it serves, how, and where. */
 export type OpenedListener = {
-  readonly surface: ListenerSurface;
+  readonly surface: ListenerSurface | 'Telemetry';
   readonly role: Listener['role'];
   readonly section: string;
   readonly address: AddressInfo;
 };
 
 const ORDER: Record<ListenerSurface, number> = { HealthEndpoints: 0, McpEndpoint: 1, AdminEndpoint: 2 };
+/** The `mailcairn.surface` label of each surface's exchanges (http/pipeline/exchange-telemetry.ts). */
+const TELEMETRY_SURFACE: Record<ListenerSurface, TelemetrySurface> = { HealthEndpoints: 'health', McpEndpoint: 'mcp', AdminEndpoint: 'admin' };
 
 export async function openListeners(ctx: ListenerContext, opened: OpenedListener[], stopAsked: () => boolean): Promise<void> {
   const { config, log } = ctx;
@@ -82,6 +93,16 @@ export async function openListeners(ctx: ListenerContext, opened: OpenedListener
     opened.push({ surface: listener.surface, role: listener.role, section: listener.section, address });
     if (stopAsked()) return;
   }
+  if (ctx.telemetry !== null) await openScrapeListener(ctx, ctx.telemetry, opened);
+}
+
+/** The Prometheus scrape listener: last, and like the others counted by readiness and closed by the teardown. */
+async function openScrapeListener(ctx: ListenerContext, scrape: ScrapeListener, opened: OpenedListener[]): Promise<void> {
+  const server = scrapeServer(scrape.handler);
+  ctx.teardown.push(() => close(server));
+  const address = await listen(server, SCRAPE_SECTION, scrape.host, scrape.port);
+  ctx.log.info({ event: 'listener.open', section: SCRAPE_SECTION, role: 'routes', bind: address.address, port: address.port }, 'listener.open');
+  opened.push({ surface: 'Telemetry', role: 'routes', section: SCRAPE_SECTION, address });
 }
 
 /** The certificates of every TLS socket planned, keyed by section of the profile; refused as startup refuses. */
@@ -112,7 +133,7 @@ async function serverFor(
     // listenersOf plans a surface's TLS sockets before its redirect listener, so their ports are known here.
     return createRedirectListener(
       profiles.map((profile, index) => ({ domain: profile.Domain, port: boundPorts.get(`${listener.surface}:${index}`) ?? profile.Port })),
-      { log: ctx.log },
+      { log: ctx.log, surface: TELEMETRY_SURFACE[listener.surface] },
     );
   }
   const handler = await handlerOf(listener.surface);

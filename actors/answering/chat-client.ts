@@ -39,6 +39,7 @@ import { AppError, type Code, type ErrorDetails } from '../../runtime/errors.ts'
 import { retryAfterMs } from '../../runtime/http-retry/retry-after.ts';
 import { readSecret } from '../../runtime/secret-ref.ts';
 import { backoffDelay, type BackoffPolicy } from '../../runtime/supervisor/backoff.ts';
+import { genAiSpans, recordTokenUsage, type Span } from '../../runtime/telemetry/gen-ai.ts';
 
 // ---------------------------------------------------------------- our side of the wire
 
@@ -177,7 +178,21 @@ const WireReply = z.object({
       }),
     )
     .min(1),
+  /** Read leniently (usageOf): a server's odd `usage` must not cost the answer. */
+  usage: z.unknown().optional(),
 });
+
+/** Token counts, when the server reports them (`usage.prompt_tokens`, `usage.completion_tokens`); for the call's span only. */
+type Usage = { input?: number; output?: number };
+
+function usageOf(usage: unknown): Usage {
+  if (typeof usage !== 'object' || usage === null) return {};
+  const count = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined);
+  const { prompt_tokens, completion_tokens } = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
+  const input = count(prompt_tokens);
+  const output = count(completion_tokens);
+  return { ...(input !== undefined ? { input } : {}), ...(output !== undefined ? { output } : {}) };
+}
 
 /** Largest answer read; a chat answer is text and a few calls, far below this. */
 const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
@@ -196,7 +211,7 @@ type Failure = {
   retryAfterMs?: number;
   reason?: string;
 };
-type Outcome = { ok: true; reply: ChatReply } | Failure;
+type Outcome = { ok: true; reply: ChatReply; usage: Usage } | Failure;
 
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
@@ -244,7 +259,7 @@ function replyOf(json: unknown): Outcome {
     arguments: typeof call.function.arguments === 'string' ? call.function.arguments : JSON.stringify(call.function.arguments ?? {}),
   }));
   if (text === null && toolCalls.length === 0) return noText('empty');
-  return { ok: true, reply: { text, toolCalls, finishReason: choice!.finish_reason ?? null } };
+  return { ok: true, reply: { text, toolCalls, finishReason: choice!.finish_reason ?? null }, usage: usageOf(parsed.data.usage) };
 }
 
 // ---------------------------------------------------------------- the client
@@ -298,32 +313,40 @@ export function createChatClient(options: ChatClientOptions): ChatClient {
     return replyOf(json);
   }
 
-  return {
-    async complete(req, callerSignal) {
-      if (closed) throw new AppError('E_LLM_NO_ANSWER', { details: { failure: 'closed', attempts: 0 } });
-      if (callerSignal.aborted) throw callerDeadline(0);
-      const apiKey = options.apiKeyRef === null ? null : readSecret(options.apiKeyRef, options.env, 'Answering:Endpoints:ApiKey');
-      const body = wireBody(options.model, req);
-      const startedAt = performance.now();
-      const deadline = AbortSignal.timeout(options.deadlineMs);
-      const signal = AbortSignal.any([callerSignal, deadline]);
-      for (let attempts = 1; ; attempts++) {
-        const outcome = await attempt(body, apiKey, signal, deadline);
-        if (callerSignal.aborted) throw callerDeadline(attempts);
-        if (outcome.ok) return outcome.reply;
-        const remaining = options.deadlineMs - (performance.now() - startedAt);
-        const wait = outcome.retryAfterMs ?? backoffDelay(backoff, attempts, random);
-        if (!outcome.retry || attempts >= retry.maxAttempts || wait + options.deadlineMs * MIN_ATTEMPT_SHARE > remaining) {
-          throw failureError(outcome, attempts);
-        }
-        try {
-          await sleep(wait, signal);
-        } catch {
-          if (callerSignal.aborted) throw callerDeadline(attempts);
-          throw failureError({ ok: false, code: 'E_LLM_NO_ANSWER', failure: 'timeout', retry: false }, attempts);
-        }
+  const spans = genAiSpans({ operation: 'chat', model: options.model, provider: 'openai', baseAddress: options.baseAddress });
+
+  async function complete(req: ChatRequest, callerSignal: AbortSignal, span: Span): Promise<ChatReply> {
+    if (closed) throw new AppError('E_LLM_NO_ANSWER', { details: { failure: 'closed', attempts: 0 } });
+    if (callerSignal.aborted) throw callerDeadline(0);
+    const apiKey = options.apiKeyRef === null ? null : readSecret(options.apiKeyRef, options.env, 'Answering:Endpoints:ApiKey');
+    const body = wireBody(options.model, req);
+    const startedAt = performance.now();
+    const deadline = AbortSignal.timeout(options.deadlineMs);
+    const signal = AbortSignal.any([callerSignal, deadline]);
+    for (let attempts = 1; ; attempts++) {
+      const outcome = await attempt(body, apiKey, signal, deadline);
+      if (callerSignal.aborted) throw callerDeadline(attempts);
+      if (outcome.ok) {
+        recordTokenUsage(span, outcome.usage);
+        return outcome.reply;
       }
-    },
+      const remaining = options.deadlineMs - (performance.now() - startedAt);
+      const wait = outcome.retryAfterMs ?? backoffDelay(backoff, attempts, random);
+      if (!outcome.retry || attempts >= retry.maxAttempts || wait + options.deadlineMs * MIN_ATTEMPT_SHARE > remaining) {
+        throw failureError(outcome, attempts);
+      }
+      try {
+        await sleep(wait, signal);
+      } catch {
+        if (callerSignal.aborted) throw callerDeadline(attempts);
+        throw failureError({ ok: false, code: 'E_LLM_NO_ANSWER', failure: 'timeout', retry: false }, attempts);
+      }
+    }
+  }
+
+  return {
+    // One `chat <model>` span per call, retries included (runtime/telemetry/gen-ai.ts): never the conversation.
+    complete: (req, callerSignal) => spans.run((span) => complete(req, callerSignal, span)),
     async close() {
       if (closed) return;
       closed = true;

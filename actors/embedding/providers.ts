@@ -5,12 +5,19 @@
  */
 import type { Logger } from '../../runtime/log.ts';
 import { OpenAiCompatible } from './openai-compatible.ts';
+import { withEmbeddingSpans } from './provider-span.ts';
 import type { EmbeddingConfig } from './protocol.ts';
 import type { EmbeddingProvider } from './provider.ts';
 
 export type Declared = NonNullable<EmbeddingConfig['declared']>;
 
+/** The provider, each of its calls in an `embeddings <model>` span (provider-span.ts). */
 export async function createProvider(declared: Declared, log: Logger): Promise<EmbeddingProvider> {
+  const local = declared.profile.provider === 'local';
+  return withEmbeddingSpans(await providerOf(declared, log), { model: declared.profile.model, local, baseAddress: local ? null : declared.baseAddress });
+}
+
+async function providerOf(declared: Declared, log: Logger): Promise<EmbeddingProvider> {
   if (declared.profile.provider === 'local') {
     // Loaded only when declared: the model runtime is large, and only this thread needs it.
     const { LocalUseLite } = await import('./local-use-lite.ts');

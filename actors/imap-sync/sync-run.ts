@@ -19,12 +19,18 @@
  * the scheduler backs off as for an outage; each batch is one transaction,
  * so what was committed stays whole and the next run resumes from the
  * checkpoint (docs/operations.md "A full disk").
+ *
+ * Each folder's end is also one `mailcairn.sync.run.duration` measurement
+ * (from the folder's start to its record; 0 for a folder never begun),
+ * labelled with the account, the alias and the folder's outcome as
+ * recorded (`ok` or one of the above).
  */
 import type { ImapFlow } from 'imapflow';
 import { AppError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { isStorageFull, namedStorageFull, noteStorageFull, noteStorageWritable } from '../../runtime/storage-full.ts';
 import type { Database } from '../../runtime/store/open.ts';
+import { histogram } from '../../runtime/telemetry/instruments.ts';
 import { syncBindings, type Binding } from '../../runtime/store/mailbox/bindings.ts';
 import { beginRun, endRun, recordFolderRun, type FolderOutcome } from '../../runtime/store/mailbox/runs.ts';
 import type { CatchUpReply } from '../derivation/protocol.ts';
@@ -34,6 +40,8 @@ import { classifyImapFailure, imapFailureFields } from './connection.ts';
 import type { RunFolder } from './change-watch.ts';
 import { FolderRun } from './folder-run.ts';
 import { noteUnreadable } from './unreadable.ts';
+import { activeContext, type Context, type OpenSpan, openSpan } from '../../runtime/telemetry/open-span.ts';
+import { SpanKind } from '../../runtime/telemetry/tracing.ts';
 import type { ImapSyncConfig, RunSummary } from './protocol.ts';
 
 export const BATCHES_PER_RUN = 50;
@@ -50,6 +58,8 @@ type FolderSlot = {
   startedAt: number;
   retried: boolean;
   outcome: FolderOutcome | 'ok' | null;
+  /** The folder's `imap.sync` span, opened when its work begins, ended with its outcome. */
+  span: OpenSpan | null;
 };
 
 export type SyncRunDeps = {
@@ -76,9 +86,12 @@ export class SyncRun {
   private ended: RunSummary | null = null;
   /** Why the run failed as a whole (no usable session), for the actor to decide whether to stop. */
   failureCode: string | null = null;
+  /** Where the run began (the handler of the ask that started it): the parent of its folders' spans. */
+  private readonly traceParent: Context;
 
   constructor(deps: SyncRunDeps) {
     this.deps = deps;
+    this.traceParent = activeContext();
     this.runId = beginRun(deps.db, deps.config.account, deps.now());
   }
 
@@ -190,10 +203,30 @@ export class SyncRun {
       startedAt: this.deps.now(),
       retried: false,
       outcome: null,
+      span: null,
     }));
   }
 
-  private async advance(slot: FolderSlot): Promise<void> {
+  /** One unit of the folder's work, inside its span (what it asks of other actors is a child). */
+  private advance(slot: FolderSlot): Promise<void> {
+    slot.span ??= this.folderSpan(slot);
+    return slot.span.run(() => this.advanceIn(slot));
+  }
+
+  /**
+   * `imap.sync`: one folder of one run, named by its configured alias (never
+   * its server path), with the account and the configured server.
+   */
+  private folderSpan(slot: FolderSlot): OpenSpan {
+    const { account, imap } = this.deps.config;
+    return openSpan('imap.sync', {
+      kind: SpanKind.CLIENT,
+      parent: this.traceParent,
+      attributes: { 'mailcairn.account': account, 'mailcairn.folder': slot.resolution.alias, 'server.address': imap.host, 'server.port': imap.port },
+    });
+  }
+
+  private async advanceIn(slot: FolderSlot): Promise<void> {
     if (slot.resolution.outcome !== 'ok') {
       this.record(slot, slot.resolution.outcome);
       return this.next();
@@ -289,6 +322,7 @@ export class SyncRun {
 
   private record(slot: FolderSlot, outcome: FolderOutcome | 'ok'): void {
     slot.outcome = outcome;
+    this.endSpan(slot, outcome);
     if (outcome !== 'ok') this.failed += 1;
     const run = slot.run;
     if (run && run.unreadable > 0) {
@@ -299,15 +333,37 @@ export class SyncRun {
         'sync.folder-unreadable',
       );
     }
+    const endedAt = this.deps.now();
+    // Forwarded to the main thread by the telemetry SDK's thread provider; a no-op with telemetry off.
+    // A folder never begun (no such folder, or deferred with a failed run) took no time of its own.
+    const seconds = run === null ? 0 : Math.max(0, endedAt - slot.startedAt) / 1000;
+    histogram('syncRunDuration').record(seconds, {
+      'mailcairn.account': this.deps.config.account,
+      'mailcairn.folder': slot.resolution.alias,
+      'mailcairn.outcome': outcome,
+    });
     recordFolderRun(this.deps.db, this.runId, slot.binding.id, {
       startedAt: slot.startedAt,
-      endedAt: this.deps.now(),
+      endedAt,
       outcome,
       stored: run?.stored ?? 0,
       oversized: run?.oversized ?? 0,
       unreadable: run?.unreadable ?? 0,
       hasMore: outcome === 'ok' ? (run?.hasMore ?? false) : false,
     });
+  }
+
+  /** The folder's span ends with its outcome and counts; any outcome but ok or interrupted is its failure (the outcome as error.type). */
+  private endSpan(slot: FolderSlot, outcome: FolderOutcome | 'ok'): void {
+    const span = slot.span;
+    if (span === null) return; // deferred with a failed run before its work began: no span
+    const run = slot.run;
+    span.span.setAttributes({
+      'mailcairn.outcome': outcome,
+      'mailcairn.messages.stored': run?.stored ?? 0,
+      'mailcairn.messages.unreadable': run?.unreadable ?? 0,
+    });
+    span.end(outcome === 'ok' || outcome === 'interrupted' ? undefined : { code: outcome });
   }
 
   private finish(outcome: RunSummary['outcome'], consecutiveFailures: number): RunSummary {

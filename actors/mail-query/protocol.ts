@@ -11,6 +11,7 @@
  * - `attachment-source.ts`: the attachment download route;
  * - `mutation-audit.ts`, `answering-audit.ts`, `dead-letters.ts`,
  *   `outbox-reads.ts`: the admin routes;
+ * - `store-gauges.ts`: the metrics read from the store at each collection;
  * - `stored-email-id.ts`, `query-scope.ts`: shapes those share.
  * Contracts are leaves: they load zod and shape-only store modules, never a
  * store writer, a configuration schema or another actor's protocol.
@@ -26,6 +27,7 @@ import { type EmailLookupProtocol, LocateEmailRequest } from './protocol/email-l
 import { GetContentRequest, ListAccountsRequest, ListEmailsRequest, type MailReadsProtocol, SearchRequest } from './protocol/mail-reads.ts';
 import { type MutationAuditProtocol, MutationAuditRequest } from './protocol/mutation-audit.ts';
 import { OutboxPageRequest, type OutboxReadsProtocol, OutboxSummaryRequest, OutgoingEmailRequest, OutgoingLookupRequest } from './protocol/outbox-reads.ts';
+import { type StoreGaugesProtocol, StoreGaugesRequest } from './protocol/store-gauges.ts';
 
 /** Everything the pool answers: the union of its consumers' contracts. */
 export type MailQueryProtocol = MailReadsProtocol &
@@ -34,7 +36,8 @@ export type MailQueryProtocol = MailReadsProtocol &
   MutationAuditProtocol &
   AnsweringAuditProtocol &
   DeadLettersProtocol &
-  OutboxReadsProtocol;
+  OutboxReadsProtocol &
+  StoreGaugesProtocol;
 
 /** The task module of the query pool, created with the store slice. Named here, as a URL, so that the composition root starts it without importing it. */
 export const MAIL_QUERY_TASK: PoolEntry<MailQueryProtocol, StoreSlice> = moduleUrl('./task.ts', import.meta.url);
@@ -55,5 +58,6 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   OutboxPageRequest,
   OutgoingEmailRequest,
   OutgoingLookupRequest,
+  StoreGaugesRequest,
 ]);
 export type MailQueryMessage = z.infer<typeof MailQueryMessage>;

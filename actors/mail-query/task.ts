@@ -3,8 +3,8 @@
  * MCP surface, the stored source of an attachment link (`attachment.ts`), and
  * the admin surface's audit pages (`mutation-audit.ts`,
  * `answering-audit.ts`), dead letters
- * (`dead-letters.ts`) and outbox reads (`outbox.ts`), answered from the
- * local copy. Created as a piscina
+ * (`dead-letters.ts`) and outbox reads (`outbox.ts`), and the figures of
+ * the store gauges (`store-gauges.ts`), answered from the local copy. Created as a piscina
  * pool by service/app.ts through runtime/pool/pool.ts; the main thread
  * never runs SQL, the pool threads do.
  *
@@ -34,6 +34,7 @@ import { mutationAuditPage } from './mutation-audit.ts';
 import { lookUpOutgoing, outboxPageOf, outboxSummaryOf, outgoingEmailOf } from './outbox.ts';
 import { MailQueryMessage } from './protocol.ts';
 import { searchEmails } from './search.ts';
+import { storeGauges } from './store-gauges.ts';
 
 const storeSlice = poolConfig('mail-query', StoreSlice);
 let connection: Database | null = null;
@@ -93,6 +94,8 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
         return outgoingEmailOf(db, msg);
       case 'mail-query.outgoing-lookup':
         return lookUpOutgoing(db, msg);
+      case 'mail-query.store-gauges':
+        return storeGauges(db, msg);
     }
   });
   return read.deferred();

@@ -54,6 +54,7 @@ import { accessToken } from './filing.ts';
 import { PRUNE_START_MS, PruneTick, type Pruning, pruneStep, schedulePrune } from './retention.ts';
 import { outgoingView, recordNewSend } from './sends.ts';
 import { OutboxConfig, OutboxMessage } from './protocol.ts';
+import { inSmtpSendSpan } from './send-span.ts';
 import { SmtpSessions } from './smtp-sessions.ts';
 
 const Tick = z.strictObject({ type: z.literal('outbox.tick') });
@@ -171,7 +172,6 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
     ctx.log.warn({ event: 'outbox.no-smtp', outgoing: send.id, account: send.accountId }, 'outbox.no-smtp: the account has no SMTP server configured');
     return;
   }
-  let result: AttemptResult;
   // The body-began write found the disk full: no byte of the body left, and the send is given back.
   let fullBeforeBody = false;
   const bodyMayBegin = (): boolean => {
@@ -183,24 +183,27 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
       throw err;
     }
   };
-  try {
-    result = await attemptDelivery(
-      { accountId: send.accountId, envelopeFrom: send.envelopeFrom, raw, recipients: pending },
-      account.smtp,
-      () => credentialsOf(state, ctx, send),
-      state.config.sendTimeoutMs,
-      bodyMayBegin,
-      state.sessions,
-    );
-  } catch (err) {
-    if (!(err instanceof AppError)) throw err;
-    result = {
-      kind: 'not-begun',
-      permanent: false,
-      code: err.code === 'E_CONFIG_SECRET_UNREADABLE' ? 'credential-unreadable' : 'login-unavailable',
-      replyCode: null,
-    };
-  }
+  const smtp = account.smtp;
+  const result: AttemptResult = await inSmtpSendSpan(send.accountId, smtp, async () => {
+    try {
+      return await attemptDelivery(
+        { accountId: send.accountId, envelopeFrom: send.envelopeFrom, raw, recipients: pending },
+        smtp,
+        () => credentialsOf(state, ctx, send),
+        state.config.sendTimeoutMs,
+        bodyMayBegin,
+        state.sessions,
+      );
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      return {
+        kind: 'not-begun',
+        permanent: false,
+        code: err.code === 'E_CONFIG_SECRET_UNREADABLE' ? 'credential-unreadable' : 'login-unavailable',
+        replyCode: null,
+      };
+    }
+  });
   if (state.closed) return;
   if (fullBeforeBody) {
     noteStorageFull(ctx.log, PLACE);

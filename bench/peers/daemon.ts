@@ -39,6 +39,8 @@ export type DaemonStart = {
   nodeArgs?: readonly string[];
   /** How long a stop waits after SIGTERM before SIGKILL (a drain of many accounts takes longer). */
   stopGraceMs?: number;
+  /** Its environment (ours by default): telemetry's leaves out the OTEL_ variables, so a configuration is only what it writes. */
+  env?: NodeJS.ProcessEnv;
 };
 
 export type BenchDaemon = {
@@ -63,14 +65,14 @@ export function startBenchDaemon(start: DaemonStart): BenchDaemon {
   let kept = '';
   let child: ChildProcess;
   if (start.output === 'stderr') {
-    child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'], env: start.env ?? process.env });
     child.stderr!.on('data', (d: Buffer) => {
       kept += d.toString();
       process.stderr.write(d);
     });
   } else {
     const logFd = openSync(start.output.logFile, 'a');
-    child = spawn(command, args, { stdio: ['ignore', logFd, logFd] });
+    child = spawn(command, args, { stdio: ['ignore', logFd, logFd], env: start.env ?? process.env });
     closeSync(logFd);
   }
   const logFile = start.output === 'stderr' ? null : start.output.logFile;

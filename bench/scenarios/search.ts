@@ -119,8 +119,16 @@ function count(database: string, sql: string, params: unknown[] = []): number {
   }
 }
 
-/** The compiled daemon mirroring the bench folder; `sections` adds configuration sections of a scenario's own (search-hybrid's embeddings). */
-export async function startDaemon(dir: string, imapPort: number, sections: Record<string, unknown> = {}): Promise<Daemon> {
+/**
+ * The compiled daemon mirroring the bench folder; `sections` adds configuration sections of a scenario's own (search-hybrid's
+ * embeddings, telemetry's `Telemetry`); `o.profile` names its `--cpu-prof` file (BENCH_CPU_PROF), `o.env` its environment.
+ */
+export async function startDaemon(
+  dir: string,
+  imapPort: number,
+  sections: Record<string, unknown> = {},
+  o: { profile?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<Daemon> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'pw'), PASSWORD);
   writeFileSync(join(dir, 'agent.key'), API_KEY);
@@ -144,7 +152,12 @@ export async function startDaemon(dir: string, imapPort: number, sections: Recor
     ],
     ...sections,
   });
-  const d = startBenchDaemon({ config, output: { logFile: join(dir, 'mailcairnd.log') }, nodeArgs: cpuProfileArgs('search-mailcairnd') });
+  const d = startBenchDaemon({
+    config,
+    output: { logFile: join(dir, 'mailcairnd.log') },
+    nodeArgs: cpuProfileArgs(o.profile ?? 'search-mailcairnd'),
+    ...(o.env ? { env: o.env } : {}),
+  });
   return {
     pid: d.pid,
     database,

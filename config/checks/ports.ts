@@ -20,6 +20,16 @@ function sharesOneSocket(a: Listener, b: Listener): boolean {
   return redirects && a.surface !== b.surface && a.bindAddress === b.bindAddress && a.surface !== 'HealthEndpoints' && b.surface !== 'HealthEndpoints';
 }
 
+/** The refusal of a port another listener of the process binds (shared with the telemetry scrape listener's check). */
+export function portClash(port: number, other: Listener): string {
+  return `port ${port} is also bound by ${other.section} (${other.section}:Port); two listeners of the process cannot share a port`;
+}
+
+/** The configured listener already on `port` (never for port 0, "any free port"). */
+export function listenerOnPort(config: Config, port: number): Listener | undefined {
+  return port === 0 ? undefined : listenersOf(config).find((listener) => listener.port === port);
+}
+
 export function portProblems(config: Config): Problem[] {
   const problems: Problem[] = [];
   const seen: Listener[] = [];
@@ -27,12 +37,7 @@ export function portProblems(config: Config): Problem[] {
     if (listener.port === 0) continue;
     const clash = seen.find((other) => other.port === listener.port && !sharesOneSocket(other, listener));
     if (clash !== undefined) {
-      problems.push(
-        problem(
-          `${listener.section}:Port`,
-          `port ${listener.port} is also bound by ${clash.section} (${clash.section}:Port); two listeners of the process cannot share a port`,
-        ),
-      );
+      problems.push(problem(`${listener.section}:Port`, portClash(listener.port, clash)));
     }
     seen.push(listener);
   }

@@ -34,6 +34,7 @@ import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { holds, recordRefusal } from '../auth/principal.ts';
+import { activeTraceId } from '../../runtime/telemetry/tracing.ts';
 import { createRateLimiter, describeLimits, partitionFor } from '../limits/rate-limiter.ts';
 import {
   admit,
@@ -91,7 +92,7 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
 
   const limits = { limiter, timeout: endpoint.RequestTimeout };
 
-  const admin = async (req: IncomingMessage, res: ExchangeResponse, path: string): Promise<void> => {
+  const admin = async (req: IncomingMessage, res: ExchangeResponse, match: RoutesAt): Promise<void> => {
     const admitted = await admit(req, res, limits, partitionFor('admin', { kind: 'other' }));
     if (admitted === null) return;
     // A moment short of the request timeout, so the use case's failure is answered rather than a bare 504.
@@ -102,7 +103,7 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
     const principal = admitCredential(req, res, judgement, metadataUrl);
     if (principal === null) return;
 
-    const { routes: atPath, params } = routesAt(routes, path);
+    const { routes: atPath, params } = match;
     const route = atPath.find((r) => r.method === req.method);
     if (route === undefined) {
       req.resume();
@@ -172,24 +173,28 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
         case 'problem':
           return answerProblem(res, answer.problem);
         case 'empty':
-          logFailure(log, route, err, answer.status);
+          logFailure(log, route, err, answer.status, activeTraceId());
           return answerEmpty(res, answer.status);
       }
     }
   };
 
   return surfaceHandler({
+    surface: 'admin',
     hosts: hostGuardOf(config, 'AdminEndpoint', log),
     route(req, res, path) {
-      if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
+      // Served only at the configured document's own path (serveMetadata compares it): that path is the template.
+      if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication))
+        return { template: path, handler: ANSWERED };
       // `/mcp` and everything else: nothing is served here, and no credential is looked at.
       if (path !== ADMIN_PREFIX && !path.startsWith(`${ADMIN_PREFIX}/`)) return null;
-      return (req, res) => admin(req, res, path);
+      // Under the prefix the credential is judged before the 404, so a path no route fills is handled, with no template.
+      const match = routesAt(routes, path);
+      return { template: match.routes[0]?.path ?? null, handler: (req, res) => admin(req, res, match) };
     },
-    failed(err, path) {
+    failed(err, { route, traceId }) {
       // Only a known route's template reaches the log; any other path is the caller's text.
-      const template = routesAt(routes, path).routes[0]?.path ?? ADMIN_PREFIX;
-      log.error({ err, event: 'http.failed', route: template }, 'http.failed');
+      log.error({ err, event: 'http.failed', route: route ?? ADMIN_PREFIX, ...(traceId ? { traceId } : {}) }, 'http.failed');
     },
   });
 }
@@ -200,7 +205,9 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
  * fills (each `{name}` one non-empty segment, percent-decoded; a segment
  * that does not decode is passed as sent). No route: an empty list.
  */
-export function routesAt(routes: readonly Route[], path: string): { routes: Route[]; params: Record<string, string> } {
+export type RoutesAt = { routes: Route[]; params: Record<string, string> };
+
+export function routesAt(routes: readonly Route[], path: string): RoutesAt {
   const exact = routes.filter((r) => r.path === path);
   if (exact.length > 0) return { routes: exact, params: {} };
   const segments = path.split('/');
@@ -247,16 +254,17 @@ function queryOf(url: string | undefined): Record<string, string> | null {
  * A route's failure answered with an empty 5xx, logged once by code: the
  * setting to write where one is missing; 503 and 504 (the part doing the
  * work is not running, or did not answer in time) at warn, since asking
- * again may succeed; any other at error with its constant message.
+ * again may succeed; any other at error with its constant message and the
+ * trace id of the exchange's span (when traced), which the exported span shares.
  */
-function logFailure(log: Logger, route: Route, err: AppError, status: number): void {
+function logFailure(log: Logger, route: Route, err: AppError, status: number, traceId: string | undefined): void {
   const target = `${route.method} ${route.path}`;
   if (err.code === 'E_KEYRING_MISSING') {
     log.error({ event: 'admin.keyring-missing', route: target, setting: 'DataEncryption:KeyRing' }, 'admin.keyring-missing');
   } else if (status === 503 || status === 504) {
     log.warn({ event: 'admin.unavailable', route: target, code: err.code }, 'admin.unavailable');
   } else {
-    log.error({ err, event: 'http.failed', route: route.path }, 'http.failed');
+    log.error({ err, event: 'http.failed', route: route.path, ...(traceId ? { traceId } : {}) }, 'http.failed');
   }
 }
 

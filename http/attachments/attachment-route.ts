@@ -26,7 +26,8 @@
  *
  * Privacy: the capability is the credential. Nothing here logs it or any
  * part of the request path: no line per download, and a failure is logged
- * with the route template `/attachments/{capability}` only.
+ * with the route template `/attachments/{capability}` only (and the trace id
+ * of the request's span when traced; the span is named by the template too).
  *
  * Importable by the MCP listener (and redeem.ts, for `AttachmentDownload`).
  */
@@ -34,6 +35,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError, Codes } from '../../runtime/errors.ts';
 import type { KeyRing } from '../../runtime/keyring/keyring.ts';
 import type { Logger } from '../../runtime/log.ts';
+import { activeTraceId } from '../../runtime/telemetry/tracing.ts';
 import { verifyCapability, type CapabilityClaims } from './capability.ts';
 import { contentDisposition, servedContentType } from './download-headers.ts';
 import { pathOf } from '../pipeline.ts';
@@ -120,7 +122,8 @@ function empty(res: ServerResponse, status: number): void {
 function failed(res: ServerResponse, log: Logger, err: unknown, message: string): void {
   // A server-side failure by the table's status; a client-side one cannot reach here with a valid token, so it is a defect: 500.
   const status = err instanceof AppError && Codes[err.code].status >= 500 ? Codes[err.code].status : 500;
-  // The route template only: the URL carries the capability.
-  log.error({ err, event: 'attachment.failed', route: ATTACHMENT_ROUTE, status }, message);
+  // The route template only: the URL carries the capability. The trace id is the request span's, when traced.
+  const traceId = activeTraceId();
+  log.error({ err, event: 'attachment.failed', route: ATTACHMENT_ROUTE, status, ...(traceId ? { traceId } : {}) }, message);
   empty(res, status);
 }

@@ -12,10 +12,10 @@
  * warning naming the credential the work was admitted as. A tool withheld
  * from a listing is not a refusal.
  */
-import { metrics } from '@opentelemetry/api';
 import { resolvePermissions, type PermissionSurface } from '../../config/permissions.ts';
 import type { CredentialEntry } from '../../config/schema/credential-entry.ts';
 import type { Logger } from '../../runtime/log.ts';
+import { counter } from '../../runtime/telemetry/instruments.ts';
 
 export type Principal = {
   kind: 'caller';
@@ -63,13 +63,13 @@ export function holds(principal: Principal, permission: string): boolean {
   return principal.permissions.has(permission);
 }
 
-const refusals = metrics.getMeter('mailcairn').createCounter('service.authorization.refusals', {
-  description: 'Requests refused for a permission the caller does not hold',
-});
-
-/** Count and log one refusal; `target` is the tool name or the route template. */
+/**
+ * Count and log one refusal; `target` is the tool name or the route
+ * template. The counter is looked up at use: one made when this module
+ * loaded came from the API's no-op meter and never recorded.
+ */
 export function recordRefusal(log: Logger, refusal: { surface: Surface; target: string; permission: string; principal: Principal }): void {
-  refusals.add(1, { surface: refusal.surface, target: refusal.target, permission: refusal.permission });
+  counter('authorizationRefusals').add(1, { surface: refusal.surface, target: refusal.target, permission: refusal.permission });
   log.warn(
     { event: 'auth.refused', surface: refusal.surface, target: refusal.target, permission: refusal.permission, credential: refusal.principal.identity },
     'auth.refused',

@@ -14,6 +14,7 @@ import { Codes } from '../../runtime/errors.ts';
 import type { StorageCondition } from '../../runtime/storage-full.ts';
 import type { HostGuard } from '../host-guard.ts';
 import { SERVER_OPTIONS } from '../listen.ts';
+import { observeExchange } from '../pipeline/exchange-telemetry.ts';
 
 export type Readiness = {
   ready: boolean;
@@ -42,12 +43,15 @@ export function createHealthServer(readiness: () => Readiness, hosts?: HostGuard
  */
 export function healthHandler(readiness: () => Readiness, hosts?: HostGuard): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
+    // Measured and traced as every listener's exchanges are (surface `health`; templates `/livez`, `/readyz`).
+    const exchange = observeExchange(req, res, 'health');
     if (hosts !== undefined && !hosts.admits(req)) {
       req.resume();
       return answer(res, Codes.E_HTTP_HOST_REFUSED.status);
     }
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/livez' && path !== '/readyz') return answer(res, 404);
+    exchange.routed(path);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
       return answer(res, 405);

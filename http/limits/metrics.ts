@@ -14,13 +14,15 @@
  * Every point carries `policy` = `Service:Mcp:RateLimiting` or
  * `Service:Admin:RateLimiting`. Never a partition key: it names a credential.
  *
- * The API has no proxy meter: instruments made before the process installs
- * its MeterProvider record nothing, so they are made when a limiter is made
- * (after telemetry is set up), not when this module loads.
+ * The API has no proxy meter: an instrument made before the process installs
+ * its MeterProvider records nothing, so each is looked up at use through
+ * runtime/telemetry/instruments.ts (names, units and descriptions are the
+ * catalogue's), never held.
  *
  * Imported by http/limits/rate-limiter.ts only.
  */
-import { metrics, type Attributes } from '@opentelemetry/api';
+import type { Attributes } from '@opentelemetry/api';
+import { histogram, upDownCounter, counter } from '../../runtime/telemetry/instruments.ts';
 
 export type Surface = 'mcp' | 'admin';
 
@@ -40,33 +42,12 @@ export type LimitMetrics = {
 };
 
 export function limitMetrics(surface: Surface): LimitMetrics {
-  const meter = metrics.getMeter('mailcairn');
   const policy: Attributes = { policy: POLICY[surface] };
-  const requests = meter.createCounter('service.rate_limiting.requests', {
-    description: 'Requests that reached the rate limiter, by result',
-    unit: '{request}',
-  });
-  const active = meter.createUpDownCounter('service.rate_limiting.active_request_leases', {
-    description: 'Requests holding a rate-limiter lease',
-    unit: '{request}',
-  });
-  const queued = meter.createUpDownCounter('service.rate_limiting.queued_requests', {
-    description: 'Requests waiting for a token or a concurrency permit',
-    unit: '{request}',
-  });
-  const inQueue = meter.createHistogram('service.rate_limiting.request.time_in_queue', {
-    description: 'Time a request waited in a rate-limiter queue',
-    unit: 's',
-  });
-  const lease = meter.createHistogram('service.rate_limiting.request_lease.duration', {
-    description: 'Time a request held its rate-limiter lease',
-    unit: 's',
-  });
   return {
-    decided: (result) => requests.add(1, { ...policy, result }),
-    queued: (delta) => queued.add(delta, policy),
-    timeInQueue: (ms, result) => inQueue.record(ms / 1000, { ...policy, result }),
-    leased: (delta) => active.add(delta, policy),
-    leaseEnded: (ms) => lease.record(ms / 1000, policy),
+    decided: (result) => counter('rateLimitRequests').add(1, { ...policy, result }),
+    queued: (delta) => upDownCounter('rateLimitQueued').add(delta, policy),
+    timeInQueue: (ms, result) => histogram('rateLimitTimeInQueue').record(ms / 1000, { ...policy, result }),
+    leased: (delta) => upDownCounter('rateLimitActiveLeases').add(delta, policy),
+    leaseEnded: (ms) => histogram('rateLimitLeaseDuration').record(ms / 1000, policy),
   };
 }

@@ -190,19 +190,22 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
   };
 
   return surfaceHandler({
+    surface: 'mcp',
     hosts: hostGuardOf(config, 'McpEndpoint', log),
     route(req, res, path) {
-      if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication)) return ANSWERED;
+      // Served only at the configured document's own path (serveMetadata compares it): that path is the template.
+      if (path.startsWith(METADATA_PREFIX) && serveMetadata(req, res, effectiveOrigin(req, config.ReverseProxy), endpoint.Authentication))
+        return { template: path, handler: ANSWERED };
       // `/api/admin` first of all: 404 before any credential is looked at.
       if (path === '/api/admin' || path.startsWith('/api/admin/')) return null;
-      if (path === '/mcp') return mcp;
-      if (isAttachmentPath(req.url)) return attachments;
+      if (path === '/mcp') return { template: '/mcp', handler: mcp };
+      if (isAttachmentPath(req.url)) return { template: ATTACHMENT_ROUTE, handler: attachments };
       if (path === '/readyz' && (req.method === 'GET' || req.method === 'HEAD'))
-        return async () => answerReadiness(res, deps.readiness(), req.method === 'HEAD');
+        return { template: '/readyz', handler: async () => answerReadiness(res, deps.readiness(), req.method === 'HEAD') };
       return null;
     },
     // Only the route template reaches the log: a path may carry a capability.
-    failed: (err, path) => log.error({ err, event: 'http.failed', route: path === '/mcp' ? '/mcp' : ATTACHMENT_ROUTE }, 'http.failed'),
+    failed: (err, { route, traceId }) => log.error({ err, event: 'http.failed', route, ...(traceId ? { traceId } : {}) }, 'http.failed'),
   });
 }
 

@@ -15,10 +15,14 @@
  *
  * Telemetry: each tool call is logged once with the tool's name, whether it
  * ended in error (with its five-digit code), and its duration; nothing the
- * caller wrote. An undiagnosed failure is logged at error level (class,
- * code and frames: runtime/log.ts) with a trace id the caller also
- * receives, and answered 54001. Which code a failure shows is the error
- * table's (tool-result.ts `toolFailure`).
+ * caller wrote. The same call is one INTERNAL span `tools/call <tool>`
+ * (a child of the request's span) and one `mcp.server.operation.duration`
+ * point (tool-call-telemetry.ts). An undiagnosed failure is logged at error
+ * level (class, code and frames: runtime/log.ts) with a trace id the caller
+ * also receives, and answered 54001: the trace id of the call's span when
+ * traces are recorded, so the log line, the answer and the exported span
+ * share it. Which code a failure shows is the error table's (tool-result.ts
+ * `toolFailure`).
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -33,6 +37,8 @@ import { holds, recordRefusal, type Principal } from '../auth/principal.ts';
 import { JsonExchangeTransport } from './json-exchange.ts';
 import { admitMessage } from './request-params.ts';
 import { toolFailure, toolSuccess } from './tool-result.ts';
+import { type ObservedToolCall, observeToolCall } from './tool-call-telemetry.ts';
+import { activeTraceId } from '../../runtime/telemetry/tracing.ts';
 import type { Tool, ToolContext } from './tool.ts';
 
 export type McpExchange = {
@@ -80,12 +86,16 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
     const tool = byName.get(request.params.name);
     if (!tool) {
       const withheld = exchange.withheld?.find((t) => t.name === request.params.name);
-      if (withheld) recordRefusal(exchange.log, { surface: 'mcp', target: withheld.name, permission: withheld.permission, principal: exchange.principal });
-      exchange.log.info({ event: 'mcp.tool-call', tool: null, isError: true, code: -32602, durationMs: 0 }, 'mcp.tool-call');
-      // Unknown and not granted read the same: nothing about the caller, credential or permission.
-      throw Object.assign(new Error(`Unknown tool: '${request.params.name}'`), { code: -32602 });
+      // The name is the caller's text unless it is one of this deployment's tools: only then is it named.
+      return observeToolCall(withheld?.name, async (call) => {
+        if (withheld) recordRefusal(exchange.log, { surface: 'mcp', target: withheld.name, permission: withheld.permission, principal: exchange.principal });
+        exchange.log.info({ event: 'mcp.tool-call', tool: null, isError: true, code: -32602, durationMs: 0 }, 'mcp.tool-call');
+        call.ended('refused', -32602);
+        // Unknown and not granted read the same: nothing about the caller, credential or permission.
+        throw Object.assign(new Error(`Unknown tool: '${request.params.name}'`), { code: -32602 });
+      });
     }
-    return callTool(tool, request.params.arguments ?? {}, exchange);
+    return observeToolCall(tool.name, (call) => callTool(tool, request.params.arguments ?? {}, exchange, call));
   });
   const transport = new JsonExchangeTransport(req, res);
   // Closed only when the client left before its answer (so a running handler is aborted): closing
@@ -111,7 +121,7 @@ async function listedNow(exchange: McpExchange): Promise<readonly Tool[]> {
   return exchange.tools.filter((_, i) => offered[i]);
 }
 
-async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promise<CallToolResult> {
+async function callTool(tool: Tool, args: unknown, exchange: McpExchange, call: ObservedToolCall): Promise<CallToolResult> {
   const started = performance.now();
   let result: CallToolResult;
   let code: number | null = null;
@@ -123,9 +133,11 @@ async function callTool(tool: Tool, args: unknown, exchange: McpExchange): Promi
     }
     result = toolSuccess(await tool.call(args, exchange.context));
   } catch (err) {
-    const failure = toolFailure(err, () => randomBytes(8).toString('hex'));
+    // The call's span's trace id when traces are recorded; otherwise one minted for this failure alone.
+    const failure = toolFailure(err, () => activeTraceId() ?? randomBytes(16).toString('hex'));
     code = failure.code;
     result = failure.result;
+    call.ended(failure.kind === 'refused' ? 'refused' : 'failed', failure.code);
     if (failure.kind === 'undiagnosed') exchange.log.error({ err, event: 'mcp.tool-failed', tool: tool.name, traceId: failure.traceId }, 'mcp.tool-failed');
   }
   const durationMs = Math.round((performance.now() - started) * 10) / 10;

@@ -25,6 +25,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from '../../runtime/log.ts';
 import { Codes } from '../../runtime/errors.ts';
 import { SERVER_OPTIONS } from '../listen.ts';
+import { observeExchange, type TelemetrySurface } from '../pipeline/exchange-telemetry.ts';
 
 /** One HTTPS profile of the surface: where a host's clear-text requests are sent. */
 export type RedirectTarget = { readonly domain: string; readonly port: number };
@@ -34,7 +35,7 @@ const DISCARD_LIMIT_BYTES = 64 * 1024;
 
 type Refusal = 'no-host' | 'unknown-host' | 'request-target';
 
-export function createRedirectListener(targets: readonly RedirectTarget[], deps: { log: Logger }): Server {
+export function createRedirectListener(targets: readonly RedirectTarget[], deps: { log: Logger; surface: TelemetrySurface }): Server {
   const origins = new Map<string, string>();
   for (const target of targets) {
     const domain = target.domain.toLowerCase();
@@ -42,6 +43,8 @@ export function createRedirectListener(targets: readonly RedirectTarget[], deps:
   }
 
   const answer = (req: IncomingMessage, res: ServerResponse, invitedBody: boolean): void => {
+    // Measured and traced with the surface's other exchanges; no route is matched here, so no template.
+    observeExchange(req, res, deps.surface);
     const target = redirectOf(req, origins);
     const keepConnection = invitedBody && bodyIsSmall(req);
     if (keepConnection) req.resume();

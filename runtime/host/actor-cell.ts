@@ -12,6 +12,7 @@ import type { Logger } from '../log.ts';
 import { isStorageFull, noteStorageFull } from '../storage-full.ts';
 import type { Ask, Meta, Tell } from '../protocol/envelope.ts';
 import { parseReply } from '../ref.ts';
+import { handleSpan, type HandleSpan } from '../telemetry/actor-spans.ts';
 import { DEFAULT_ACTOR_ASK_MS, type HostLink } from './host-link.ts';
 
 type Inbound = Tell | Ask;
@@ -104,21 +105,32 @@ export class ActorCell {
     if (this.phase === 'stopping') await this.finish('stopped');
   }
 
-  /** Returns false when the actor crashed. */
-  private async handleOne(envelope: Inbound, counted: boolean): Promise<boolean> {
+  /**
+   * Returns false when the actor crashed. An envelope that carries a trace
+   * is handled inside its `handle <kind>` span (telemetry/actor-spans.ts),
+   * ended when the ask is answered (a `later` one included) or the tell done.
+   */
+  private handleOne(envelope: Inbound, counted: boolean): Promise<boolean> {
+    const span = handleSpan(this.actorId, envelope.kind, envelope.meta);
+    if (span === null) return this.handleIn(envelope, counted, null);
+    return span.run(() => this.handleIn(envelope, counted, span));
+  }
+
+  private async handleIn(envelope: Inbound, counted: boolean, span: HandleSpan | null): Promise<boolean> {
     const processed = (): void => {
+      span?.end();
       if (counted) this.link.noteProcessed(this.actorId);
     };
     const isAsk = envelope.kind === 'ask';
     if (isAsk && envelope.deadline <= Date.now()) {
       // The asker has given up already; do not start work nobody waits for.
-      this.replyError(envelope.id, new AppError('E_ACTOR_TIMEOUT'));
+      this.replyError(envelope.id, new AppError('E_ACTOR_TIMEOUT'), span);
       return true;
     }
     const parsed = this.def.messages.safeParse(envelope.msg);
     if (!parsed.success) {
       this.log.warn({ event: 'protocol.invalid', envelope: envelope.id }, 'message failed the actor protocol');
-      if (isAsk) this.replyError(envelope.id, new AppError('E_PROTOCOL_INVALID'));
+      if (isAsk) this.replyError(envelope.id, new AppError('E_PROTOCOL_INVALID'), span);
       else processed();
       return true;
     }
@@ -126,10 +138,11 @@ export class ActorCell {
     try {
       const result = await this.def.handle(this.state, parsed.data, ctx);
       if (isAsk && isLater(result)) {
-        this.answerLater(envelope.id, result[LATER]);
+        this.answerLater(envelope.id, result[LATER], span);
         return true;
       }
       if (isAsk) {
+        span?.end();
         const moved = isWithTransfer(result);
         this.link.post(
           { kind: 'reply', id: envelope.id, from: this.actorId, reply: { ok: true, value: moved ? result.value : result } },
@@ -140,6 +153,7 @@ export class ActorCell {
       }
       return true;
     } catch (err) {
+      span?.end(err);
       if (err instanceof AppError) {
         // A tell's failure has no asker to hear it: a full disk is still said (once per episode).
         if (!isAsk && err.code === 'E_STORE_FULL') noteStorageFull(this.log, this.actorId, err);
@@ -158,14 +172,16 @@ export class ActorCell {
     }
   }
 
-  private answerLater(id: string, work: Promise<unknown>): void {
+  private answerLater(id: string, work: Promise<unknown>, span: HandleSpan | null): void {
     work.then(
       (value) => {
+        span?.end();
         if (this.phase === 'gone') return;
         const moved = isWithTransfer(value);
         this.link.post({ kind: 'reply', id, from: this.actorId, reply: { ok: true, value: moved ? value.value : value } }, moved ? value[TRANSFER] : undefined);
       },
       (err: unknown) => {
+        span?.end(err);
         if (this.phase === 'gone') return;
         if (err instanceof AppError) return this.replyError(id, err);
         if (isStorageFull(err)) {
@@ -178,7 +194,8 @@ export class ActorCell {
     );
   }
 
-  private replyError(id: string, err: AppError): void {
+  private replyError(id: string, err: AppError, span: HandleSpan | null = null): void {
+    span?.end(err);
     this.link.post({ kind: 'reply', id, from: this.actorId, reply: { ok: false, error: toPayload(err) } });
   }
 

@@ -9,6 +9,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { AppError, fromPayload } from '../errors.ts';
 import type { FromHost, Meta, Reply } from '../protocol/envelope.ts';
 import { encodeFromHost } from '../protocol/wire.ts';
+import { tracedAsk, tracedTell } from '../telemetry/actor-spans.ts';
 
 type Pending = { resolve(value: unknown): void; reject(err: unknown): void; timer: NodeJS.Timeout };
 
@@ -21,6 +22,8 @@ export class HostLink {
   private flushScheduled = false;
   private seq = 0;
   private readonly prefix: string;
+  /** Runs before an actor's end (`stopped`, `exited`, `crashed`) is posted: the thread may be ended right after (telemetry's last batch). */
+  beforeEnd: (() => void) | null = null;
 
   constructor(port: MessagePort, threadId: number) {
     this.port = port;
@@ -28,14 +31,21 @@ export class HostLink {
   }
 
   post(envelope: FromHost, transferList?: TransferListItem[]): void {
+    if (this.beforeEnd !== null && (envelope.kind === 'stopped' || envelope.kind === 'exited' || envelope.kind === 'crashed')) this.beforeEnd();
     this.port.postMessage(encodeFromHost(envelope), transferList);
   }
 
+  /** An actor of this thread tells another (in a `tell <kind>` span when it is in a trace). */
   tell(from: string, to: string, msg: unknown, transferList?: TransferListItem[], meta?: Meta): void {
-    this.post({ kind: 'tell', id: this.nextId(), from, to, msg, ...(meta ? { meta } : {}) }, transferList);
+    tracedTell(to, meta, (traced) => this.post({ kind: 'tell', id: this.nextId(), from, to, msg, ...(traced ? { meta: traced } : {}) }, transferList));
   }
 
+  /** An actor of this thread asks another (in an `ask <kind>` span when it is in a trace). */
   ask(from: string, to: string, msg: unknown, deadlineMs: number, transferList?: TransferListItem[], meta?: Meta): Promise<unknown> {
+    return tracedAsk(to, meta, (traced) => this.send(from, to, msg, deadlineMs, transferList, traced));
+  }
+
+  private send(from: string, to: string, msg: unknown, deadlineMs: number, transferList?: TransferListItem[], meta?: Meta): Promise<unknown> {
     const id = this.nextId();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {

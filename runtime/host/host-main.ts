@@ -22,6 +22,12 @@ const log = createLogger({ level: data.logLevel, format: 'Json', ...(data.logTo 
   host: data.hostId,
   thread: threadId,
 });
+// Telemetry's modules load only when the service turned it on (runtime/telemetry/host-sdk.ts).
+if (data.telemetry !== null) {
+  const { installHostTelemetry } = await import('../telemetry/host-sdk.ts');
+  const telemetry = await installHostTelemetry(data.telemetry, { log, post: (envelope) => link.post(envelope) });
+  link.beforeEnd = () => telemetry.flush();
+}
 const cells = new Map<string, ActorCell>();
 const definitions = new Map<string, Promise<AnyActorDefinition>>();
 

@@ -43,6 +43,7 @@ export class HostThread {
     capacity: number;
     heartbeatMs: number;
     logLevel: HostData['logLevel'];
+    telemetry: HostData['telemetry'];
     /** Where the thread's log lines go instead of fd 1: whole lines, in order (tests capture them). */
     logSink?: (line: string) => void;
     resourceLimits?: ResourceLimits;
@@ -53,7 +54,13 @@ export class HostThread {
     this.group = args.group;
     this.capacity = args.capacity;
     const sink = args.logSink;
-    const workerData: HostData = { hostId: args.hostId, heartbeatMs: args.heartbeatMs, logLevel: args.logLevel, logTo: sink ? 'parent' : 'fd' };
+    const workerData: HostData = {
+      hostId: args.hostId,
+      heartbeatMs: args.heartbeatMs,
+      logLevel: args.logLevel,
+      logTo: sink ? 'parent' : 'fd',
+      telemetry: args.telemetry,
+    };
     this.worker = startWorker(hostEntry, {
       workerData,
       ...(args.resourceLimits ? { resourceLimits: args.resourceLimits } : {}),

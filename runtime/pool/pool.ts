@@ -20,10 +20,12 @@ import { Piscina } from 'piscina';
 import { AppError, fromPayload } from '../errors.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { moduleUrl } from '../module-url.ts';
-import { Reply, type ToHost } from '../protocol/envelope.ts';
+import { type Meta, Reply, type ToHost } from '../protocol/envelope.ts';
 import { encodeToHost } from '../protocol/wire.ts';
-import { parseReply, type AnyProtocol, type Askable, type Protocol } from '../ref.ts';
+import { type AskOptions, parseReply, type AnyProtocol, type Askable, type Protocol } from '../ref.ts';
 import { DEFAULT_ASK_MS } from '../router.ts';
+import { tracedAsk } from '../telemetry/actor-spans.ts';
+import type { TelemetrySettings } from '../telemetry/settings.ts';
 import type { PoolData } from './pool-data.ts';
 
 declare const ANSWERS: unique symbol;
@@ -49,6 +51,8 @@ export type PoolOptions<P extends Protocol = AnyProtocol, Config = undefined> = 
   logLevel?: PoolData['logLevel'];
   /** Where a thread's death outside a task is logged; a logger of `logLevel` on fd 1 when not given. */
   log?: Logger;
+  /** The service's telemetry settings: with traces on, each thread exports its `handle <pool>` spans (task.ts). */
+  telemetry?: TelemetrySettings | null;
 } & (undefined extends Config
   ? { config?: Config }
   : {
@@ -69,7 +73,12 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
   const maxThreads = options.maxThreads ?? Math.max(1, availableParallelism() - 1);
   const piscina = new Piscina({
     filename: fileURLToPath(fromSource ? sourceTask : options.entry),
-    workerData: { entry: options.entry.href, logLevel: options.logLevel ?? 'info', config: options.config } satisfies PoolData,
+    workerData: {
+      entry: options.entry.href,
+      logLevel: options.logLevel ?? 'info',
+      config: options.config,
+      telemetry: options.telemetry ?? null,
+    } satisfies PoolData,
     minThreads: Math.min(options.minThreads ?? 1, maxThreads),
     maxThreads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,
@@ -92,38 +101,42 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
     },
     async ask(msg, askOptions = {}) {
       if (inFlight >= capacity) throw new AppError('E_ACTOR_MAILBOX_FULL', { details: { actor: options.id, capacity } });
-      const deadlineMs = askOptions.deadlineMs ?? DEFAULT_ASK_MS;
-      seq += 1;
-      inFlight += 1;
-      const envelope: ToHost = {
-        kind: 'ask',
-        id: `p${seq.toString(36)}`,
-        to: options.id,
-        msg,
-        deadline: Date.now() + deadlineMs,
-        ...(askOptions.meta ? { meta: askOptions.meta } : {}),
-      };
-      const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), deadlineMs);
-      let raw: unknown;
-      try {
-        raw = await piscina.run(encodeToHost(envelope), {
-          signal: abort.signal,
-          ...(askOptions.transfer ? { transferList: askOptions.transfer as never } : {}),
-        });
-      } catch (err) {
-        throw classifyPoolFailure(err, abort.signal.aborted);
-      } finally {
-        clearTimeout(timer);
-        inFlight -= 1;
-      }
-      const reply = Reply.safeParse(raw);
-      if (!reply.success) throw new AppError('E_PROTOCOL_INVALID');
-      if (!reply.data.ok) throw fromPayload(reply.data.error);
-      return parseReply(reply.data.value, askOptions.reply);
+      return tracedAsk(options.id, askOptions.meta, (meta) => run(msg, askOptions, meta));
     },
     close: () => piscina.close({ force: true }),
   };
+
+  async function run<R>(msg: unknown, askOptions: AskOptions<R>, meta: Meta | undefined): Promise<R> {
+    const deadlineMs = askOptions.deadlineMs ?? DEFAULT_ASK_MS;
+    seq += 1;
+    inFlight += 1;
+    const envelope: ToHost = {
+      kind: 'ask',
+      id: `p${seq.toString(36)}`,
+      to: options.id,
+      msg,
+      deadline: Date.now() + deadlineMs,
+      ...(meta ? { meta } : {}),
+    };
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), deadlineMs);
+    let raw: unknown;
+    try {
+      raw = await piscina.run(encodeToHost(envelope), {
+        signal: abort.signal,
+        ...(askOptions.transfer ? { transferList: askOptions.transfer as never } : {}),
+      });
+    } catch (err) {
+      throw classifyPoolFailure(err, abort.signal.aborted);
+    } finally {
+      clearTimeout(timer);
+      inFlight -= 1;
+    }
+    const reply = Reply.safeParse(raw);
+    if (!reply.success) throw new AppError('E_PROTOCOL_INVALID');
+    if (!reply.data.ok) throw fromPayload(reply.data.error);
+    return parseReply(reply.data.value, askOptions.reply);
+  }
 }
 
 /** piscina's failures mapped onto the codes an actor ask produces. */

@@ -27,6 +27,15 @@ export const Reply = z.discriminatedUnion('ok', [
 ]);
 export type Reply = z.infer<typeof Reply>;
 
+/**
+ * One measurement an actor thread recorded, forwarded to the main thread's
+ * SDK (runtime/telemetry/forwarding-meter.ts): the catalogue's metric name,
+ * the value (a sum of the period for counters), and the labels, which the
+ * catalogue's rule keeps to configured identifiers and codes.
+ */
+export const Measurement = z.tuple([z.string().min(1), z.number(), z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))]);
+export type Measurement = z.infer<typeof Measurement>;
+
 export type Tell = { kind: 'tell'; id: string; to: string; msg: unknown; meta?: Meta };
 /** `deadline`: absolute, epoch milliseconds. No ask goes out without one. */
 export type Ask = { kind: 'ask'; id: string; to: string; msg: unknown; meta?: Meta; deadline: number };
@@ -51,6 +60,8 @@ export type FromHost =
   /** Tells handled since the last report: frees mailbox capacity on the main side. */
   | { kind: 'processed'; actor: string; count: number }
   | { kind: 'reply'; id: string; from: string; reply: Reply }
+  /** Measurements recorded on the thread since the last batch (about every second, and before an actor's end is reported). */
+  | { kind: 'measurements'; batch: Measurement[] }
   /** Actor-to-actor traffic, routed by the main thread. */
   | (Tell & { from: string })
   | (Ask & { from: string });

@@ -15,7 +15,7 @@
  */
 import { z } from 'zod';
 import { ErrorPayload } from '../errors.ts';
-import { Meta, type FromHost, type Reply, type ToHost } from './envelope.ts';
+import { Measurement, Meta, type FromHost, type Reply, type ToHost } from './envelope.ts';
 
 const Id = z.string().min(1);
 const ActorId = z.string().min(1);
@@ -43,6 +43,7 @@ const fromHost = {
   reply: z.tuple([z.literal('reply'), Id, ActorId, z.boolean(), z.unknown()]),
   tell: z.tuple([z.literal('tell'), Id, ActorId, ActorId, z.unknown(), OptionalMeta]),
   ask: z.tuple([z.literal('ask'), Id, ActorId, ActorId, z.unknown(), OptionalMeta, Deadline]),
+  measurements: z.tuple([z.literal('measurements'), z.array(Measurement).min(1)]),
 } as const;
 
 function kindOf<K extends string>(raw: unknown, table: Record<K, unknown>): K | null {
@@ -126,6 +127,8 @@ export function encodeFromHost(e: FromHost): unknown[] {
       return ['tell', e.id, e.from, e.to, e.msg, e.meta ?? null];
     case 'ask':
       return ['ask', e.id, e.from, e.to, e.msg, e.meta ?? null, e.deadline];
+    case 'measurements':
+      return ['measurements', e.batch];
   }
 }
 
@@ -166,6 +169,10 @@ export function decodeFromHost(raw: unknown): FromHost | null {
     case 'ask': {
       const p = fromHost.ask.safeParse(raw);
       return p.success ? { kind, id: p.data[1], from: p.data[2], to: p.data[3], msg: p.data[4], ...meta(p.data[5]), deadline: p.data[6] } : null;
+    }
+    case 'measurements': {
+      const p = fromHost.measurements.safeParse(raw);
+      return p.success ? { kind, batch: p.data[1] } : null;
     }
   }
 }

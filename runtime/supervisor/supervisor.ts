@@ -7,7 +7,9 @@
  * turns false; a full disk never counts towards that), terminates host threads whose heartbeats stop, and stops
  * everything in reverse order within a deadline.
  *
- * Every start, exit, restart, give-up and hang is one log line (events.ts).
+ * Every start, exit, restart, give-up and hang is one log line (events.ts);
+ * each restart also adds one to `mailcairn.supervisor.restarts`, by actor
+ * and the reason its previous incarnation ended (the code of the log line).
  * Importable from service/ (app.ts), benches and tests.
  */
 import type { Clock, Random } from '../clock.ts';
@@ -18,9 +20,12 @@ import type { HostData } from '../host/host-data.ts';
 import type { FromHost } from '../protocol/envelope.ts';
 import { actorRef, type ActorId, type ActorRef, type AnyProtocol, type Protocol } from '../ref.ts';
 import { Router } from '../router.ts';
+import { recordForwarded } from '../telemetry/forwarded.ts';
+import type { TelemetrySettings } from '../telemetry/settings.ts';
 import { attemptAfterExit, backoffDelay } from './backoff.ts';
 import { ChildSpec, type ChildSpecInput } from './child-spec.ts';
 import { logEvent, logHostExit } from './events.ts';
+import { counter } from '../telemetry/instruments.ts';
 import { exceedsIntensity, recordRestart, type RestartHistory } from './intensity.ts';
 import { PlacementTable } from './placement.ts';
 import { WatchdogPolicy, isHung } from './watchdog.ts';
@@ -52,6 +57,8 @@ export type SupervisorOptions = {
   hostLogLevel?: HostData['logLevel'];
   /** Host threads' log lines go here instead of fd 1 (tests that read every line). */
   hostLogSink?: (line: string) => void;
+  /** What host threads install (their own tracer, metrics forwarded here); null or absent: nothing, telemetry is off. */
+  telemetry?: TelemetrySettings | null;
 };
 
 export class Supervisor {
@@ -80,6 +87,7 @@ export class Supervisor {
         capacity,
         heartbeatMs: this.watchdog.heartbeatMs,
         logLevel: hostLogLevel,
+        telemetry: options.telemetry ?? null,
         ...(options.hostLogSink ? { logSink: options.hostLogSink } : {}),
         ...(resourceLimits ? { resourceLimits } : {}),
         events: { envelope: (host, env) => this.onEnvelope(host, env), ended: (host, reason, code) => this.onHostEnded(host, reason, code) },
@@ -205,6 +213,9 @@ export class Supervisor {
       case 'ask':
         this.router.onEnvelope(host, envelope);
         return;
+      case 'measurements':
+        recordForwarded(envelope.batch, this.log);
+        return;
     }
     const child = this.children.get(envelope.actor);
     if (!child || child.incarnation !== envelope.incarnation || child.host !== host) {
@@ -309,6 +320,8 @@ export class Supervisor {
       if (child.state !== 'backoff' || this.stopping) return;
       child.restarts += 1;
       logEvent(this.log, 'actor.restart', { actor: id, reason, restarts: child.restarts, nextDelayMs: null });
+      // The child id names an actor kind and at most a configured account id (`imap-sync:<account>`): never an address.
+      counter('supervisorRestarts').add(1, { 'mailcairn.actor': id, 'mailcairn.reason': reason });
       this.launch(child);
     }, delay);
     this.wake(child);

@@ -113,6 +113,7 @@ const BENCH_MEASURES: Record<string, string> = {
   'bench/scenarios/search.ts → actors/mail-query/query-syntax.ts': "counts what the index matches with the engine's query compiler, to choose shapes",
   'bench/scenarios/search.ts → actors/mail-query/search.ts': 'times searchEmails in process beside the daemon',
   'bench/search-engine.ts → actors/mail-query/search.ts': 'times searchEmails per query shape',
+  'bench/store-gauges.ts → actors/mail-query/store-gauges.ts': 'times a collection of the store gauges at mailbox scale',
   'bench/search-engine.ts → actors/mime-parse/parse-message.ts': 'builds the index from mail parsed by the real parser',
 };
 

@@ -29,9 +29,10 @@ const account = (id: string, extra: Record<string, unknown> = {}) => ({
 
 t.test('a section counts as written when the tree holds it, even empty or at its defaults', (t) => {
   t.same(written({}), []);
-  t.same(written({ Telemetry: {} }), ['Telemetry']);
+  t.same(written({ Spam: {} }), ['Spam']);
+  t.same(written({ Telemetry: { Enabled: true } }), [], 'telemetry is served');
   t.same(written({ Outbox: {} }), [], 'the outbox is served');
-  t.same(written({ Telemetry: { Enabled: false }, Spam: { Enabled: false } }), ['Spam', 'Telemetry'], 'table order');
+  t.same(written({ Spam: { Enabled: false }, MailRules: { Enabled: false } }), ['MailRules', 'Spam'], 'table order');
   t.same(written({ McpEndpoint: { Enabled: true }, Storage: {}, Logging: {} }), [], 'served sections never count');
   t.same(written(null), []);
   t.same(written([]), []);

@@ -52,7 +52,8 @@ async function setup(t: { teardown(fn: () => unknown): void }, tokens = 100) {
     }
   };
   const server = createListener({
-    route: (_req, _res, path) => (path === '/work' ? handler : null),
+    surface: 'mcp',
+    route: (_req, _res, path) => (path === '/work' ? { template: '/work', handler } : null),
     failed: (err) => failures.push(err),
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

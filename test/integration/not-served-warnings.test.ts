@@ -10,7 +10,7 @@ import { NO_EFFECT } from '../../config/not-served.ts';
 import { spawnDaemon, tempDir, writeConfig } from '../helpers/daemon.ts';
 
 /** Every setting this release does not serve, written; with the warning each must give. */
-const NOT_SERVED_SETTINGS = ['Accounts:[]:Owner', 'MailRules', 'Spam', 'Telemetry'];
+const NOT_SERVED_SETTINGS = ['Accounts:[]:Owner', 'MailRules', 'Spam'];
 
 t.test('the list below covers the whole table', (t) => {
   t.same(
@@ -43,7 +43,6 @@ function notServedConfig(dir: string): Record<string, unknown> {
     Answering: { Endpoints: [{ Alias: 'local', BaseAddress: 'http://127.0.0.1:9/v1', Model: 'chat' }] },
     MailRules: { Enabled: true, Rules: [{ Name: 'file', When: { SenderDomain: 'example.org' }, Then: { MoveTo: 'junk' } }] },
     Spam: { Enabled: true, Action: 'Move', Folder: 'junk' },
-    Telemetry: { Enabled: true, ServiceName: 'mailcairn-test' },
   };
 }
 
@@ -59,7 +58,7 @@ t.test('written settings this release does not serve: one "no effect" warning ea
     t.equal(lines.length, 1, `one line names ${setting}`);
     t.ok(lines[0]?.startsWith(`  warning [not-served] ${setting}: has no effect in this release: `), `and it is the warning: ${lines[0] ?? ''}`);
   }
-  t.notMatch(check.stdout(), /\b(MailRules|Spam|Telemetry): (on|exported|every)\b/, 'nothing not served is said to be on');
+  t.notMatch(check.stdout(), /\b(MailRules|Spam): (on|exported|every)\b/, 'nothing not served is said to be on');
   t.match(
     check.stdout(),
     /Answering: endpoint local at 127\.0\.0\.1:9, .*; ask_mail is not offered until an embedding profile is declared and activated/,

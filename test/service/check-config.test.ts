@@ -141,16 +141,41 @@ t.test('credential material is judged as startup judges it, and never printed', 
 });
 
 t.test('a written setting this release does not serve is accepted with one warning, an override counting as written', (t) => {
-  const { code, out } = run({ Spam: { Enabled: true } }, { MAILCAIRN__Telemetry__Enabled: 'true' });
+  const { code, out } = run({ Spam: { Enabled: true } }, { MAILCAIRN__MailRules__Enabled: 'true' });
   t.equal(code, 0);
   t.same(
     out.filter((line) => line.includes('not-served')),
     [
+      '  warning [not-served] MailRules: has no effect in this release: no rule runs on arriving mail',
       '  warning [not-served] Spam: has no effect in this release: no mail is classified',
-      '  warning [not-served] Telemetry: has no effect in this release: no trace or metric is exported',
     ],
   );
-  t.notMatch(out.join('\n'), /Spam: on|Telemetry: exported/);
+  t.notMatch(out.join('\n'), /Spam: on|MailRules: on/);
   t.ok(out.includes('Startup warnings (2):'));
+  t.end();
+});
+
+t.test('telemetry: an OTEL_ variable that does not parse is refused by name; the effective settings are printed', (t) => {
+  const refused = run({ Telemetry: { Enabled: true } }, { OTEL_METRICS_EXPORTER: 'console', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+  t.equal(refused.code, 78);
+  t.same(refused.out.slice(1), [
+    'Refused: the service would not start.',
+    '  OTEL_METRICS_EXPORTER: names an exporter this build does not have: must be a comma-separated list of otlp, prometheus, none',
+    '  OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not served by this build: use http/protobuf or http/json',
+  ]);
+  const ignored = run({ Telemetry: { Enabled: false } }, { OTEL_METRICS_EXPORTER: 'console' });
+  t.equal(ignored.code, 0, 'with Telemetry:Enabled false no variable is read');
+  t.ok(ignored.out.includes('  Telemetry: off (no OpenTelemetry SDK is loaded)'));
+  const accepted = run(
+    { Telemetry: { Enabled: true, Metrics: { Prometheus: { Enabled: true } } } },
+    { OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
+  );
+  t.equal(accepted.code, 0);
+  t.ok(
+    accepted.out.includes(
+      '  Telemetry (service.name mailcairn): metrics scraped at http://127.0.0.1:9464/metrics; metrics pushed to http://127.0.0.1:4318/v1/metrics (http/protobuf) every 60000 ms',
+    ),
+    accepted.out.join('\n'),
+  );
   t.end();
 });

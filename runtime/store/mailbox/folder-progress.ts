@@ -1,7 +1,7 @@
 /**
  * A mirrored folder's progress (the `progress` of each folder in the
  * synchronization status): the emails stored of it, the message count its
- * last SELECT reported (`folder_server_counts`, migration 14), and the pace
+ * last SELECT reported (`folder_server_counts`, migration 15), and the pace
  * at which emails were stored lately.
  *
  * The pace is read from what the store recorded: each batch's rows carry the

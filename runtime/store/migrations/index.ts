@@ -18,7 +18,8 @@ import { sql as questionAllowance } from './0010-question-allowance.ts';
 import { sql as answeringPruneIndex } from './0011-answering-prune-index.ts';
 import { sql as contacts } from './0012-contacts.ts';
 import { sql as outboxRetention } from './0013-outbox-retention.ts';
-import { sql as folderServerCounts } from './0014-folder-server-counts.ts';
+import { sql as journalDroppedIndex } from './0014-journal-dropped-index.ts';
+import { sql as folderServerCounts } from './0015-folder-server-counts.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -36,5 +37,6 @@ export const migrations: readonly Migration[] = [
   { version: 11, name: 'answering-prune-index', sql: answeringPruneIndex },
   { version: 12, name: 'contacts', sql: contacts },
   { version: 13, name: 'outbox-retention', sql: outboxRetention },
-  { version: 14, name: 'folder-server-counts', sql: folderServerCounts },
+  { version: 14, name: 'journal-dropped-index', sql: journalDroppedIndex },
+  { version: 15, name: 'folder-server-counts', sql: folderServerCounts },
 ];

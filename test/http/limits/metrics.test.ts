@@ -3,36 +3,13 @@
  * read back from an in-memory SDK MeterProvider: admissions by result,
  * active leases, queued requests, time in queue and lease duration, every
  * point tagged with the surface's policy name and never with a partition.
+ * The limiters are made before the SDK is installed: their instruments are
+ * looked up at use (made at limiter creation, they recorded nothing).
  */
-import { metrics } from '@opentelemetry/api';
-import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
 import t from 'tap';
 import { createRateLimiter, partitionFor, type RateLimitingSettings } from '../../../http/limits/rate-limiter.ts';
+import { installTelemetrySdk, type MetricPoint as Point } from '../../helpers/telemetry-sdk.ts';
 import { fakeLimiterClock } from './fake-limiter-clock.ts';
-
-class TestReader extends MetricReader {
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-
-const reader = new TestReader();
-metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-t.teardown(() => metrics.disable());
-
-type Point = { name: string; attributes: Record<string, unknown>; value: unknown };
-
-async function points(): Promise<Point[]> {
-  const { resourceMetrics } = await reader.collect();
-  return resourceMetrics.scopeMetrics.flatMap((scope) =>
-    scope.metrics.flatMap((metric) =>
-      (metric.dataPoints as DataPoint<unknown>[]).map((point) => ({ name: metric.descriptor.name, attributes: { ...point.attributes }, value: point.value })),
-    ),
-  );
-}
 
 const settings: RateLimitingSettings = {
   Enabled: true,
@@ -46,8 +23,10 @@ const settings: RateLimitingSettings = {
 
 t.test('every instrument is tagged with the policy, never the partition', async (t) => {
   const clock = fakeLimiterClock();
+  // Made before the SDK is installed, as the service may make them: their instruments are looked up at use.
   const mcp = createRateLimiter(settings, { surface: 'mcp', clock });
   const admin = createRateLimiter(settings, { surface: 'admin', clock });
+  const sdk = installTelemetrySdk(t);
   const key = partitionFor('mcp', { kind: 'api-key', name: 'secret-key-name' });
 
   const first = await mcp.acquire(key);
@@ -61,7 +40,7 @@ t.test('every instrument is tagged with the policy, never the partition', async 
   const adminLease = await admin.acquire(partitionFor('admin', { kind: 'other' }));
   t.ok(adminLease.ok);
 
-  const all = await points();
+  const all = await sdk.points();
   for (const point of all) {
     t.match(point.attributes.policy, /^Service:(Mcp|Admin):RateLimiting$/, `${point.name} carries the policy`);
     t.notOk(JSON.stringify(point.attributes).includes('secret-key-name'), `${point.name} names no partition`);

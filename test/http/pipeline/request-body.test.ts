@@ -24,14 +24,18 @@ type Seen = { reads: string[]; failures: unknown[] };
 async function setup(t: { teardown(fn: () => unknown): void }): Promise<{ port: number; url: string; seen: Seen }> {
   const seen: Seen = { reads: [], failures: [] };
   const server = createListener({
-    route: () => async (req, res) => {
-      const read = await readBody(req, res, LIMIT);
-      seen.reads.push(read.kind);
-      if (read.kind === 'gone') return;
-      if (read.kind === 'too-large') return answerEmpty(res, 413);
-      res.setHeader('Content-Type', 'text/plain');
-      res.end(String(read.bytes.length));
-    },
+    surface: 'mcp',
+    route: () => ({
+      template: '/',
+      handler: async (req, res) => {
+        const read = await readBody(req, res, LIMIT);
+        seen.reads.push(read.kind);
+        if (read.kind === 'gone') return;
+        if (read.kind === 'too-large') return answerEmpty(res, 413);
+        res.setHeader('Content-Type', 'text/plain');
+        res.end(String(read.bytes.length));
+      },
+    }),
     failed: (err) => seen.failures.push(err),
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -26,7 +26,7 @@ const TARGETS: RedirectTarget[] = [
 
 async function started(targets: readonly RedirectTarget[] = TARGETS) {
   const capture = captureLog();
-  const server = createRedirectListener(targets, { log: capture.log });
+  const server = createRedirectListener(targets, { log: capture.log, surface: 'mcp' });
   const connections: { bytesRead: () => number }[] = [];
   server.on('connection', (socket) => {
     connections.push({ bytesRead: () => socket.bytesRead });

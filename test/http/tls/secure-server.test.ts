@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import { close, listen } from '../../../http/listen.ts';
 import { createRateLimiter } from '../../../http/limits/rate-limiter.ts';
-import { admit, answerEmpty, readBody, surfaceHandler } from '../../../http/pipeline.ts';
+import { admit, answerEmpty, type Handler, readBody, surfaceHandler } from '../../../http/pipeline.ts';
 import { createTlsServer, type SecureProfile } from '../../../http/tls/secure-server.ts';
 import { chainOf, createCa, issue } from '../../harness/test-ca.ts';
 
@@ -39,28 +39,29 @@ const slowLimits = { limiter: createRateLimiter({ Enabled: false } as never, { s
 
 /** Echoes what the pipeline saw: the protocol, the Host, the path. */
 const handler = surfaceHandler({
-  route: (req, res, path) =>
-    path === '/echo'
-      ? async () => {
-          res.setHeader('Connection', 'close'); // dropped on HTTP/2, kept on HTTP/1.1
-          const text = JSON.stringify({ version: req.httpVersion, host: req.headers.host, url: req.url });
-          res.setHeader('Content-Type', 'application/json');
-          res.end(text);
-        }
-      : path === '/empty'
-        ? async () => answerEmpty(res, 204)
-        : path === '/slow'
-          ? async () => {
-              // Admitted under a 300 ms request timeout, then never answered by the handler.
-              await admit(req, res, slowLimits, 'mcp:<anonymous>' as never);
-            }
-          : path === '/upload'
-            ? async () => {
-                const body = await readBody(req, res, 1024);
-                if (body.kind === 'too-large') answerEmpty(res, 413);
-                else answerEmpty(res, 204);
-              }
-            : null,
+  surface: 'mcp',
+  route: (req, res, path) => {
+    const handlers: Record<string, Handler> = {
+      '/echo': async () => {
+        res.setHeader('Connection', 'close'); // dropped on HTTP/2, kept on HTTP/1.1
+        const text = JSON.stringify({ version: req.httpVersion, host: req.headers.host, url: req.url });
+        res.setHeader('Content-Type', 'application/json');
+        res.end(text);
+      },
+      '/empty': async () => answerEmpty(res, 204),
+      // Admitted under a 300 ms request timeout, then never answered by the handler.
+      '/slow': async () => {
+        await admit(req, res, slowLimits, 'mcp:<anonymous>' as never);
+      },
+      '/upload': async () => {
+        const body = await readBody(req, res, 1024);
+        if (body.kind === 'too-large') answerEmpty(res, 413);
+        else answerEmpty(res, 204);
+      },
+    };
+    const found = handlers[path];
+    return found === undefined ? null : { template: path, handler: found };
+  },
   failed: (err) => {
     throw err;
   },

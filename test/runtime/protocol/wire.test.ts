@@ -26,6 +26,13 @@ const fromHost: FromHost[] = [
   { kind: 'reply', id: 'm2', from: 'a', reply: { ok: false, error } },
   { kind: 'tell', id: 'h1-3', from: 'a', to: 'b', msg: 1 },
   { kind: 'ask', id: 'h1-4', from: 'a', to: 'b', msg: 1, meta: { trace: 'x' }, deadline: 9 },
+  {
+    kind: 'measurements',
+    batch: [
+      ['mailcairn.sync.run.duration', 0.25, { 'mailcairn.account': 'alice', 'mailcairn.folder': 'inbox' }],
+      ['service.authorization.refusals', 3, {}],
+    ],
+  },
 ];
 
 t.test('every envelope kind round-trips through structured clone', async (t) => {
@@ -53,4 +60,8 @@ t.test('malformed wire values are refused', async (t) => {
   t.equal(decodeFromHost(['heartbeat']), null);
   t.equal(decodeFromHost(['reply', 'm1', 'a', true]), null, 'missing value slot');
   t.equal(decodeFromHost(['__proto__', 1]), null);
+  t.equal(decodeFromHost(['measurements', []]), null, 'an empty batch');
+  t.equal(decodeFromHost(['measurements', [['m', '1', {}]]]), null, 'a value that is no number');
+  t.equal(decodeFromHost(['measurements', [['m', 1, { a: ['list'] }]]]), null, 'a label that is no primitive');
+  t.equal(decodeFromHost(['measurements', [['', 1, {}]]]), null, 'an empty name');
 });

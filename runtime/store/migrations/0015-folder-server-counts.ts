@@ -1,5 +1,5 @@
 /**
- * Migration 14: what the mail server last said a mirrored folder holds
+ * Migration 15: what the mail server last said a mirrored folder holds
  * (issue 31, progress on long work; docs/admin-api.md "Progress"). Never
  * edit once shipped; add the next one.
  *

@@ -1,0 +1,68 @@
+/**
+ * What one MCP tool call records beside its log line (mcp-server.ts): an
+ * INTERNAL span `tools/call <tool>`, a child of the request's SERVER span,
+ * and one `mcp.server.operation.duration` point, both labelled
+ * `mcp.method.name` = `tools/call`, `gen_ai.tool.name`, and when the call did
+ * not succeed `error.type` = the code it was answered with:
+ *
+ * - `mailcairn.outcome` = `ok`: a result;
+ * - `refused`: an error result with a code the caller can act on (14001,
+ *   51001, 53001, …), or -32602 for a tool that is unknown or withheld;
+ * - `failed`: the undiagnosed 54001 (the reason is in the log, under the
+ *   span's trace id).
+ *
+ * The tool's name is named only when it is one of this deployment's tools:
+ * a call of an unknown tool carries no `gen_ai.tool.name` (the caller wrote
+ * it). Never an argument or a result.
+ *
+ * Imported by http/mcp/mcp-server.ts.
+ */
+import { performance } from 'node:perf_hooks';
+import { type Attributes, SpanStatusCode } from '@opentelemetry/api';
+import { histogram } from '../../runtime/telemetry/instruments.ts';
+import { markFailed, SpanKind, tracer } from '../../runtime/telemetry/tracing.ts';
+
+export type ToolOutcome = 'ok' | 'refused' | 'failed';
+
+export type ObservedToolCall = {
+  /** The call was answered with an error result, or refused with a JSON-RPC error: its outcome and code. */
+  ended(outcome: Exclude<ToolOutcome, 'ok'>, code: number): void;
+};
+
+const METHOD = 'tools/call';
+
+/** Runs `work` inside the call's span and records the call when it settles (`ok` unless `ended` said otherwise). */
+export function observeToolCall<T>(tool: string | undefined, work: (call: ObservedToolCall) => Promise<T>): Promise<T> {
+  const labels: Attributes = { 'mcp.method.name': METHOD, ...(tool !== undefined ? { 'gen_ai.tool.name': tool } : {}) };
+  return tracer().startActiveSpan(tool === undefined ? METHOD : `${METHOD} ${tool}`, { kind: SpanKind.INTERNAL, attributes: labels }, async (span) => {
+    const started = performance.now();
+    let outcome: ToolOutcome = 'ok';
+    let code: number | undefined;
+    const call: ObservedToolCall = {
+      ended(ending, answered) {
+        outcome = ending;
+        code = answered;
+      },
+    };
+    try {
+      return await work(call);
+    } catch (err) {
+      // A throw nobody answered for (never a tool's: mcp-server.ts answers those) is a failure of the call.
+      if (code === undefined) {
+        outcome = 'failed';
+        markFailed(span, err);
+      }
+      throw err;
+    } finally {
+      const errorType = code !== undefined ? { 'error.type': String(code) } : {};
+      histogram('mcpOperationDuration').record((performance.now() - started) / 1000, { ...labels, 'mailcairn.outcome': outcome, ...errorType });
+      if (outcome !== 'ok') {
+        span.setAttributes({ 'mailcairn.outcome': outcome, ...errorType });
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      } else {
+        span.setAttribute('mailcairn.outcome', outcome);
+      }
+      span.end();
+    }
+  });
+}
