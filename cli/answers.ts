@@ -11,6 +11,15 @@ import { CliFailure } from './failure.ts';
 const Count = z.number().int().nonnegative();
 const Instant = z.string();
 
+/** Progress of long work (docs/admin-api.md "Progress"); absent from a server older than it. */
+export const WorkProgress = z.looseObject({
+  completedEmailCount: Count,
+  totalEmailCount: Count.nullable(),
+  emailsPerSecond: z.number().nonnegative().nullable(),
+  secondsLeft: Count.nullable(),
+});
+export type WorkProgress = z.infer<typeof WorkProgress>;
+
 export const SynchronizationAnswer = z.looseObject({
   synchronizationEnabled: z.boolean(),
   accounts: z.array(
@@ -39,6 +48,8 @@ export const SynchronizationAnswer = z.looseObject({
             .nullable(),
           /** Absent from a server older than the derivation writer. */
           notYetIndexedEmailCount: Count.optional(),
+          /** Null for a folder no longer mirrored. */
+          progress: WorkProgress.nullable().optional(),
         }),
       ),
     }),
@@ -66,7 +77,14 @@ export const RederivationAnswer = z.looseObject({
     .nullable(),
 });
 
-export const ErasureAnswer = z.looseObject({ account: z.string(), folder: z.string(), erasedEmailCount: Count, emailsRemain: z.boolean() });
+export const ErasureAnswer = z.looseObject({
+  account: z.string(),
+  folder: z.string(),
+  erasedEmailCount: Count,
+  emailsRemain: z.boolean(),
+  /** Absent from a server older than the erasure's progress. */
+  remainingEmailCount: Count.optional(),
+});
 
 export const DeadLettersAnswer = z.looseObject({
   jobs: z.array(
@@ -115,7 +133,7 @@ export const OutgoingEmailAnswer = z.looseObject({
 export const OutboxDecisionAnswer = z.looseObject({ outgoingEmail: z.string(), outcome: z.string() });
 
 const Profile = z.looseObject({ provider: z.string(), model: z.string(), dimensions: Count, distance: z.string() });
-const Building = { embeddedEmailCount: Count, emailCount: Count };
+const Building = { embeddedEmailCount: Count, emailCount: Count, progress: WorkProgress.optional() };
 
 export const EmbeddingStatusAnswer = z.looseObject({
   declared: Profile.nullable(),
@@ -127,6 +145,7 @@ export const EmbeddingStatusAnswer = z.looseObject({
     startedAt: Instant.optional(),
     embeddedEmailCount: Count.optional(),
     emailCount: Count.optional(),
+    progress: WorkProgress.optional(),
   }),
   nextPassAt: Instant.nullable(),
   waitingFor: z.string().nullable(),

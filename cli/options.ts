@@ -59,5 +59,6 @@ export const STRING_OPTIONS = [
   'preferred',
   'note',
   'origin',
+  'interval',
 ] as const;
-export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal', 'clear-note'] as const;
+export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal', 'clear-note', 'watch'] as const;

@@ -11,6 +11,7 @@
 import type { ActorContext } from '../../runtime/actor.ts';
 import { lastMessageId, periodStart, unembeddedSegment } from '../../runtime/store/mailbox/embedding-work.ts';
 import { type Generation, purgeRetiredVectors, writeVectors } from '../../runtime/store/mailbox/vectors.ts';
+import { RecentWork } from '../../runtime/work-progress.ts';
 import { maxInput, providerFailed, providerFor, targets } from './endpoints.ts';
 import { live, promoteIfComplete } from './generations.ts';
 import type { EmbeddingStatus } from './protocol.ts';
@@ -85,6 +86,7 @@ export async function pass(state: EmbeddingState, ctx: ActorContext): Promise<vo
             break;
           }
           const messages = new Set(segment.passages.map((x) => x.messageId)).size;
+          const segmentStarted = Date.now();
           const done = await embedPassages(state, ctx, generation, segment.passages, p, endpoint.batchSize);
           embedded += done.written;
           if (done.outcome === 'gone') continue eachGeneration;
@@ -92,6 +94,7 @@ export async function pass(state: EmbeddingState, ctx: ActorContext): Promise<vo
             waiting = done.outcome;
             break eachGeneration;
           }
+          recentWork(state, generation.id).add({ from: segmentStarted, to: Date.now(), count: messages });
           cursor[lane] = segment.lastMessageId;
           budget -= messages;
         }
@@ -105,6 +108,16 @@ export async function pass(state: EmbeddingState, ctx: ActorContext): Promise<vo
     state.waitingFor = waiting;
     next(state, ctx, more);
   }
+}
+
+/** The generation's recent segments: whole messages embedded, and when (the status's pace). */
+function recentWork(state: EmbeddingState, generationId: number): RecentWork {
+  let recent = state.recent.get(generationId);
+  if (recent === undefined) {
+    recent = new RecentWork();
+    state.recent.set(generationId, recent);
+  }
+  return recent;
 }
 
 type SegmentOutcome = 'done' | 'spend' | 'provider' | 'gone';

@@ -19,6 +19,7 @@
  * a subject or the API key.
  */
 import { z } from 'zod';
+import { WorkProgress } from '../../runtime/work-progress.ts';
 import { moduleUrl } from '../../runtime/module-url.ts';
 import type { ActorId, ProtocolOf } from '../../runtime/ref.ts';
 import { StoreSlice } from '../../runtime/store/store-slice.ts';
@@ -74,6 +75,8 @@ export const EmbeddingStatus = z.strictObject({
     servingSince: Instant,
     embeddedEmailCount: Count,
     emailCount: Count,
+    /** The same counts as progress, with the pace of the last passes and the time left (ours: the spec leaves field names open). */
+    progress: WorkProgress,
   }).nullable(),
   /** A generation being built for a changed profile while the serving one answers; `none` when there is none. */
   reindex: z.discriminatedUnion('state', [
@@ -85,6 +88,7 @@ export const EmbeddingStatus = z.strictObject({
       startedAt: Instant,
       embeddedEmailCount: Count,
       emailCount: Count,
+      progress: WorkProgress,
     }),
   ]),
   /** When the next backfill pass runs; null when just started, when `EmbeddingBackfill:Enabled` is false, or when nothing is activated. */

@@ -3,6 +3,7 @@
  * changed by this folder's modules, on the actor's one thread.
  */
 import type { Database } from '../../runtime/store/open.ts';
+import type { RecentWork } from '../../runtime/work-progress.ts';
 import type { EmbeddingConfig, EmbeddingStatus } from './protocol.ts';
 import type { EmbeddingProvider } from './provider.ts';
 
@@ -28,6 +29,8 @@ export type EmbeddingState = {
   nextPassAt: number | null;
   waitingFor: EmbeddingStatus['waitingFor'];
   cursors: Map<number, Cursor>;
+  /** Emails embedded lately, per generation (passes.ts): the pace the status reports. */
+  recent: Map<number, RecentWork>;
   /** Characters reserved in the ledger for query placement and not used yet (spend.ts `spendOnQuery`). */
   queryAllowance: { periodStart: number; remaining: number };
   abort: AbortController;
@@ -45,6 +48,7 @@ export function initialState(config: EmbeddingConfig, db: Database): EmbeddingSt
     nextPassAt: null,
     waitingFor: null,
     cursors: new Map(),
+    recent: new Map(),
     queryAllowance: { periodStart: -1, remaining: 0 },
     abort: new AbortController(),
   };

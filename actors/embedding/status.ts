@@ -6,6 +6,7 @@
  */
 import { periodStart, spentIn, storeCoverage } from '../../runtime/store/mailbox/embedding-work.ts';
 import type { Generation } from '../../runtime/store/mailbox/vectors.ts';
+import { workProgress } from '../../runtime/work-progress.ts';
 import { declaredProvider } from './endpoints.ts';
 import { live, profileOf } from './generations.ts';
 import type { EmbeddingStatus } from './protocol.ts';
@@ -16,12 +17,14 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export function status(state: EmbeddingState): EmbeddingStatus {
   const declared = state.config.declared;
   const { serving, building } = live(state.db);
+  const now = Date.now();
   const covered = (g: Generation) => {
     const c = storeCoverage(state.db, g.id);
-    return { embeddedEmailCount: c.embedded, emailCount: c.embeddable };
+    const perSecond = state.recent.get(g.id)?.perSecond(now) ?? null;
+    return { embeddedEmailCount: c.embedded, emailCount: c.embeddable, progress: workProgress(c.embedded, c.embeddable, perSecond) };
   };
   const health = declaredProvider(state)?.health();
-  const start = periodStart(Date.now(), state.config.spend.periodMs);
+  const start = periodStart(now, state.config.spend.periodMs);
   return {
     declared: declared?.profile ?? null,
     serving: serving === undefined ? null : { ...profileOf(serving), generation: serving.id, servingSince: iso(serving.servingAt!), ...covered(serving) },

@@ -19,6 +19,7 @@ import type { Logger } from '../../runtime/log.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import type { Binding } from '../../runtime/store/mailbox/bindings.ts';
 import { readCheckpoint } from '../../runtime/store/mailbox/checkpoints.ts';
+import { recordServerCount } from '../../runtime/store/mailbox/folder-progress.ts';
 import { storeBatch, type FetchedMessage } from '../../runtime/store/mailbox/store-batch.ts';
 import { applyFlagChanges, knownUids, localFlags, retireUidValidity, tombstone } from '../../runtime/store/mailbox/server-changes.ts';
 import type { CatchUpReply } from '../derivation/protocol.ts';
@@ -128,6 +129,8 @@ export class FolderRun {
     this.uidValidity = Number(mailbox.uidValidity);
     this.selected = selectedState(mailbox);
     this.selectModseq = mailbox.highestModseq ?? null;
+    // The total the folder's mirror is measured against (the status's progress).
+    if (typeof mailbox.exists === 'number') recordServerCount(db, binding.id, mailbox.exists, this.deps.now());
     if (checkpoint && checkpoint.uidValidity !== this.uidValidity) {
       // The server renumbered the folder: retire every old copy before refetching, so nothing shows twice.
       retireUidValidity(db, binding.id, this.uidValidity, this.deps.now());
@@ -235,6 +238,17 @@ export class FolderRun {
       this.unreadable += 1;
     }
     noteUnreadable(this.deps.log, mine ? this.unreadableCounts : {}, failure, { folder: this.deps.binding.alias, uid });
+  }
+
+  /**
+   * Once fetching ended: the folder's count as the session knows it now
+   * (EXISTS and EXPUNGE answers since the SELECT included), so a message
+   * expunged between listing and fetching does not leave the total above
+   * what can ever be stored.
+   */
+  recordFinalCount(): void {
+    const mailbox = this.deps.client.mailbox;
+    if (mailbox && typeof mailbox.exists === 'number') recordServerCount(this.deps.db, this.deps.binding.id, mailbox.exists, this.deps.now());
   }
 
   /** Whether the session this folder runs on is still open (the classifier reads it): not after the server's BYE. */

@@ -224,7 +224,7 @@ const EmailCount = z.number().int().nonnegative();
 const ReplyScope = { account: z.string(), folder: z.string().nullable() };
 export const RewindAssessmentReply = z.strictObject({ ...ReplyScope, storedEmailCount: EmailCount });
 export const RewindReply = z.strictObject({ ...ReplyScope, folders: z.array(z.string()) });
-export const ErasePassReply = z.strictObject({ erasedEmailCount: EmailCount, emailsRemain: z.boolean() });
+export const ErasePassReply = z.strictObject({ erasedEmailCount: EmailCount, emailsRemain: z.boolean(), remainingEmailCount: EmailCount });
 export const RederivationCarriage = z.enum(['carried', 'queue-at-capacity', 'stopped']);
 export const RederivationRun = z.strictObject({
   ...ReplyScope,

@@ -289,6 +289,7 @@ export class SyncRun {
   }
 
   private async completeFolder(slot: FolderSlot): Promise<void> {
+    if (slot.run !== null && !slot.run.hasMore) slot.run.recordFinalCount();
     await this.settle(slot);
     this.record(slot, 'ok');
     this.next();

@@ -84,6 +84,7 @@ export default defineActor({
         return synchronizationStatus(state.db, {
           enabled: state.config.enabled,
           since: state.bootAt,
+          now: Date.now(),
           accounts: state.schedule.list().map((a) => ({
             id: a.account,
             phase: a.phase,

@@ -3,8 +3,10 @@
  * surface (docs/admin-api.md "Embeddings").
  *
  * - `status` prints every status line: the declared profile, the serving
- *   one with how much of the stored mail it covers, the reindex, the next
- *   pass, the provider's health, the spend of the period and why work waits.
+ *   one with how much of the stored mail it covers (with the pace and the
+ *   time left), the reindex, the next pass, the provider's health, the
+ *   spend of the period and why work waits. `--watch` reads it again and
+ *   again (watch.ts) until no embedding is under way.
  * - `activate` reads the forecast first. Nothing declared: refused with what
  *   to declare. The declared profile already serving or being built: the
  *   POST begins nothing and spends nothing, so it asks nothing. Otherwise
@@ -16,12 +18,13 @@
  */
 import type { Sade } from 'sade';
 import type { z } from 'zod';
-import { ActivationAnswer, ActivationForecastAnswer, EmbeddingStatusAnswer, read } from '../answers.ts';
+import { ActivationAnswer, ActivationForecastAnswer, EmbeddingStatusAnswer, read, type WorkProgress } from '../answers.ts';
 import { confirm } from '../confirm.ts';
-import { withConnection } from '../connection.ts';
+import { type Connection, withConnection } from '../connection.ts';
 import type { Context } from '../context.ts';
 import { CliFailure, unchanged } from '../failure.ts';
 import { flag, type Options } from '../options.ts';
+import { progressWords, watch, watchOption } from '../watch.ts';
 import type { Run } from './run.ts';
 
 const STATUS = '/api/admin/embeddings';
@@ -39,8 +42,9 @@ function profileWords(p: Profile): string {
   return `${p.model} (${p.provider}, ${p.dimensions} dimensions, ${p.distance})`;
 }
 
-function coverage(embedded: number, total: number): string {
-  return `${embedded} of ${total} stored emails embedded`;
+/** The coverage, with the pace and the time left when the deployment answers them. */
+function coverage(embedded: number, total: number, progress: WorkProgress | undefined): string {
+  return progress ? progressWords(progress, 'stored emails embedded') : `${embedded} of ${total} stored emails embedded`;
 }
 
 function statusLines(ctx: Context, s: Status): string {
@@ -59,14 +63,14 @@ function statusLines(ctx: Context, s: Status): string {
   const reindex =
     s.reindex.state === 'building' && s.reindex.profile !== undefined
       ? `generation ${s.reindex.generation} building since ${s.reindex.startedAt}: ${profileWords(s.reindex.profile)}, ` +
-        coverage(s.reindex.embeddedEmailCount ?? 0, s.reindex.emailCount ?? 0)
+        coverage(s.reindex.embeddedEmailCount ?? 0, s.reindex.emailCount ?? 0, s.reindex.progress)
       : s.reindex.state;
   return ctx.out.pairs([
     ['Declared profile', s.declared ? profileWords(s.declared) : 'none (Embeddings declares no profile)'],
     [
       'Serving profile',
       s.serving
-        ? `generation ${s.serving.generation} since ${s.serving.servingSince}: ${profileWords(s.serving)}, ${coverage(s.serving.embeddedEmailCount, s.serving.emailCount)}`
+        ? `generation ${s.serving.generation} since ${s.serving.servingSince}: ${profileWords(s.serving)}, ${coverage(s.serving.embeddedEmailCount, s.serving.emailCount, s.serving.progress)}`
         : 'none: semantic search is inactive until a declared profile is activated (mailcairn embedding activate)',
     ],
     ['Reindex', reindex],
@@ -77,9 +81,48 @@ function statusLines(ctx: Context, s: Status): string {
   ]);
 }
 
-async function status(ctx: Context): Promise<void> {
-  await withConnection(ctx, async ({ client }) => {
-    const answer = read(EmbeddingStatusAnswer, await client.get(STATUS), client.endpoint, `GET ${STATUS}`);
+/** One line per refresh for a pipe: each generation's coverage, and why work waits. */
+function statusLine(s: Status): string {
+  const parts: string[] = [];
+  if (s.serving) parts.push(`serving generation ${s.serving.generation}: ${coverage(s.serving.embeddedEmailCount, s.serving.emailCount, s.serving.progress)}`);
+  else parts.push('nothing serving');
+  if (s.reindex.state === 'building') {
+    parts.push(
+      `reindex generation ${s.reindex.generation ?? '?'}: ${coverage(s.reindex.embeddedEmailCount ?? 0, s.reindex.emailCount ?? 0, s.reindex.progress)}`,
+    );
+  }
+  if (s.waitingFor !== null) parts.push(`waiting for ${s.waitingFor}`);
+  return parts.join(' | ');
+}
+
+/**
+ * Whether embedding is under way: a live generation has stored mail left to
+ * embed and the work is not waiting for the period's spend to roll over (a
+ * wait of up to a whole period: no progress to watch). With
+ * `EmbeddingBackfill:Enabled` false older mail is never embedded, and the
+ * watch lasts until Ctrl-C.
+ */
+export function embeddingUnderWay(s: Status): boolean {
+  if (s.waitingFor === 'spend') return false;
+  const servingLeft = s.serving !== null && s.serving.embeddedEmailCount < s.serving.emailCount;
+  const buildingLeft = s.reindex.state === 'building' && (s.reindex.embeddedEmailCount ?? 0) < (s.reindex.emailCount ?? 0);
+  return servingLeft || buildingLeft;
+}
+
+async function status(ctx: Context, options: Options): Promise<void> {
+  const watching = watchOption(options);
+  const readStatus = async ({ client }: Connection): Promise<Status> => read(EmbeddingStatusAnswer, await client.get(STATUS), client.endpoint, `GET ${STATUS}`);
+  if (watching !== null) {
+    return watch(ctx, {
+      intervalMs: watching.intervalMs,
+      read: readStatus,
+      human: (answer) => statusLines(ctx, answer),
+      line: statusLine,
+      done: (answer) => !embeddingUnderWay(answer),
+    });
+  }
+  await withConnection(ctx, async (connection) => {
+    const answer = await readStatus(connection);
     ctx.out.reading(answer, () => statusLines(ctx, answer));
   });
 }
@@ -134,8 +177,10 @@ async function activate(ctx: Context, options: Options): Promise<void> {
 export function registerEmbedding(program: Sade, run: Run): void {
   program
     .command('embedding status')
-    .describe('Semantic search health and lag: declared and serving profiles, reindex, next pass, provider health, spend.')
-    .action(run((ctx) => status(ctx)));
+    .describe('Semantic search health and lag: declared and serving profiles with their progress, reindex, next pass, provider health, spend.')
+    .option('--watch', 'Read it again and again until no embedding is under way (Ctrl-C stops watching)')
+    .option('--interval', 'Time between two readings with --watch: 2s (default), 500ms, 1m')
+    .action(run((ctx, options) => status(ctx, options)));
   program
     .command('embedding activate')
     .describe('Take up the declared embedding profile and start embedding (a provider bill). Shows the estimate, then asks.')

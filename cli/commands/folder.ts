@@ -4,7 +4,9 @@
  * the deployment says nothing remains (docs/admin-api.md "Folder erasure").
  *
  * The running total goes to standard error after each pass (progress, not
- * the reading); the final total to standard output. An erasure cut short
+ * the reading), with the share of the folder erased, the pace of the passes
+ * and the time left (rewritten in place on a terminal); the final total to
+ * standard output. An erasure cut short
  * (Ctrl-C, a lost connection, no answer in time, a failure between passes)
  * says how much was erased "before the erasure was interrupted" and to run
  * the command again: each pass is whole on the deployment, so running again
@@ -17,6 +19,8 @@ import { withConnection } from '../connection.ts';
 import type { Context } from '../context.ts';
 import { CliFailure, EXIT, unchanged } from '../failure.ts';
 import { requiredText, type Options } from '../options.ts';
+import { RecentWork, workProgress } from '../../runtime/work-progress.ts';
+import { durationWords } from '../watch.ts';
 import type { Run } from './run.ts';
 
 const ERASE = '/api/admin/folders/erasure';
@@ -30,6 +34,8 @@ async function erase(ctx: Context, options: Options): Promise<void> {
   process.on('SIGINT', onInterrupt);
   let total = 0;
   let passes = 0;
+  // The pace of this client's passes: the erasure's rate (each pass is timed from its request to its answer).
+  const recent = new RecentWork();
   // A pass cut short on the way may still have finished on the deployment: the total is what this client saw answered.
   const interrupted = (cause: string, exitCode: CliFailure['exitCode']): CliFailure =>
     new CliFailure(
@@ -42,6 +48,7 @@ async function erase(ctx: Context, options: Options): Promise<void> {
       async ({ client }) => {
         for (;;) {
           let pass;
+          const passStarted = Date.now();
           try {
             pass = read(ErasureAnswer, await unchanged(client.post(ERASE, { account, folder }), 'Nothing was erased.'), client.endpoint, `POST ${ERASE}`);
           } catch (err) {
@@ -52,8 +59,9 @@ async function erase(ctx: Context, options: Options): Promise<void> {
           }
           passes += 1;
           total += pass.erasedEmailCount;
+          recent.add({ from: passStarted, to: Date.now(), count: pass.erasedEmailCount });
           if (!pass.emailsRemain) return;
-          ctx.out.note(`Erased ${total} email(s) of ${what} so far…`);
+          ctx.out.progress(`Erased ${total} email(s) of ${what} so far${progressTail(total, pass.remainingEmailCount, recent)}…`);
           if (interrupt.signal.aborted) throw interrupted('Ctrl-C', EXIT.interrupted);
         }
       },
@@ -66,6 +74,16 @@ async function erase(ctx: Context, options: Options): Promise<void> {
     { account, folder, erasedEmailCount: total, passes },
     () => `Erased ${total} email(s) of ${what} in ${passes} pass(es); none of its mail remains stored.`,
   );
+}
+
+/** `(41% of 600), 830 per second, about 1 s left`: from the passes so far and what the last one left; nothing from an older deployment. */
+function progressTail(erased: number, remaining: number | undefined, recent: RecentWork): string {
+  if (remaining === undefined) return '';
+  const p = workProgress(erased, erased + remaining, recent.perSecond(Date.now()));
+  const share = p.totalEmailCount ? ` (${Math.floor((100 * erased) / p.totalEmailCount)}% of ${p.totalEmailCount})` : '';
+  const rate = p.emailsPerSecond === null ? '' : `, ${p.emailsPerSecond} per second`;
+  const left = p.secondsLeft === null || p.secondsLeft === 0 ? '' : `, about ${durationWords(p.secondsLeft)} left`;
+  return `${share}${rate}${left}`;
 }
 
 export function registerFolder(program: Sade, run: Run): void {

@@ -5,6 +5,8 @@
  * - `authorize` reads the refresh token from standard input (never an
  *   argument) and answers nothing back: the route stores it sealed and
  *   returns no body.
+ * - `status --watch` reads the status again and again (watch.ts) until no
+ *   mirror is under way, each mirrored folder with its progress.
  * - `rewind` reads the estimate first (to standard output), asks on standard
  *   error unless `--yes`, then discards progress: it needs both
  *   `service.admin.read` and `service.admin.operate`.
@@ -12,11 +14,12 @@
 import type { Sade } from 'sade';
 import { RederivationAnswer, RewindAnswer, RewindAssessmentAnswer, SynchronizationAnswer, read } from '../answers.ts';
 import { confirm } from '../confirm.ts';
-import { withConnection } from '../connection.ts';
+import { type Connection, withConnection } from '../connection.ts';
 import type { Context } from '../context.ts';
 import { unchanged } from '../failure.ts';
 import { flag, optionalText, requiredText, type Options } from '../options.ts';
 import { readSecret } from '../standard-input.ts';
+import { progressWords, watch, watchOption } from '../watch.ts';
 import type { Run } from './run.ts';
 
 const SYNC = '/api/admin/mailbox/synchronization';
@@ -48,45 +51,100 @@ function yesNo(value: boolean): string {
   return value ? 'yes' : 'no';
 }
 
-async function status(ctx: Context): Promise<void> {
-  await withConnection(ctx, async ({ client }) => {
-    const answer = read(SynchronizationAnswer, await client.get(SYNC), client.endpoint, `GET ${SYNC}`);
-    ctx.out.reading(answer, () => {
-      const lines = [answer.synchronizationEnabled ? 'Synchronization is on.' : 'Synchronization is off: nothing is fetched and every figure is still.'];
-      if (answer.accounts.length === 0) return [...lines, 'No account is configured.'].join('\n');
-      lines.push(
-        '',
-        ctx.out.table(
-          ['ACCOUNT', 'PHASE', 'NEXT RUN', 'FAILURES', 'LAST RUN'],
-          answer.accounts.map((a) => [
-            a.account,
-            a.phase,
-            a.nextRunDueAt ?? '-',
-            String(a.consecutiveFailureCount),
-            a.lastRun ? `${a.lastRun.outcome} at ${a.lastRun.endedAt}, ${a.lastRun.foldersFailed} folder(s) failed` : 'none since start',
-          ]),
-        ),
-        '',
-        ctx.out.table(
-          ['ACCOUNT', 'FOLDER', 'MIRRORED', 'UIDVALIDITY', 'LAST UID', 'ADVANCED AT', 'NOT YET INDEXED', 'LAST RUN'],
-          answer.accounts.flatMap((a) =>
-            a.folders.map((f) => [
-              a.account,
-              f.alias,
-              yesNo(f.mirrored),
-              f.uidValidity === null ? '-' : String(f.uidValidity),
-              f.lastSeenUid === null ? '-' : String(f.lastSeenUid),
-              f.progressAdvancedAt ?? '-',
-              f.notYetIndexedEmailCount === undefined ? '-' : String(f.notYetIndexedEmailCount),
-              f.lastRun
-                ? `${f.lastRun.outcome} at ${f.lastRun.endedAt}: ${f.lastRun.storedEmailCount} stored, ${f.lastRun.oversizedEmailCount} oversized, ${f.lastRun.unreadableEmailCount} unreadable${f.lastRun.hasMoreEmails ? ', more to fetch' : ''}`
-                : 'none since start',
-            ]),
-          ),
-        ),
-      );
-      return lines.join('\n');
+type Sync = ReturnType<typeof SynchronizationAnswer.parse>;
+type SyncFolder = Sync['accounts'][number]['folders'][number];
+
+function mirrorWords(f: SyncFolder): string {
+  return f.progress ? progressWords(f.progress, 'stored') : '-';
+}
+
+function statusText(ctx: Context, answer: Sync): string {
+  const lines = [answer.synchronizationEnabled ? 'Synchronization is on.' : 'Synchronization is off: nothing is fetched and every figure is still.'];
+  if (answer.accounts.length === 0) return [...lines, 'No account is configured.'].join('\n');
+  lines.push(
+    '',
+    ctx.out.table(
+      ['ACCOUNT', 'PHASE', 'NEXT RUN', 'FAILURES', 'LAST RUN'],
+      answer.accounts.map((a) => [
+        a.account,
+        a.phase,
+        a.nextRunDueAt ?? '-',
+        String(a.consecutiveFailureCount),
+        a.lastRun ? `${a.lastRun.outcome} at ${a.lastRun.endedAt}, ${a.lastRun.foldersFailed} folder(s) failed` : 'none since start',
+      ]),
+    ),
+    '',
+    ctx.out.table(
+      ['ACCOUNT', 'FOLDER', 'MIRRORED', 'UIDVALIDITY', 'LAST UID', 'ADVANCED AT', 'NOT YET INDEXED', 'MIRROR PROGRESS', 'LAST RUN'],
+      answer.accounts.flatMap((a) =>
+        a.folders.map((f) => [
+          a.account,
+          f.alias,
+          yesNo(f.mirrored),
+          f.uidValidity === null ? '-' : String(f.uidValidity),
+          f.lastSeenUid === null ? '-' : String(f.lastSeenUid),
+          f.progressAdvancedAt ?? '-',
+          f.notYetIndexedEmailCount === undefined ? '-' : String(f.notYetIndexedEmailCount),
+          mirrorWords(f),
+          f.lastRun
+            ? `${f.lastRun.outcome} at ${f.lastRun.endedAt}: ${f.lastRun.storedEmailCount} stored, ${f.lastRun.oversizedEmailCount} oversized, ${f.lastRun.unreadableEmailCount} unreadable${f.lastRun.hasMoreEmails ? ', more to fetch' : ''}`
+            : 'none since start',
+        ]),
+      ),
+    ),
+  );
+  return lines.join('\n');
+}
+
+/** One line per refresh for a pipe: each account's phase and its mirrored folders' progress. */
+function statusLine(answer: Sync): string {
+  if (!answer.synchronizationEnabled) return 'synchronization is off';
+  if (answer.accounts.length === 0) return 'no account is configured';
+  return answer.accounts
+    .map((a) => {
+      const folders = a.folders.filter((f) => f.mirrored).map((f) => `${f.alias} ${mirrorWords(f)}`);
+      return `${a.account} ${a.phase}${folders.length > 0 ? `: ${folders.join('; ')}` : ''}`;
+    })
+    .join(' | ');
+}
+
+/**
+ * Whether mirroring is under way: an account runs or waits for a slot, or
+ * one waiting without failures has a mirrored folder not mirrored whole
+ * (stored below the server's count, or never selected since the start). A
+ * failing account waits out its backoff: that is no progress to watch.
+ */
+export function mirrorUnderWay(answer: Sync): boolean {
+  if (!answer.synchronizationEnabled) return false;
+  return answer.accounts.some(
+    (a) =>
+      a.phase === 'running' ||
+      a.phase === 'waiting-for-slot' ||
+      (a.phase === 'waiting' &&
+        a.consecutiveFailureCount === 0 &&
+        a.folders.some((f) => {
+          const p = f.progress;
+          if (!f.mirrored || !p) return false;
+          return p.totalEmailCount === null ? a.lastRun === null : p.completedEmailCount < p.totalEmailCount;
+        })),
+  );
+}
+
+async function status(ctx: Context, options: Options): Promise<void> {
+  const watching = watchOption(options);
+  const readStatus = async ({ client }: Connection): Promise<Sync> => read(SynchronizationAnswer, await client.get(SYNC), client.endpoint, `GET ${SYNC}`);
+  if (watching !== null) {
+    return watch(ctx, {
+      intervalMs: watching.intervalMs,
+      read: readStatus,
+      human: (answer) => statusText(ctx, answer),
+      line: statusLine,
+      done: (answer) => !mirrorUnderWay(answer),
     });
+  }
+  await withConnection(ctx, async (connection) => {
+    const answer = await readStatus(connection);
+    ctx.out.reading(answer, () => statusText(ctx, answer));
   });
 }
 
@@ -162,8 +220,13 @@ export function registerMailbox(program: Sade, run: Run): void {
     .action(run((ctx, options) => authorize(ctx, options)));
   program
     .command('mailbox status')
-    .describe('Synchronization status per account and mapped folder.')
-    .action(run((ctx) => status(ctx)));
+    .describe(
+      "Synchronization status per account and mapped folder, with each mirrored folder's progress (stored of the server's count, per second, time left).",
+    )
+    .option('--watch', 'Read it again and again until no mirror is under way (Ctrl-C stops watching)')
+    .option('--interval', 'Time between two readings with --watch: 2s (default), 500ms, 1m')
+    .example('mailbox status --watch --interval 5s')
+    .action(run((ctx, options) => status(ctx, options)));
   program
     .command('mailbox rederive')
     .describe('Re-read stored raw MIME into newly recorded properties (cheap; no mail server session). Returns the run under way, if any.')

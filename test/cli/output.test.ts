@@ -62,3 +62,51 @@ t.test('confirmations and piped secrets', async (t) => {
   await t.rejects(readSecret({ stdin: piped('one\ntwo\n'), stderr }, 'API key', ''), /more than one line/);
   await t.rejects(readSecret({ stdin: piped('\n'), stderr }, 'API key', ''), /No API key arrived/);
 });
+
+t.test('watched readings and running totals', async (t) => {
+  const value = { completed: 1 };
+  const human = (): string => 'line one\nline two';
+  const line = (): string => 'one line';
+
+  const piped = { stdout: capture(false), stderr: capture(false) };
+  const plain = createOutput('table', piped, {});
+  plain.refresh(value, human, line);
+  plain.refresh(value, human, line);
+  t.equal(piped.stdout.text, 'one line\none line\n', 'not a terminal: one line per refresh');
+
+  const json = { stdout: capture(true), stderr: capture(true) };
+  const asJson = createOutput('json', json, {});
+  asJson.refresh(value, human, line);
+  asJson.refresh({ completed: 2 }, human, line);
+  t.same(
+    json.stdout.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l)),
+    [{ completed: 1 }, { completed: 2 }],
+    'JSON: one document per line per refresh, on a terminal too',
+  );
+
+  const tty = { stdout: { ...capture(true), columns: 5 }, stderr: capture(true) };
+  const drawn = createOutput('table', tty, {});
+  drawn.refresh(value, human, line);
+  drawn.refresh(value, human, line);
+  // "line one" and "line two" wrap on a 5-column terminal: 4 rows to go back over.
+  t.equal(tty.stdout.text, 'line one\nline two\n\u001b[4F\u001b[Jline one\nline two\n', 'a terminal: redrawn over the previous refresh');
+
+  const totals = { stdout: capture(true), stderr: capture(true) };
+  const running = createOutput('table', totals, {});
+  running.progress('Erased 250');
+  running.progress('Erased 500');
+  running.error('stopped');
+  t.equal(
+    totals.stderr.text,
+    '\r\u001b[2KErased 250\r\u001b[2KErased 500\n\u001b[31mmailcairn:\u001b[0m stopped\n',
+    'a terminal: rewritten in place, closed before the next line',
+  );
+  const notes = { stdout: capture(false), stderr: capture(false) };
+  const lines = createOutput('table', notes, {});
+  lines.progress('Erased 250');
+  lines.progress('Erased 500');
+  t.equal(notes.stderr.text, 'Erased 250\nErased 500\n', 'not a terminal: a line each');
+});

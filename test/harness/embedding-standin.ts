@@ -16,6 +16,8 @@
  * chosen body), a hang (no answer until the stand-in closes), JSON that does
  * not parse, the wrong number of vectors or the wrong length, a connection
  * reset, and the data given in reverse order (legal: clients order by index).
+ * `setLatency` holds the vector answers, so a backfill takes long enough to
+ * be watched.
  *
  * `close()` destroys every socket, hung ones included, so no test waits on it.
  */
@@ -42,6 +44,8 @@ export type EmbeddingStandin = {
   script(...answers: StandinAnswer[]): void;
   /** Answer every request with this once the script is used up (default `ok`). */
   setDefault(answer: StandinAnswer): void;
+  /** Hold each vector answer this long before sending it (0, the default: at once), for tests that watch a backfill go by. */
+  setLatency(ms: number): void;
   vectorOf(text: string): number[];
   close(): Promise<void>;
 };
@@ -51,6 +55,7 @@ export async function startEmbeddingStandin(options: { dimensions: number }): Pr
   const requests: RecordedRequest[] = [];
   const queue: StandinAnswer[] = [];
   let fallback: StandinAnswer = { kind: 'ok' };
+  let latencyMs = 0;
 
   const vectorOf = (text: string): number[] => embed(text, dimensions);
 
@@ -85,7 +90,9 @@ export async function startEmbeddingStandin(options: { dimensions: number }): Pr
         if (answer.kind === 'wrong-count') data = data.slice(0, Math.max(0, data.length - 1));
         if (answer.kind === 'wrong-dimensions') data = data.map((d) => ({ ...d, embedding: d.embedding.slice(0, dimensions - 1) }));
         const tokens = inputs.reduce((n, text) => n + words(text).length, 0);
-        send(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+        const reply = (): void => send(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+        if (latencyMs > 0) setTimeout(reply, latencyMs);
+        else reply();
       }
     }
   }
@@ -100,6 +107,9 @@ export async function startEmbeddingStandin(options: { dimensions: number }): Pr
     },
     setDefault: (answer) => {
       fallback = answer;
+    },
+    setLatency: (ms) => {
+      latencyMs = ms;
     },
     vectorOf,
     close: () => server.close(),

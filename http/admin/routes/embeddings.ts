@@ -18,9 +18,11 @@ const status = EmbeddingStatus.shape;
 export const EmbeddingStatusAnswer = EmbeddingStatus.extend({
   declared: status.declared.describe('The profile `Embeddings` declares (provider, model, dimensions, distance); null: none declared'),
   serving: status.serving.describe(
-    'The generation answering searches, with the stored emails it has embedded of all stored; null: none activated (semantic search inactive)',
+    'The generation answering searches, with the stored emails it has embedded of all stored and its `progress` (the same counts, the pace of the last passes, the time left); null: none activated (semantic search inactive)',
   ),
-  reindex: status.reindex.describe('A generation being built for a changed profile while the serving one answers; `state: none` when there is none'),
+  reindex: status.reindex.describe(
+    'A generation being built for a changed profile while the serving one answers, with its coverage and `progress`; `state: none` when there is none',
+  ),
   nextPassAt: status.nextPassAt.describe(
     'When the next backfill pass runs; null just after start, when `EmbeddingBackfill:Enabled` is false, or when nothing is activated',
   ),

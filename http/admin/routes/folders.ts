@@ -24,6 +24,9 @@ export const ErasureAnswer = z.strictObject({
   emailsRemain: z
     .boolean()
     .describe('More stored mail of the folder is left: ask again. False once the folder is empty (its checkpoint went with the last pass)'),
+  remainingEmailCount: Count.describe(
+    "Stored emails of the folder left after this pass (tombstones uncounted); with the passes' `erasedEmailCount`, the erasure's total, so a client can show its progress",
+  ),
 });
 
 export const folderRoutes = [

@@ -25,7 +25,7 @@ import { configuredAccount, requiredFolder } from './scope.ts';
 export const ERASURE_PASS_MESSAGES = 250;
 
 export type ErasureRequest = { account: string; folder: string };
-export type ErasureAnswer = { account: string; folder: string; erasedEmailCount: number; emailsRemain: boolean };
+export type ErasureAnswer = { account: string; folder: string; erasedEmailCount: number; emailsRemain: boolean; remainingEmailCount: number };
 
 export async function eraseFolderPass(
   deps: Pick<AdminDeps, 'config' | 'actor'>,

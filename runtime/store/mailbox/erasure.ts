@@ -19,7 +19,12 @@ import { many, one, run } from '../rows.ts';
 import { perConnection } from './prepared.ts';
 import { scopedBindings } from './scope.ts';
 
-export type ErasePass = { erasedEmailCount: number; emailsRemain: boolean };
+export type ErasePass = {
+  erasedEmailCount: number;
+  emailsRemain: boolean;
+  /** Stored emails of the folder left after the pass (tombstones uncounted): with the passes' counts, the erasure's total. */
+  remainingEmailCount: number;
+};
 
 const inBindings = 'binding_id IN (SELECT value FROM json_each(?))';
 const inIds = 'IN (SELECT value FROM json_each(?))';
@@ -31,7 +36,9 @@ const statements = perConnection((db: Database) => ({
   ),
   messages: db.prepare(`DELETE FROM messages WHERE id ${inIds}`),
   remains: db.prepare(`SELECT 1 AS found FROM messages WHERE ${inBindings} LIMIT 1`),
+  remaining: db.prepare(`SELECT count(*) AS n FROM messages WHERE ${inBindings} AND state <> 'tombstoned'`),
   checkpoints: db.prepare(`DELETE FROM checkpoints WHERE ${inBindings}`),
+  serverCounts: db.prepare(`DELETE FROM folder_server_counts WHERE ${inBindings}`),
 }));
 
 /**
@@ -51,7 +58,7 @@ export function erasePass(db: Database, accountId: string, alias: string, limit:
         details: { account: accountId, folder: alias },
       });
     }
-    if (bindings.length === 0) return { erasedEmailCount: 0, emailsRemain: false };
+    if (bindings.length === 0) return { erasedEmailCount: 0, emailsRemain: false, remainingEmailCount: 0 };
     const scope = JSON.stringify(bindings.map((binding) => binding.id));
     const page = many<{ id: number; state: string }>(s.page, [scope, limit]);
     if (page.length > 0) {
@@ -60,8 +67,15 @@ export function erasePass(db: Database, accountId: string, alias: string, limit:
       run(s.messages, [ids]);
     }
     const emailsRemain = one(s.remains, [scope]) !== undefined;
-    if (!emailsRemain) run(s.checkpoints, [scope]);
-    return { erasedEmailCount: page.filter((row) => row.state !== 'tombstoned').length, emailsRemain };
+    if (!emailsRemain) {
+      run(s.checkpoints, [scope]);
+      run(s.serverCounts, [scope]);
+    }
+    return {
+      erasedEmailCount: page.filter((row) => row.state !== 'tombstoned').length,
+      emailsRemain,
+      remainingEmailCount: emailsRemain ? (one<{ n: number }>(s.remaining, [scope])?.n ?? 0) : 0,
+    };
   });
   return apply.immediate();
 }

@@ -7,16 +7,20 @@
  * Runs that began before `since` (the process start) read as none, as the
  * spec asks after a restart; folder progress persists. The answer holds no
  * subject, address, remote folder path or exception detail: only aliases,
- * numbers, outcome categories and instants.
+ * numbers, outcome categories and instants. Each mirrored folder's
+ * `progress` (folder-progress.ts) is an addition of ours: the spec's table
+ * of parts leaves the answer's field names open.
  *
  * Importable by the scheduler and the admin route (`SynchronizationStatus`).
  */
 import { z } from 'zod';
+import { WorkProgress } from '../../work-progress.ts';
 import type { Database } from '../open.ts';
 import { many, one } from '../rows.ts';
 import { perConnection } from './prepared.ts';
-import { underivedInBinding } from './underived.ts';
+import { mirrorProgress } from './folder-progress.ts';
 import { folderOutcomes, runOutcomes } from './runs.ts';
+import { underivedInBinding } from './underived.ts';
 
 const Instant = z.iso.datetime();
 const Count = z.number().int().nonnegative();
@@ -42,6 +46,12 @@ export const FolderStatus = z.strictObject({
   lastRun: FolderLastRun.nullable(),
   /** Mirrored emails the derivation writer has not parsed and indexed yet (agents see them as `notYetIndexed`). */
   notYetIndexedEmailCount: Count,
+  /**
+   * How far the mirror of a mirrored folder has come (null for one no longer
+   * mirrored): emails stored of the count the server last reported, the
+   * pace they were stored at lately, and an estimate of the time left.
+   */
+  progress: WorkProgress.nullable(),
 });
 
 export const AccountStatus = z.strictObject({
@@ -63,6 +73,8 @@ export type StatusInput = {
   enabled: boolean;
   /** Process start, epoch ms. */
   since: number;
+  /** Now, epoch ms (the pace of each folder's mirror is measured up to it). */
+  now: number;
   accounts: ReadonlyArray<{ id: string; phase: Phase; nextRunDueAt: number | null; consecutiveFailureCount: number }>;
 };
 
@@ -117,6 +129,7 @@ export function synchronizationStatus(db: Database, input: StatusInput): Synchro
           progressAdvancedAt: folder.advanced_at === null ? null : iso(folder.advanced_at),
           lastRun: folderLastRun(one<FolderRunRow>(s.folderRun, [folder.id, input.since])),
           notYetIndexedEmailCount: underivedInBinding(db, account.id, folder.id),
+          progress: folder.mirrored === 1 ? mirrorProgress(db, folder.id, input.now) : null,
         })),
       })),
     }),

@@ -19,6 +19,7 @@ import { sql as answeringPruneIndex } from './0011-answering-prune-index.ts';
 import { sql as contacts } from './0012-contacts.ts';
 import { sql as outboxRetention } from './0013-outbox-retention.ts';
 import { sql as journalDroppedIndex } from './0014-journal-dropped-index.ts';
+import { sql as folderServerCounts } from './0015-folder-server-counts.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -37,4 +38,5 @@ export const migrations: readonly Migration[] = [
   { version: 12, name: 'contacts', sql: contacts },
   { version: 13, name: 'outbox-retention', sql: outboxRetention },
   { version: 14, name: 'journal-dropped-index', sql: journalDroppedIndex },
+  { version: 15, name: 'folder-server-counts', sql: folderServerCounts },
 ];

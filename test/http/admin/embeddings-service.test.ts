@@ -35,7 +35,7 @@ const MESSAGES = 40;
 type Profile = { provider: string; model: string; dimensions: number; distance: string };
 type Status = {
   declared: Profile | null;
-  serving: (Profile & { generation: number; servingSince: string; embeddedEmailCount: number; emailCount: number }) | null;
+  serving: (Profile & { generation: number; servingSince: string; embeddedEmailCount: number; emailCount: number; progress: unknown }) | null;
   reindex: { state: 'none' } | { state: 'building'; generation: number; profile: Profile; startedAt: string; embeddedEmailCount: number; emailCount: number };
   nextPassAt: string | null;
   waitingFor: 'spend' | 'provider' | null;
@@ -157,10 +157,12 @@ t.test('embedding status, forecast, activation and cancellation against the acto
       () => status(first),
       (s) => s.serving !== null && s.serving.emailCount === MESSAGES && s.serving.embeddedEmailCount === MESSAGES,
     );
+    const { progress, ...coverage } = covered.serving!;
     t.same(
-      { ...covered.serving, servingSince: 'instant' },
+      { ...coverage, servingSince: 'instant' },
       { ...declared, generation: 1, servingSince: 'instant', embeddedEmailCount: MESSAGES, emailCount: MESSAGES },
     );
+    t.match(progress, { completedEmailCount: MESSAGES, totalEmailCount: MESSAGES, secondsLeft: 0 }, 'the progress: all of it, nothing left');
     const sent = standin.requests.flatMap((r) => r.inputs);
     t.equal(sent.length, planned, 'the provider was sent as many passages as the forecast said');
     t.ok(

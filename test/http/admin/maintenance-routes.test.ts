@@ -249,7 +249,7 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
     t.equal(readMirror(sync.database, 'olga', 'old').length, 260, 'nothing erased');
     t.same(
       (await operator('/folders/erasure', { json: { account: 'olga', folder: 'never' } })).json(),
-      { account: 'olga', folder: 'never', erasedEmailCount: 0, emailsRemain: false },
+      { account: 'olga', folder: 'never', erasedEmailCount: 0, emailsRemain: false, remainingEmailCount: 0 },
       'an alias no mapping names is accepted and holds nothing',
     );
   });
@@ -267,22 +267,22 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
     mapped.filter((f) => f.Alias !== 'old'),
   ));
   const stored = readMirror(sync.database, 'olga', 'old').length;
-  const passes: Array<{ erasedEmailCount: number; emailsRemain: boolean }> = [];
+  const passes: Array<{ erasedEmailCount: number; emailsRemain: boolean; remainingEmailCount: number }> = [];
   for (let i = 0; i < 10; i++) {
     const pass = await operator('/folders/erasure', { json: { account: 'olga', folder: 'old' } });
     t.equal(pass.status, 200);
     const answer = pass.json();
     t.match(answer, { account: 'olga', folder: 'old' });
-    passes.push({ erasedEmailCount: answer.erasedEmailCount, emailsRemain: answer.emailsRemain });
+    passes.push({ erasedEmailCount: answer.erasedEmailCount, emailsRemain: answer.emailsRemain, remainingEmailCount: answer.remainingEmailCount });
     if (!answer.emailsRemain) break;
   }
   t.same(
     passes,
     [
-      { erasedEmailCount: 250, emailsRemain: true },
-      { erasedEmailCount: 10, emailsRemain: false },
+      { erasedEmailCount: 250, emailsRemain: true, remainingEmailCount: 10 },
+      { erasedEmailCount: 10, emailsRemain: false, remainingEmailCount: 0 },
     ],
-    'bounded passes of at most 250',
+    'bounded passes of at most 250, each saying how many remain',
   );
   t.equal(
     passes.reduce((n, p) => n + p.erasedEmailCount, 0),
@@ -291,7 +291,7 @@ t.test('rewind, re-derivation and folder erasure over HTTP', async (t) => {
   );
   t.same(
     (await operator('/folders/erasure', { json: { account: 'olga', folder: 'old' } })).json(),
-    { account: 'olga', folder: 'old', erasedEmailCount: 0, emailsRemain: false },
+    { account: 'olga', folder: 'old', erasedEmailCount: 0, emailsRemain: false, remainingEmailCount: 0 },
     'a further pass erases nothing',
   );
   t.same(mirrorStates(sync.database, 'olga', 'old'), {}, 'nothing of the folder is left');

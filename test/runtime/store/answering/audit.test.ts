@@ -193,7 +193,7 @@ t.test("erasing a folder removes its messages' reads and keeps the runs", async 
     record({ runId: 'run-b', accountId: 'alice', endedAt: BASE + 1, reads: [{ position: 0, messageId: alice.old[1]!, cited: true }] }),
   ]);
   syncBindings(db, 'alice', [{ alias: 'inbox', path: 'INBOX' }], 3); // old is no longer mirrored
-  t.same(erasePass(db, 'alice', 'old', 10, 4), { erasedEmailCount: 2, emailsRemain: false });
+  t.same(erasePass(db, 'alice', 'old', 10, 4), { erasedEmailCount: 2, emailsRemain: false, remainingEmailCount: 0 });
   t.same(
     page(db, 'alice').entries.map((e) => [e.runId, e.reads]),
     [

@@ -1,3 +1,4 @@
+import { recordServerCount } from '../../../../runtime/store/mailbox/folder-progress.ts';
 import t from 'tap';
 import { syncBindings } from '../../../../runtime/store/mailbox/bindings.ts';
 import { progressEpoch, readCheckpoint } from '../../../../runtime/store/mailbox/checkpoints.ts';
@@ -94,18 +95,24 @@ t.test('erasure refuses a mirrored folder, then erases in bounded passes and dro
   );
   const first = idOf(db, archive, 1);
   run(db.prepare("INSERT INTO repair_requests (message_id, account_id, reason, requested_at) VALUES (?, 'alice', 'missing', 1)"), [first]);
-  t.same(erasePass(db, 'alice', 'archive', 1, 5), { erasedEmailCount: 1, emailsRemain: true });
+  recordServerCount(db, archive, 2, 4);
+  t.same(erasePass(db, 'alice', 'archive', 1, 5), { erasedEmailCount: 1, emailsRemain: true, remainingEmailCount: 1 });
   t.equal(count(db, 'repair_requests'), 0, 'outstanding repair requests went with it');
   t.ok(readCheckpoint(db, archive), 'the checkpoint stays while mail remains');
-  t.same(erasePass(db, 'alice', 'archive', 10, 6), { erasedEmailCount: 1, emailsRemain: false });
+  t.same(erasePass(db, 'alice', 'archive', 10, 6), { erasedEmailCount: 1, emailsRemain: false, remainingEmailCount: 0 });
   t.equal(readCheckpoint(db, archive), null, 'the pass that empties the folder removes its checkpoint');
+  t.equal(count(db, 'folder_server_counts', 'binding_id = ?', [archive]), 0, "and the server's count of it");
   for (const table of ['messages', 'message_raw', 'search_documents', 'passages']) {
     t.equal(count(db, table, table === 'messages' ? 'binding_id = ?' : 'message_id IN (SELECT id FROM messages WHERE binding_id = ?)', [archive]), 0);
   }
   t.same(search(db, 'archived'), []);
   t.equal(count(db, 'folder_bindings', 'id = ?', [archive]), 1, 'the binding stays');
-  t.same(erasePass(db, 'alice', 'archive', 10, 7), { erasedEmailCount: 0, emailsRemain: false }, 'an empty folder succeeds removing nothing');
-  t.same(erasePass(db, 'alice', 'never-mapped', 10, 7), { erasedEmailCount: 0, emailsRemain: false }, 'an unknown alias too');
+  t.same(
+    erasePass(db, 'alice', 'archive', 10, 7),
+    { erasedEmailCount: 0, emailsRemain: false, remainingEmailCount: 0 },
+    'an empty folder succeeds removing nothing',
+  );
+  t.same(erasePass(db, 'alice', 'never-mapped', 10, 7), { erasedEmailCount: 0, emailsRemain: false, remainingEmailCount: 0 }, 'an unknown alias too');
   t.equal(count(db, 'messages', 'binding_id = ?', [inbox]), 3, 'other folders untouched');
   t.ok(readCheckpoint(db, inbox));
 });
@@ -125,7 +132,11 @@ t.test('erasure takes every generation and the tombstones of a withdrawn alias',
   });
   t.equal(refusal(t, () => erasePass(db, 'alice', 'inbox', 10, 6))?.code, 'E_SYNC_FOLDER_MIRRORED');
   syncBindings(db, 'alice', [], 7);
-  t.same(erasePass(db, 'alice', 'inbox', 100, 8), { erasedEmailCount: 3, emailsRemain: false }, 'two generations, the tombstone not counted');
+  t.same(
+    erasePass(db, 'alice', 'inbox', 100, 8),
+    { erasedEmailCount: 3, emailsRemain: false, remainingEmailCount: 0 },
+    'two generations, the tombstone not counted',
+  );
   t.equal(count(db, 'messages', 'binding_id IN (?, ?)', [inbox, moved!.id]), 0);
   t.equal(count(db, 'checkpoints'), 1, "only archive's checkpoint remains");
 });

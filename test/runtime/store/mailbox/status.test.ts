@@ -1,5 +1,6 @@
 import t from 'tap';
 import { syncBindings } from '../../../../runtime/store/mailbox/bindings.ts';
+import { recordServerCount } from '../../../../runtime/store/mailbox/folder-progress.ts';
 import { beginRun, endRun, recordFolderRun } from '../../../../runtime/store/mailbox/runs.ts';
 import { SynchronizationStatus, synchronizationStatus } from '../../../../runtime/store/mailbox/status.ts';
 import { storeBatch } from '../../../../runtime/store/mailbox/store-batch.ts';
@@ -40,7 +41,7 @@ t.test('the status has exactly the documented shape, runs since the start, and p
   recordFolderRun(db, before, inbox!.id, { startedAt: boot - 100, endedAt: boot - 90, outcome: 'ok', stored: 1, oversized: 0, unreadable: 0, hasMore: false });
   endRun(db, before, { endedAt: boot - 90, outcome: 'ok', foldersFailed: 0, consecutiveFailures: 0, nextDueAt: boot });
 
-  const afterRestart = synchronizationStatus(db, { enabled: true, since: boot, accounts: accounts('not-started') });
+  const afterRestart = synchronizationStatus(db, { enabled: true, since: boot, now: boot + 5_000, accounts: accounts('not-started') });
   SynchronizationStatus.parse(afterRestart);
   t.match(
     afterRestart.accounts[0],
@@ -69,7 +70,7 @@ t.test('the status has exactly the documented shape, runs since the start, and p
   endRun(db, now, { endedAt: boot + 3000, outcome: 'partial', foldersFailed: 1, consecutiveFailures: 2, nextDueAt: boot + 60_000 });
   syncBindings(db, 'alice', [{ alias: 'inbox', path: 'INBOX' }], boot + 4000);
 
-  const status = synchronizationStatus(db, { enabled: true, since: boot, accounts: accounts() });
+  const status = synchronizationStatus(db, { enabled: true, since: boot, now: boot + 5_000, accounts: accounts() });
   t.same(SynchronizationStatus.parse(status), status, 'zod-valid, nothing stripped');
   t.same(status, {
     synchronizationEnabled: true,
@@ -96,6 +97,7 @@ t.test('the status has exactly the documented shape, runs since the start, and p
               hasMoreEmails: false,
             },
             notYetIndexedEmailCount: 0,
+            progress: null,
           },
           {
             alias: 'inbox',
@@ -112,13 +114,46 @@ t.test('the status has exactly the documented shape, runs since the start, and p
               hasMoreEmails: true,
             },
             notYetIndexedEmailCount: 1,
+            // One batch, long ago, and no SELECT recorded: the stored count, no total, no pace.
+            progress: { completedEmailCount: 2, totalEmailCount: null, emailsPerSecond: null, secondsLeft: null },
           },
         ],
       },
       { account: 'bob', phase: 'not-started', nextRunDueAt: null, consecutiveFailureCount: 0, lastRun: null, folders: [] },
     ],
   });
-  t.same(synchronizationStatus(db, { enabled: false, since: boot, accounts: [] }), { synchronizationEnabled: false, accounts: [] });
+  t.same(synchronizationStatus(db, { enabled: false, since: boot, now: boot + 5_000, accounts: [] }), { synchronizationEnabled: false, accounts: [] });
+});
+
+t.test("a first mirror's progress: stored of the server's count, the pace of recent batches, the time left", async (t) => {
+  const db = freshStore(t);
+  const [inbox] = syncBindings(db, 'alice', [{ alias: 'inbox', path: 'INBOX' }], boot);
+  const status = (now: number) =>
+    synchronizationStatus(db, { enabled: true, since: boot, now, accounts: accounts('running') }).accounts[0]!.folders[0]!.progress;
+  t.same(status(boot + 1), { completedEmailCount: 0, totalEmailCount: null, emailsPerSecond: null, secondsLeft: null }, 'nothing selected yet: no total');
+  recordServerCount(db, inbox!.id, 1_000, boot + 500);
+  // Five batches of 100, one a second: the first opens the pace, the next four make it (400 in 4 s).
+  let epoch: number | null = null;
+  for (let batch = 0; batch < 5; batch += 1) {
+    const uids = Array.from({ length: 100 }, (_, i) => batch * 100 + i + 1);
+    const stored = storeBatch(db, {
+      accountId: 'alice',
+      bindingId: inbox!.id,
+      uidValidity: 7,
+      expectedEpoch: epoch,
+      messages: uids.map((uid) => ({ ...fetched(uid), parsed: null })),
+      advanceTo: { lastUid: uids.at(-1)!, highestModseq: null },
+      now: boot + 1_000 * (batch + 1),
+    });
+    if (!stored.ok) throw new Error('the batch was refused');
+    epoch = stored.epoch;
+  }
+  t.same(status(boot + 5_000), { completedEmailCount: 500, totalEmailCount: 1_000, emailsPerSecond: 100, secondsLeft: 5 });
+  t.same(status(boot + 9_000), { completedEmailCount: 500, totalEmailCount: 1_000, emailsPerSecond: 50, secondsLeft: 10 }, 'a pause slows the pace');
+  t.same(status(boot + 120_000), { completedEmailCount: 500, totalEmailCount: 1_000, emailsPerSecond: null, secondsLeft: null }, 'nothing lately: no pace');
+  recordServerCount(db, inbox!.id, 450, boot + 121_000);
+  t.same(status(boot + 121_000)?.secondsLeft, 0, 'more stored than the server counted (expunged since): done, not negative');
+  t.same(status(boot + 121_000)?.totalEmailCount, 500);
 });
 
 t.test('an outcome this build does not know reads as no last run', async (t) => {
@@ -132,7 +167,7 @@ t.test('an outcome this build does not know reads as no last run', async (t) => 
     boot + 2,
   ]);
   run(db.prepare("UPDATE sync_runs SET ended_at = ?, outcome = 'from-the-future' WHERE id = ?"), [boot + 2, id]);
-  const status = synchronizationStatus(db, { enabled: true, since: boot, accounts: accounts() });
+  const status = synchronizationStatus(db, { enabled: true, since: boot, now: boot + 5_000, accounts: accounts() });
   SynchronizationStatus.parse(status);
   t.match(status.accounts[0], { lastRun: null, folders: [{ alias: 'inbox', lastRun: null }] });
 });
@@ -156,7 +191,7 @@ t.test('the status holds no subject, address or remote folder path of a mailbox 
   const id = beginRun(db, 'alice', boot + 1);
   recordFolderRun(db, id, inbox!.id, { startedAt: boot + 1, endedAt: boot + 6, outcome: 'unexpected', stored: 2, oversized: 0, unreadable: 0, hasMore: false });
   endRun(db, id, { endedAt: boot + 7, outcome: 'failed', foldersFailed: 1, consecutiveFailures: 1, nextDueAt: boot + 10 });
-  const json = JSON.stringify(synchronizationStatus(db, { enabled: true, since: boot, accounts: accounts() }));
+  const json = JSON.stringify(synchronizationStatus(db, { enabled: true, since: boot, now: boot + 5_000, accounts: accounts() }));
   for (const secret of ['Initech', 'Layoff', 'corp.example', '@', 'Private', 'Board Meetings', 'INBOX']) {
     t.notOk(json.includes(secret), `no ${secret}`);
   }

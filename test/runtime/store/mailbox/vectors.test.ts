@@ -253,7 +253,7 @@ t.test('erasure, tombstones and re-derivation delete the vectors themselves (no 
   t.equal(count(m.db, 'passage_vectors', 'message_id = ?', [rederived]), 0, 'a new parse drops the vectors of the old passages');
 
   syncBindings(m.db, 'alice', [{ alias: 'inbox', path: 'INBOX' }], 7);
-  t.same(erasePass(m.db, 'alice', 'archive', 10, 8), { erasedEmailCount: 3, emailsRemain: false });
+  t.same(erasePass(m.db, 'alice', 'archive', 10, 8), { erasedEmailCount: 3, emailsRemain: false, remainingEmailCount: 0 });
   t.equal(count(m.db, 'passage_vectors', 'binding_id = ?', [m.archive]), 0, 'folder erasure removes the vectors with the mail');
   t.equal(count(m.db, 'passage_vectors', 'binding_id = ?', [m.bobInbox]), 4, 'other accounts untouched');
 
