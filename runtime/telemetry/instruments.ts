@@ -13,7 +13,7 @@
  *
  * Importable from every layer.
  */
-import { type Counter, type Histogram, type Meter, type MeterProvider, metrics, type UpDownCounter } from '@opentelemetry/api';
+import { type Attributes, type Counter, type Gauge, type Histogram, type Meter, type MeterProvider, metrics, type UpDownCounter } from '@opentelemetry/api';
 import { METRICS, type MetricDefinition, type MetricKey } from './catalogue.ts';
 
 /** The instrumentation scope every Mailcairn instrument and span belongs to. */
@@ -26,7 +26,7 @@ export type HistogramKey = KeysOf<'histogram'>;
 
 let provider: MeterProvider | null = null;
 let meter: Meter | null = null;
-const made = new Map<string, Counter | UpDownCounter | Histogram>();
+const made = new Map<string, Counter | UpDownCounter | Histogram | Gauge>();
 
 /** The meter of the provider installed now; the cache is dropped when the provider changes. */
 export function currentMeter(): Meter {
@@ -39,7 +39,7 @@ export function currentMeter(): Meter {
   return meter;
 }
 
-function instrument<T extends Counter | UpDownCounter | Histogram>(def: MetricDefinition, make: (m: Meter) => T): T {
+function instrument<T extends Counter | UpDownCounter | Histogram | Gauge>(def: MetricDefinition, make: (m: Meter) => T): T {
   const m = currentMeter();
   const existing = made.get(def.name);
   if (existing !== undefined) return existing as T;
@@ -63,4 +63,23 @@ export function upDownCounter(key: UpDownKey): UpDownCounter {
 export function histogram(key: HistogramKey): Histogram {
   const def = METRICS[key];
   return instrument(def, (m) => m.createHistogram(def.name, options(def)));
+}
+
+/**
+ * Records one value into the instrument a definition names, whatever its
+ * kind: how a measurement forwarded from an actor thread is recorded
+ * (forwarded.ts). A `gauge` here is the synchronous gauge an actor thread
+ * can set; observable gauges are registered where they are observed.
+ */
+export function recordInto(def: MetricDefinition, value: number, attributes: Attributes): void {
+  switch (def.kind) {
+    case 'counter':
+      return instrument<Counter>(def, (m) => m.createCounter(def.name, options(def))).add(value, attributes);
+    case 'updown':
+      return instrument<UpDownCounter>(def, (m) => m.createUpDownCounter(def.name, options(def))).add(value, attributes);
+    case 'histogram':
+      return instrument<Histogram>(def, (m) => m.createHistogram(def.name, options(def))).record(value, attributes);
+    case 'gauge':
+      return instrument<Gauge>(def, (m) => m.createGauge(def.name, options(def))).record(value, attributes);
+  }
 }
