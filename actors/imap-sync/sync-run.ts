@@ -110,10 +110,15 @@ export class SyncRun {
       const slot = this.folders[this.index];
       if (!slot) {
         await this.deriveLeftovers();
-        return this.finish(this.failed === 0 ? 'ok' : 'partial', consecutiveFailures);
+        const summary = this.finish(this.failed === 0 ? 'ok' : 'partial', consecutiveFailures);
+        noteStorageWritable(this.deps.log, this.place);
+        return summary;
       }
+      const storedBefore = slot.run?.stored ?? 0;
       await this.advance(slot);
-      noteStorageWritable(this.deps.log, this.place);
+      // Only a batch of mail landing (or a whole run) says the disk takes the mirror's writes again: the
+      // small writes of selecting a folder still fit on a disk too full for the next batch.
+      if ((slot.run?.stored ?? 0) > storedBefore) noteStorageWritable(this.deps.log, this.place);
       return null;
     } catch (err) {
       if (isStorageFull(err)) return this.storageFull(err, consecutiveFailures);
