@@ -149,3 +149,27 @@ export function loadConfigAsWritten(options: { file?: string; env?: NodeJS.Proce
   if (problems.length > 0 || !validation.ok) throw refusal(problems);
   return { config: validation.config, written: overridden.value };
 }
+
+/** What the configuration file says of one section now, read again (`Unknown`: why it could not be said). */
+export type SectionOnDisk = { readonly ok: true; readonly section: unknown } | { readonly ok: false; readonly reason: string };
+
+/**
+ * The `MailRules` section as the file says it now, with the given overrides
+ * (`MAILCAIRN__MailRules__…`) applied and defaults filled in, for comparing
+ * with the section loaded at startup (`GET /api/admin/rules`). Reasons name
+ * the failure, never a value of the file.
+ */
+export function mailRulesOnDisk(source: { file: string; explicit: boolean; overrides: Readonly<Record<string, string>> }): SectionOnDisk {
+  let raw: unknown;
+  try {
+    raw = readFile(source.file, source.explicit);
+  } catch {
+    return { ok: false, reason: 'the configuration file could not be read or is not valid JSON' };
+  }
+  if (!isPlainObject(raw)) return { ok: false, reason: 'the configuration file is not a JSON object' };
+  const overridden = applyEnvOverrides(raw, source.overrides, ConfigSchema);
+  if (overridden.problems.length > 0) return { ok: false, reason: 'the environment overrides of MailRules no longer apply to the file' };
+  const parsed = ConfigSchema.shape.MailRules.safeParse((overridden.value as Record<string, unknown>).MailRules ?? {});
+  if (!parsed.success) return { ok: false, reason: 'the MailRules section in the file does not validate' };
+  return { ok: true, section: parsed.data };
+}

@@ -38,7 +38,8 @@ import { storeLocation } from '../runtime/store/location.ts';
 import { observeStoreGauges } from '../runtime/telemetry/store-gauges.ts';
 import { acquireWriterLock } from '../runtime/store/writer-lock.ts';
 import { storeSlice } from '../config/store-slice.ts';
-import { MAIL_QUERY_POOL, MIME_PARSE_POOL, systemChildren } from './system-children.ts';
+import { type ConfigSource, MAIL_QUERY_POOL, MIME_PARSE_POOL, systemChildren } from './system-children.ts';
+import { configFileOf } from '../config/load.ts';
 import { createPool, type PoolRef } from '../runtime/pool/pool.ts';
 import { reconcileAccounts } from '../runtime/store/accounts.ts';
 import { deploymentSecret } from '../runtime/store/deployment-secrets.ts';
@@ -85,6 +86,16 @@ export type StartOptions = {
    */
   stopRequested?: AbortSignal;
 };
+
+/** The configuration file startup read and the overrides of `MailRules` it applied: the rule listing compares the file with them. */
+function configSourceOf(options: StartOptions): ConfigSource {
+  const env = options.env ?? process.env;
+  const { file, explicit } = configFileOf({ ...(options.configFile ? { file: options.configFile } : {}), env });
+  const overrides = Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[0].toLowerCase().startsWith('mailcairn__mailrules__') && entry[1] !== undefined),
+  );
+  return { file, explicit, overrides };
+}
 
 export async function startService(options: StartOptions = {}): Promise<Service> {
   const version = options.version ?? buildVersion;
@@ -170,7 +181,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     observeStore(config, log, pools.query, teardown);
     // Pushed before the start: children started before a failing one are stopped too.
     teardown.push(() => supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000));
-    await supervisor.start([...systemChildren(config), ...(options.extraChildren ?? [])]);
+    await supervisor.start([...systemChildren(config, configSourceOf(options)), ...(options.extraChildren ?? [])]);
     if (stopAsked()) return service;
     await openListeners(
       {

@@ -20,6 +20,7 @@ import { EMBEDDING_ENTRY, EMBEDDING_ID, type EmbeddingConfig } from '../actors/e
 import { LOCAL_DIMENSIONS, LOCAL_MODEL } from '../config/schema/embeddings.ts';
 import { ANSWERING_ENTRY, ANSWERING_ID, type AnsweringConfig } from '../actors/answering/protocol.ts';
 import { contactsChild } from '../actors/contacts/protocol.ts';
+import { MAIL_RULES_ENTRY, MAIL_RULES_ID, type MailRulesConfig, type RulesSource } from '../actors/mail-rules/protocol.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
@@ -37,7 +38,10 @@ const RETRIED_FOREVER = {
 /** The longest a single run may take before the scheduler stops waiting (a first mirror of a very large mailbox is split into runs well below this). */
 const RUN_DEADLINE_MS = 6 * 60 * 60_000;
 
-export function systemChildren(config: Config): ChildSpecInput[] {
+/** Where the configuration was read from, for the rule listing's comparison with the file on disk (absent: unknown). */
+export type ConfigSource = RulesSource;
+
+export function systemChildren(config: Config, source?: ConfigSource): ChildSpecInput[] {
   const sync = config.MailSynchronization;
   const accounts: ChildSpecInput[] = config.Accounts.map((account) => ({
     id: syncActorId(account.Id),
@@ -105,6 +109,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
     },
     embeddingChild(config),
     answeringChild(config),
+    mailRulesChild(config, source),
     ...accounts,
     outboxChild(config),
     {
@@ -139,6 +144,47 @@ function collectionOf(config: Config): CollectionConfig {
       id: account.Id,
       ownAddresses: [account.Smtp?.From, account.Smtp?.Username, account.Imap.Username].filter((a): a is string => a !== undefined && PLAIN_ADDRESS.test(a)),
     })),
+  };
+}
+
+/**
+ * The mail-rules actor: one per deployment, on the system actors' thread (it
+ * reads the store and asks the sync actors; the IMAP work is theirs). Always
+ * started: a rule run works while `MailRules:Enabled` is false.
+ */
+function mailRulesChild(config: Config, source: ConfigSource | undefined): ChildSpecInput {
+  const slice: MailRulesConfig = {
+    store: storeSlice(config),
+    enabled: config.MailRules.Enabled,
+    rules: config.MailRules.Rules.map((rule) => ({
+      name: rule.Name,
+      accounts: rule.Accounts === undefined ? null : [...rule.Accounts],
+      conditions: {
+        ...(rule.When.SenderAddress !== undefined ? { senderAddress: rule.When.SenderAddress } : {}),
+        ...(rule.When.SenderDomain !== undefined ? { senderDomain: rule.When.SenderDomain } : {}),
+        ...(rule.When.SubjectContains !== undefined ? { subjectContains: rule.When.SubjectContains } : {}),
+        ...(rule.When.Folder !== undefined ? { folder: rule.When.Folder } : {}),
+      },
+      actions: {
+        ...(rule.Then.MoveTo !== undefined ? { moveTo: rule.Then.MoveTo } : {}),
+        ...(rule.Then.MarkSeen !== undefined ? { markSeen: rule.Then.MarkSeen } : {}),
+        ...(rule.Then.MarkFlagged !== undefined ? { markFlagged: rule.Then.MarkFlagged } : {}),
+        ...(rule.Then.AddKeywords !== undefined ? { addKeywords: [...rule.Then.AddKeywords] } : {}),
+      },
+    })),
+    loaded: config.MailRules,
+    source: source ?? { file: null, explicit: false, overrides: {} },
+    accounts: config.Accounts.map((a) => a.Id),
+  };
+  return {
+    id: MAIL_RULES_ID,
+    entry: MAIL_RULES_ENTRY,
+    restart: 'permanent',
+    shutdownMs: 5_000,
+    placement: SYSTEM_THREAD,
+    // A crash loop is retried with backoff, never given up: arrivals wait past the cursor, runs at their position.
+    ...RETRIED_FOREVER,
+    config: slice,
   };
 }
 

@@ -23,29 +23,9 @@
 import type { Correspondent } from '../../runtime/store/contacts/book.ts';
 import type { DerivedMessage, StoredAddress } from '../../runtime/store/mailbox/derived-message.ts';
 import { CONTACT_BOUNDS, ContactAddressText } from '../contacts/protocol.ts';
+import { type FolderRole, folderRoleOf } from './protocol.ts';
 
-/** What a folder's mail says about its correspondents. */
-export type FolderRole = 'received' | 'sent' | 'none';
-
-/**
- * The role of a mirrored folder, by its alias: `sent` is the folder the
- * owner's sent mail is filed in (the outbox files its copies there too:
- * actors/imap-sync/placement-apply.ts); drafts were not sent, and junk and
- * trash hold what the owner did not want.
- */
-export function folderRoleOf(alias: string): FolderRole {
-  switch (alias) {
-    case 'sent':
-      return 'sent';
-    case 'drafts':
-    case 'junk':
-    case 'spam':
-    case 'trash':
-      return 'none';
-    default:
-      return 'received';
-  }
-}
+export { type FolderRole, folderRoleOf };
 
 /** What of a parse collection reads. */
 export type CorrespondentHeaders = Pick<DerivedMessage, 'from' | 'to' | 'cc' | 'bcc' | 'bulk'>;

@@ -26,6 +26,30 @@ export const DERIVATION_ID: ActorId<DerivationProtocol> = 'derivation';
  * records correspondents at all (`MailSynchronization:CollectContacts`), and
  * each account's own addresses, which are never collected.
  */
+/** What a folder's mail says about its correspondents. */
+export type FolderRole = 'received' | 'sent' | 'none';
+
+/**
+ * The role of a mirrored folder (contact collection, and which mail the rules
+ * and spam stages judge: only `received`), by its alias: `sent` is the folder the
+ * owner's sent mail is filed in (the outbox files its copies there too:
+ * actors/imap-sync/placement-apply.ts); drafts were not sent, and junk and
+ * trash hold what the owner did not want.
+ */
+export function folderRoleOf(alias: string): FolderRole {
+  switch (alias) {
+    case 'sent':
+      return 'sent';
+    case 'drafts':
+    case 'junk':
+    case 'spam':
+    case 'trash':
+      return 'none';
+    default:
+      return 'received';
+  }
+}
+
 export const CollectionConfig = z.strictObject({
   enabled: z.boolean(),
   accounts: z.array(z.strictObject({ id: z.string().min(1), ownAddresses: z.array(z.string()) })),

@@ -1,0 +1,244 @@
+/**
+ * The mail-rules actor (`mail-rules`): judges arriving mail (while
+ * `MailRules:Enabled`) and carries rule runs, one message at a time, on
+ * the system actors' thread. Its queue is the store: the derivation
+ * writer's doorbell (`mail-rules.derived`) says an account has new derived
+ * mail, and the stage reads what lies past its cursor. Work goes in small
+ * segments, one step at a time, so asks (a run's status, the listing) are
+ * answered between two.
+ *
+ * A message's changes are recorded (the sync actor answers once durable)
+ * before its conclusions and the position past it are written, so a crash
+ * repeats at most the message it was on, and the journal answers the
+ * repeat with the same jobs (conclude.ts). A sync actor that is down or
+ * slow is an outside failure: the step is tried again later, the cursor
+ * unmoved. Anything else thrown is a defect and crashes the actor.
+ *
+ * Logs name accounts, message ids, counts and a rule's position, never its
+ * name, a condition's value, a keyword, an address or a subject.
+ */
+import { z } from 'zod';
+import { defineActor, type ActorContext, later } from '../../runtime/actor.ts';
+import { AppError } from '../../runtime/errors.ts';
+import type { Database } from '../../runtime/store/open.ts';
+import { openSlice } from '../../runtime/store/open-slice.ts';
+import { judgedSegment, lastStoredId, liveCountsByAlias } from '../../runtime/store/mail-rules/judged-mail.ts';
+import {
+  concludeMessage,
+  endRuleRun,
+  type HistoryRow,
+  latestRuleRun,
+  outstandingRuleRuns,
+  requestRuleRun,
+  ruleRunById,
+  startArrivalCursor,
+  arrivalCursor,
+} from '../../runtime/store/mail-rules/rule-records.ts';
+import { RecentWork } from '../../runtime/work-progress.ts';
+import { folderRoleOf } from '../derivation/protocol.ts';
+import { conclude } from './conclude.ts';
+import { judge, type MessageFacts } from './judge.ts';
+import { listRules } from './listing.ts';
+import { MailRulesConfig, MailRulesMessage, type RuleRun as RuleRunView, type RuleSpec } from './protocol.ts';
+import { runView } from './run-view.ts';
+
+/** Messages judged per step: a step records a few changes at most, so asks wait little behind it. */
+const SEGMENT = 32;
+/** After a sync actor was down or slow, the next try. */
+const RETRY_MS = 5_000;
+
+const Step = z.strictObject({ type: z.literal('mail-rules.step') });
+const Msg = z.discriminatedUnion('type', [...MailRulesMessage.options, Step]);
+type Msg = z.infer<typeof Msg>;
+
+type State = {
+  db: Database;
+  config: MailRulesConfig;
+  /** Accounts whose arrivals may lie past the cursor. */
+  arrivals: Set<string>;
+  /** A step is scheduled or running: never two at once. */
+  stepping: boolean;
+  /** Rates of the runs under way, by run id. */
+  recent: Map<number, RecentWork>;
+};
+
+type Judged = { rows: HistoryRow[]; changes: number };
+
+function senderOf(fromJson: string | null): string | null {
+  if (fromJson === null) return null;
+  const first = (JSON.parse(fromJson) as Array<{ address?: string }>)[0];
+  return first?.address ?? null;
+}
+
+/** Judges one message and records what its matching rules ask. Mail in folders rules do not judge (sent, drafts, junk, trash) concludes nothing. */
+async function judgeMessage(
+  state: State,
+  ctx: ActorContext,
+  account: string,
+  m: { id: number; alias: string; fromJson: string | null; subject: string | null },
+  runId: number | null,
+): Promise<Judged> {
+  if (folderRoleOf(m.alias) !== 'received') return { rows: [], changes: 0 };
+  const facts: MessageFacts = { account, folder: m.alias, sender: senderOf(m.fromJson), subject: m.subject };
+  const rows: HistoryRow[] = [];
+  let changes = 0;
+  for (const conclusion of judge(state.config.rules, facts)) {
+    const done = await conclude(state.db, ctx, { account, messageId: m.id, folder: m.alias, runId }, conclusion);
+    rows.push(done.row);
+    changes += done.changeCount;
+    ctx.log.debug(
+      { event: 'mail-rules.concluded', account, messageId: m.id, rule: conclusion.position, changes: done.changeCount, note: done.row.note },
+      'mail-rules.concluded',
+    );
+  }
+  return { rows, changes };
+}
+
+/** One segment of an account's arrivals; true when more may remain. */
+async function arrivalSegment(state: State, ctx: ActorContext, account: string): Promise<boolean> {
+  const cursor = arrivalCursor(state.db, account) ?? 0;
+  const segment = judgedSegment(state.db, account, cursor, Number.MAX_SAFE_INTEGER, SEGMENT);
+  for (const m of segment) {
+    const judged = await judgeMessage(state, ctx, account, m, null);
+    concludeMessage(state.db, account, judged.rows, { kind: 'arrival', accountId: account, messageId: m.id }, Date.now());
+  }
+  return segment.length === SEGMENT;
+}
+
+/** One segment of a run; the run ends when its segment comes back short. */
+async function runSegment(state: State, ctx: ActorContext, runId: number): Promise<void> {
+  const run = ruleRunById(state.db, runId);
+  if (run === null || run.endedAt !== null) return;
+  const started = Date.now();
+  const segment = judgedSegment(state.db, run.accountId, run.lastMessageId, run.throughId, SEGMENT);
+  let judged = 0;
+  for (const m of segment) {
+    const verdict = await judgeMessage(state, ctx, run.accountId, m, run.id);
+    // Only mail in folders rules judge counts toward the run's total.
+    if (folderRoleOf(m.alias) === 'received') judged += 1;
+    if (verdict.rows.length === 0 && m !== segment.at(-1)) continue;
+    const matched = verdict.rows.length > 0 ? 1 : 0;
+    concludeMessage(
+      state.db,
+      run.accountId,
+      verdict.rows,
+      { kind: 'run', runId: run.id, messageId: m.id, judged, matched, changes: verdict.changes },
+      Date.now(),
+    );
+    judged = 0;
+  }
+  const recent = state.recent.get(run.id) ?? new RecentWork();
+  state.recent.set(run.id, recent);
+  recent.add({ from: started, to: Date.now(), count: segment.length });
+  if (segment.length < SEGMENT) {
+    endRuleRun(state.db, run.id, Date.now());
+    state.recent.delete(run.id);
+    const ended = ruleRunById(state.db, run.id)!;
+    ctx.log.info({ event: 'mail-rules.run-ended', account: run.accountId, run: run.id, judged: ended.judged, matched: ended.matched }, 'mail-rules.run-ended');
+  }
+}
+
+/** One unit of work: an account's arrivals first, then a run's segment. True while anything remains. */
+async function work(state: State, ctx: ActorContext): Promise<boolean> {
+  const [account] = state.arrivals;
+  if (account !== undefined) {
+    if (!(await arrivalSegment(state, ctx, account))) state.arrivals.delete(account);
+  } else {
+    const [run] = outstandingRuleRuns(state.db);
+    if (run !== undefined) await runSegment(state, ctx, run.id);
+  }
+  return state.arrivals.size > 0 || outstandingRuleRuns(state.db).length > 0;
+}
+
+function kick(state: State, ctx: ActorContext<Msg>, delayMs = 0): void {
+  if (state.stepping) return;
+  state.stepping = true;
+  ctx.schedule({ type: 'mail-rules.step' }, delayMs);
+}
+
+async function step(state: State, ctx: ActorContext<Msg>): Promise<void> {
+  let more: boolean;
+  try {
+    more = await work(state, ctx);
+  } catch (err) {
+    state.stepping = false;
+    // The account's sync actor down or slow is an outside failure: nothing moved, try again later.
+    if (err instanceof AppError && (err.code === 'E_ACTOR_DOWN' || err.code === 'E_ACTOR_TIMEOUT')) {
+      ctx.log.warn({ event: 'mail-rules.sync-unavailable', code: err.code, retryInMs: RETRY_MS }, 'mail-rules.sync-unavailable');
+      kick(state, ctx, RETRY_MS);
+      return;
+    }
+    throw err;
+  }
+  state.stepping = false;
+  if (more) kick(state, ctx);
+}
+
+function rulesFor(rules: readonly RuleSpec[], account: string): number {
+  return rules.filter((r) => r.accounts === null || r.accounts.includes(account)).length;
+}
+
+function view(state: State, run: NonNullable<ReturnType<typeof latestRuleRun>>): RuleRunView {
+  return runView(run, state.recent.get(run.id)?.perSecond(Date.now()) ?? null);
+}
+
+function configured(state: State, account: string): void {
+  if (!state.config.accounts.includes(account)) throw new AppError('E_NOT_FOUND', { message: 'No configured account by that identifier.' });
+}
+
+export default defineActor({
+  name: 'mail-rules',
+  config: MailRulesConfig,
+  messages: Msg,
+  init(config, ctx) {
+    const db = openSlice(config.store, { checkpoints: 'background' });
+    ctx.defer(() => {
+      db.close();
+    });
+    const state: State = { db, config, arrivals: new Set(), stepping: false, recent: new Map() };
+    if (config.enabled) {
+      for (const account of config.accounts) {
+        // Mail stored before the stage first met the account enabled is left to an admin run.
+        startArrivalCursor(db, account, lastStoredId(db, account), Date.now());
+        state.arrivals.add(account);
+      }
+    }
+    ctx.log.info(
+      { event: 'mail-rules.started', enabled: config.enabled, rules: config.rules.length, resumedRuns: outstandingRuleRuns(db).length },
+      'mail-rules.started',
+    );
+    kick(state, ctx);
+    return state;
+  },
+  handle(state, msg: Msg, ctx) {
+    switch (msg.type) {
+      case 'mail-rules.step':
+        return later(step(state, ctx));
+      case 'mail-rules.derived':
+        if (!state.config.enabled || !state.config.accounts.includes(msg.account) || rulesFor(state.config.rules, msg.account) === 0) return;
+        state.arrivals.add(msg.account);
+        kick(state, ctx);
+        return;
+      case 'mail-rules.start-run': {
+        configured(state, msg.account);
+        const account = msg.account;
+        const asked = requestRuleRun(state.db, account, Date.now(), () => {
+          const throughId = lastStoredId(state.db, account);
+          let total = 0;
+          for (const [alias, n] of liveCountsByAlias(state.db, account, throughId)) if (folderRoleOf(alias) === 'received') total += n;
+          return { throughId, total };
+        });
+        if (asked.started) ctx.log.info({ event: 'mail-rules.run-started', account, run: asked.run.id, total: asked.run.total }, 'mail-rules.run-started');
+        kick(state, ctx);
+        return { started: asked.started, run: view(state, asked.run) };
+      }
+      case 'mail-rules.run-status': {
+        configured(state, msg.account);
+        const run = latestRuleRun(state.db, msg.account);
+        return { run: run === null ? null : view(state, run) };
+      }
+      case 'mail-rules.list':
+        return listRules(state.config);
+    }
+  },
+});
