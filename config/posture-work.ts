@@ -75,6 +75,14 @@ function answeringLine(config: Config): string {
   return `Answering: endpoint ${e.Alias} at ${new URL(e.BaseAddress).host}, at most ${e.MaxCallsPerQuestion} calls and ${e.MaxInputCharactersPerQuestion} characters per question, ${a.MaxQuestionsPerPeriod} questions per ${formatTimeSpan(a.Period)}, audit ${a.Audit.Enabled ? `kept ${formatTimeSpan(a.Audit.Retention)}` : 'off'}; ${offered}${extra}`;
 }
 
+/** What the mail rules do: how many, and whether they judge arriving mail (no rule's name or values). */
+function mailRulesLine(config: Config): string {
+  const count = config.MailRules.Rules.length;
+  const rules = `${count} rule${count === 1 ? '' : 's'}`;
+  if (!config.MailRules.Enabled) return `MailRules: ${rules}, not judging arriving mail (admin rule runs only)`;
+  return count === 0 ? 'MailRules: on, no rules (nothing is judged)' : `MailRules: ${rules}, judging arriving mail`;
+}
+
 export function workLines(config: Config): string[] {
   const lines: string[] = [];
   const proxy = config.ReverseProxy;
@@ -105,6 +113,7 @@ export function workLines(config: Config): string[] {
   lines.push(outboxLine(config));
   lines.push(embeddingLine(config));
   lines.push(answeringLine(config));
+  lines.push(mailRulesLine(config));
   lines.push(`Logging: ${config.Logging.Level}, ${config.Logging.Format}`);
   lines.push(`Not served by this release (accepted, no effect): ${NO_EFFECT.map((row) => row.setting).join(', ')}`);
   return lines;

@@ -9,7 +9,7 @@
  * - `mail-reads.ts`: the MCP read tools and the answering actor's retrieval;
  * - `email-lookup.ts`: the MCP write tools (which account holds an email);
  * - `attachment-source.ts`: the attachment download route;
- * - `mutation-audit.ts`, `answering-audit.ts`, `dead-letters.ts`,
+ * - `mutation-audit.ts`, `answering-audit.ts`, `rule-history.ts`, `dead-letters.ts`,
  *   `outbox-reads.ts`: the admin routes;
  * - `store-gauges.ts`: the metrics read from the store at each collection;
  * - `stored-email-id.ts`, `query-scope.ts`: shapes those share.
@@ -27,6 +27,7 @@ import { type EmailLookupProtocol, LocateEmailRequest } from './protocol/email-l
 import { GetContentRequest, ListAccountsRequest, ListEmailsRequest, type MailReadsProtocol, SearchRequest } from './protocol/mail-reads.ts';
 import { type MutationAuditProtocol, MutationAuditRequest } from './protocol/mutation-audit.ts';
 import { OutboxPageRequest, type OutboxReadsProtocol, OutboxSummaryRequest, OutgoingEmailRequest, OutgoingLookupRequest } from './protocol/outbox-reads.ts';
+import { type RuleHistoryProtocol, RuleHistoryRequest } from './protocol/rule-history.ts';
 import { type StoreGaugesProtocol, StoreGaugesRequest } from './protocol/store-gauges.ts';
 
 /** Everything the pool answers: the union of its consumers' contracts. */
@@ -37,7 +38,8 @@ export type MailQueryProtocol = MailReadsProtocol &
   AnsweringAuditProtocol &
   DeadLettersProtocol &
   OutboxReadsProtocol &
-  StoreGaugesProtocol;
+  StoreGaugesProtocol &
+  RuleHistoryProtocol;
 
 /** The task module of the query pool, created with the store slice. Named here, as a URL, so that the composition root starts it without importing it. */
 export const MAIL_QUERY_TASK: PoolEntry<MailQueryProtocol, StoreSlice> = moduleUrl('./task.ts', import.meta.url);
@@ -59,5 +61,6 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   OutgoingEmailRequest,
   OutgoingLookupRequest,
   StoreGaugesRequest,
+  RuleHistoryRequest,
 ]);
 export type MailQueryMessage = z.infer<typeof MailQueryMessage>;

@@ -31,6 +31,7 @@ import { listAccounts } from './list-accounts.ts';
 import { listEmails } from './list-emails.ts';
 import { locateEmail } from './locate-email.ts';
 import { mutationAuditPage } from './mutation-audit.ts';
+import { ruleHistoryPage } from './rule-history.ts';
 import { lookUpOutgoing, outboxPageOf, outboxSummaryOf, outgoingEmailOf } from './outbox.ts';
 import { MailQueryMessage } from './protocol.ts';
 import { searchEmails } from './search.ts';
@@ -80,6 +81,8 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
         return mutationAuditPage(db, msg);
       case 'mail-query.answering-audit':
         return answeringAuditPage(db, msg);
+      case 'mail-query.rule-history':
+        return ruleHistoryPage(db, msg);
       case 'mail-query.dead-letters':
         return deadLetterPage(db, msg);
       case 'mail-query.job':

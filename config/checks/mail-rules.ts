@@ -6,6 +6,11 @@
 import { type Problem, problem } from '../problem.ts';
 import type { Config } from '../schema.ts';
 
+/** An IMAP keyword atom (RFC 3501), as the change journal takes it. */
+const KEYWORD_ATOM = /^[^\s"(){%*\\\]\u0000-\u001f\u007f]+$/;
+const MAX_RULE_KEYWORDS = 20;
+const MAX_RULE_KEYWORD_LENGTH = 100;
+
 export function mailRuleProblems(config: Config): Problem[] {
   const problems: Problem[] = [];
   const accounts = new Map(config.Accounts.map((account) => [account.Id, new Set(account.Folders.map((folder) => folder.Alias))]));
@@ -19,6 +24,18 @@ export function mailRuleProblems(config: Config): Problem[] {
     const then = rule.Then;
     const acts = then.MoveTo !== undefined || then.MarkSeen === true || then.MarkFlagged === true || (then.AddKeywords?.length ?? 0) > 0;
     if (!acts) problems.push(problem([...at, 'Then'], 'must ask for at least one change'));
+    // The change journal's own bounds on keywords (actors/imap-sync/protocol.ts): a rule it would refuse is refused here, at startup.
+    if ((then.AddKeywords?.length ?? 0) > MAX_RULE_KEYWORDS)
+      problems.push(problem([...at, 'Then', 'AddKeywords'], `holds more than ${MAX_RULE_KEYWORDS} keywords`));
+    then.AddKeywords?.forEach((keyword, keywordIndex) => {
+      if (keyword.length > MAX_RULE_KEYWORD_LENGTH || !KEYWORD_ATOM.test(keyword))
+        problems.push(
+          problem(
+            [...at, 'Then', 'AddKeywords', keywordIndex],
+            `must be one IMAP keyword of at most ${MAX_RULE_KEYWORD_LENGTH} characters, without spaces, quotes, parentheses, backslash or ] % * {`,
+          ),
+        );
+    });
     const targets = rule.Accounts ?? [...accounts.keys()];
     rule.Accounts?.forEach((id, accountIndex) => {
       if (!accounts.has(id)) problems.push(problem([...at, 'Accounts', accountIndex], `names no configured account (${id})`));

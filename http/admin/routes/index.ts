@@ -10,6 +10,7 @@ import { folderRoutes } from './folders.ts';
 import { jobRoutes } from './jobs.ts';
 import { mailboxRoutes } from './mailbox.ts';
 import { outboxRoutes } from './outbox.ts';
+import { ruleRoutes } from './rules.ts';
 import { sessionRoutes } from './session.ts';
 
 export const ROUTES: readonly Route[] = [
@@ -21,4 +22,5 @@ export const ROUTES: readonly Route[] = [
   ...jobRoutes,
   ...outboxRoutes,
   ...contactRoutes,
+  ...ruleRoutes,
 ];

@@ -143,6 +143,11 @@ t.test('rules and spam name configured accounts and aliases', (t) => {
     'MailRules:Rules:0:When: must state at least one condition',
     'MailRules:Rules:0:Then: must ask for at least one change',
   ]);
+  // A keyword the change journal would refuse is refused at startup, naming the place, never the keyword.
+  t.same(problemLines({ MailRules: { Rules: [rule({ Then: { AddKeywords: ['ok-one', 'two words', 'x'.repeat(101)] } })] } }), [
+    'MailRules:Rules:0:Then:AddKeywords:1: must be one IMAP keyword of at most 100 characters, without spaces, quotes, parentheses, backslash or ] % * {',
+    'MailRules:Rules:0:Then:AddKeywords:2: must be one IMAP keyword of at most 100 characters, without spaces, quotes, parentheses, backslash or ] % * {',
+  ]);
   t.same(problemLines({ Accounts: accounts, Spam: { Enabled: true, Action: 'Move', Folder: 'archive' } }), [
     'Spam:Folder: names alias archive, which account(s) bob do not map',
   ]);
