@@ -94,15 +94,22 @@ async function judgeMessage(
   return { rows, changes };
 }
 
-/** One segment of an account's arrivals; true when more may remain. */
-async function arrivalSegment(state: State, ctx: ActorContext, account: string): Promise<boolean> {
+/**
+ * One segment of an account's arrivals. The account leaves the set only when
+ * a read finds nothing, in the same turn: a doorbell rung while a segment
+ * was being judged is never lost.
+ */
+async function arrivalSegment(state: State, ctx: ActorContext, account: string): Promise<void> {
   const cursor = arrivalCursor(state.db, account) ?? 0;
   const segment = judgedSegment(state.db, account, cursor, Number.MAX_SAFE_INTEGER, SEGMENT);
+  if (segment.length === 0) {
+    state.arrivals.delete(account);
+    return;
+  }
   for (const m of segment) {
     const judged = await judgeMessage(state, ctx, account, m, null);
     concludeMessage(state.db, account, judged.rows, { kind: 'arrival', accountId: account, messageId: m.id }, Date.now());
   }
-  return segment.length === SEGMENT;
 }
 
 /** One segment of a run; the run ends when its segment comes back short. */
@@ -142,7 +149,7 @@ async function runSegment(state: State, ctx: ActorContext, runId: number): Promi
 async function work(state: State, ctx: ActorContext): Promise<boolean> {
   const [account] = state.arrivals;
   if (account !== undefined) {
-    if (!(await arrivalSegment(state, ctx, account))) state.arrivals.delete(account);
+    await arrivalSegment(state, ctx, account);
   } else {
     const [run] = outstandingRuleRuns(state.db);
     if (run !== undefined) await runSegment(state, ctx, run.id);
