@@ -15,6 +15,7 @@ import { registerJobs } from './commands/jobs.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerMailbox } from './commands/mailbox.ts';
 import { registerOutbox } from './commands/outbox.ts';
+import { registerRules } from './commands/rules.ts';
 import type { Run } from './commands/run.ts';
 import { registerSession } from './commands/session.ts';
 import { configDir } from './config-dir.ts';
@@ -103,6 +104,7 @@ export async function main(io: MainIo): Promise<number> {
   registerJobs(program, run);
   registerOutbox(program, run);
   registerContact(program, run);
+  registerRules(program, run);
 
   let parsed;
   try {
