@@ -117,6 +117,8 @@ async function setup(t: Test): Promise<Setup> {
       AdminEndpoint: adminEndpointSection(dir, 0, ADMIN_KEYS),
       MailRules: { Enabled: true, Rules: RULES },
       MailSynchronization: { Interval: '01:00:00' },
+      // Debug lines too: the privacy check reads every line the stage writes.
+      Logging: { Level: 'debug' },
     },
   );
   t.teardown(() => sync.service.stop());
@@ -310,4 +312,5 @@ t.test('rules on arriving mail, on the server exactly once; runs; history; listi
   for (const secret of [...sensitiveStrings(Object.values(MAIL)), ...PRIVATE])
     t.notOk(logText.includes(secret), `the log does not carry ${secret.slice(0, 14)}…`);
   t.match(logText, /mail-rules\.run-ended/, 'the stage logs what it does, by ids and counts');
+  t.match(logText, /"event":"mail-rules\.concluded"[^\n]*"rule":3/, 'a conclusion names the rule by its position');
 });
