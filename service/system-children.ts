@@ -1,6 +1,6 @@
 /**
  * The supervision tree of the service, as data, in start order: the store
- * maintenance, the replay guard, the contact book, the derivation writer, the embedding actor, the answering actor, one sync actor per
+ * maintenance, the replay guard, the contact book, the derivation writer, the embedding actor, the answering actor, the mail-rules actor, one sync actor per
  * configured account (25 per thread, see docs/actors.md), the outbox, then
  * the synchronization scheduler that drives them.
  * Stopping runs in reverse: the scheduler first, then the accounts together.
@@ -26,8 +26,11 @@ export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
 export const MAIL_QUERY_POOL = 'mail-query';
 export const ACCOUNTS_PER_THREAD = 25;
-/** The thread the system actors share (store maintenance, replay guard, contacts, derivation, outbox, scheduler). */
-const SYSTEM_THREAD = { kind: 'shared', group: 'system', actorsPerThread: 8 } as const;
+/**
+ * The thread the system actors share (store maintenance, replay guard, contacts, derivation, answering, mail rules,
+ * outbox, scheduler; embedding without a declared profile). Ten, so they stay on one thread with the spam stage too.
+ */
+const SYSTEM_THREAD = { kind: 'shared', group: 'system', actorsPerThread: 10 } as const;
 
 /** Restart policy of work that must come back however often it crashes: backoff up to a minute, never given up. */
 const RETRIED_FOREVER = {

@@ -34,7 +34,7 @@ export function contactsChild(store: StoreSlice): ChildSpecInput {
     entry: CONTACTS_ENTRY,
     restart: 'permanent',
     shutdownMs: 2_000,
-    placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
+    placement: { kind: 'shared', group: 'system', actorsPerThread: 10 },
     config: store satisfies ContactsConfig,
   };
 }

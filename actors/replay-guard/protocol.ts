@@ -53,7 +53,7 @@ export function replayGuardChild(store: StoreSlice, pruneIntervalMs: number = RE
     entry: moduleUrl('./actor.ts', import.meta.url),
     restart: 'permanent',
     shutdownMs: 2_000,
-    placement: { kind: 'shared', group: 'system', actorsPerThread: 8 },
+    placement: { kind: 'shared', group: 'system', actorsPerThread: 10 },
     config: { ...store, pruneIntervalMs } satisfies ReplayGuardConfig,
   };
 }
