@@ -314,3 +314,28 @@ t.test('rules on arriving mail, on the server exactly once; runs; history; listi
   t.match(logText, /mail-rules\.run-ended/, 'the stage logs what it does, by ids and counts');
   t.match(logText, /"event":"mail-rules\.concluded"[^\n]*"rule":3/, 'a conclusion names the rule by its position');
 });
+
+t.test('rules enabled on a deployment that already holds mail: only mail arriving afterwards is judged on arrival', async (t) => {
+  const dir = tempDir(t);
+  const dovecot = await startDovecot({ users: [{ user: 'ann', password: 'pw-ann' }] });
+  t.teardown(() => dovecot.stop());
+  await appendMessages(dovecot, 'ann', 'INBOX', [{ raw: MAIL.boss }]);
+  const accounts = [{ id: 'ann', user: 'ann', folders: [{ Alias: 'inbox' }] }];
+  const rules = [RULES[1]!];
+  const before = await startSyncService(dir, dovecot, accounts, { MailRules: { Enabled: false, Rules: rules }, MailSynchronization: { Interval: '01:00:00' } });
+  await before.syncNow('ann');
+  await before.service.stop();
+
+  const after = await startSyncService(dir, dovecot, accounts, { MailRules: { Enabled: true, Rules: rules }, MailSynchronization: { Interval: '01:00:00' } });
+  t.teardown(() => after.service.stop());
+  await appendMessages(dovecot, 'ann', 'INBOX', [{ raw: MAIL.later }]);
+  await after.syncNow('ann');
+  await eventually('the arrival to be applied', async () => {
+    const flags = (await onServer(dovecot, 'INBOX')).get('later');
+    return flags?.includes('\\Flagged') && journalQuiet(after.database);
+  });
+  const inbox = await onServer(dovecot, 'INBOX');
+  t.same(inbox.get('boss'), [], 'mail stored before the rules were enabled is left to a rule run');
+  t.same(inbox.get('later'), ['\\Flagged', 'kw-quokka'], 'mail arriving afterwards is judged');
+  t.equal(rows(after.database, 'SELECT id FROM mail_rule_history').length, 1, 'one conclusion');
+});
