@@ -203,9 +203,9 @@ t.test('credentials, permissions and the three routes', async (t) => {
     t.equal(answer.challenge, undefined, 'no challenge: no credential was looked at');
   }
   t.equal((await call(`${admin}/`)).status, 404);
-  // A route of the spec's table this build does not serve is absent, never a stub; only a caller learns so.
-  t.equal((await call(`${admin}/api/admin/rules`)).status, 401, 'an unserved route asks for a credential first');
-  t.equal((await call(`${admin}/api/admin/rules`, { bearer: KEY_OPERATOR })).status, 404, 'then is absent');
+  // A route this build does not serve is absent, never a stub; only a caller learns so.
+  t.equal((await call(`${admin}/api/admin/no-such-route`)).status, 401, 'an unserved route asks for a credential first');
+  t.equal((await call(`${admin}/api/admin/no-such-route`, { bearer: KEY_OPERATOR })).status, 404, 'then is absent');
   const wrongMethod = await call(session, { method: 'POST', bearer: KEY_OPERATOR, json: {} });
   t.equal(wrongMethod.status, 405);
   t.equal(wrongMethod.allow, 'GET');
