@@ -33,13 +33,14 @@ import {
   ruleRunById,
   startArrivalCursor,
   arrivalCursor,
+  forgetArrivalCursors,
 } from '../../runtime/store/mail-rules/rule-records.ts';
 import { RecentWork } from '../../runtime/work-progress.ts';
 import { folderRoleOf } from '../derivation/protocol.ts';
 import { conclude } from './conclude.ts';
 import { judge, type MessageFacts } from './judge.ts';
 import { listRules } from './listing.ts';
-import { MailRulesConfig, MailRulesMessage, type RuleRun as RuleRunView, type RuleSpec } from './protocol.ts';
+import { MailRulesConfig, MailRulesMessage, type RuleRun as RuleRunView } from './protocol.ts';
 import { runView } from './run-view.ts';
 
 /** Messages judged per step: a step records a few changes at most, so asks wait little behind it. */
@@ -181,10 +182,6 @@ async function step(state: State, ctx: ActorContext<Msg>): Promise<void> {
   if (more) kick(state, ctx);
 }
 
-function rulesFor(rules: readonly RuleSpec[], account: string): number {
-  return rules.filter((r) => r.accounts === null || r.accounts.includes(account)).length;
-}
-
 function view(state: State, run: NonNullable<ReturnType<typeof latestRuleRun>>): RuleRunView {
   return runView(run, state.recent.get(run.id)?.perSecond(Date.now()) ?? null);
 }
@@ -209,6 +206,9 @@ export default defineActor({
         startArrivalCursor(db, account, lastStoredId(db, account), Date.now());
         state.arrivals.add(account);
       }
+    } else {
+      // Off: switched on again later, the stage starts from the mail stored then, not from where it stopped.
+      forgetArrivalCursors(db);
     }
     ctx.log.info(
       { event: 'mail-rules.started', enabled: config.enabled, rules: config.rules.length, resumedRuns: outstandingRuleRuns(db).length },
@@ -222,7 +222,8 @@ export default defineActor({
       case 'mail-rules.step':
         return later(step(state, ctx));
       case 'mail-rules.derived':
-        if (!state.config.enabled || !state.config.accounts.includes(msg.account) || rulesFor(state.config.rules, msg.account) === 0) return;
+        // An account no rule names still moves its cursor: a rule added later judges only mail arriving after it.
+        if (!state.config.enabled || !state.config.accounts.includes(msg.account)) return;
         state.arrivals.add(msg.account);
         kick(state, ctx);
         return;

@@ -64,6 +64,7 @@ const runColumns = 'id, account_id, requested_at, through_id, last_message_id, t
 const statements = perConnection((db: Database) => ({
   cursor: db.prepare('SELECT last_message_id FROM mail_rule_cursors WHERE account_id = ?'),
   startCursor: db.prepare('INSERT INTO mail_rule_cursors (account_id, last_message_id, updated_at) VALUES (?, ?, ?) ON CONFLICT (account_id) DO NOTHING'),
+  forgetCursors: db.prepare('DELETE FROM mail_rule_cursors'),
   moveCursor: db.prepare('UPDATE mail_rule_cursors SET last_message_id = ?, updated_at = ? WHERE account_id = ? AND last_message_id < ?'),
   latestRun: db.prepare(`SELECT ${runColumns} FROM mail_rule_runs WHERE account_id = ? ORDER BY id DESC LIMIT 1`),
   runById: db.prepare(`SELECT ${runColumns} FROM mail_rule_runs WHERE id = ?`),
@@ -89,6 +90,11 @@ export function arrivalCursor(db: Database, accountId: string): number | undefin
 /** Starts the account's cursor at `lastMessageId` unless it has one. */
 export function startArrivalCursor(db: Database, accountId: string, lastMessageId: number, now: number): void {
   run(statements(db).startCursor, [accountId, lastMessageId, now]);
+}
+
+/** Forgets every arrival cursor (the stage starts switched off): mail stored while it is off is left to a rule run. */
+export function forgetArrivalCursors(db: Database): void {
+  run(statements(db).forgetCursors);
 }
 
 /** Starts a run of the account, or returns the one outstanding (`started: false`). */

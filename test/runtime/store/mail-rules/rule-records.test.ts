@@ -11,6 +11,7 @@ import {
   arrivalCursor,
   concludeMessage,
   endRuleRun,
+  forgetArrivalCursors,
   latestRuleRun,
   outstandingRuleRuns,
   requestRuleRun,
@@ -101,4 +102,8 @@ t.test('the arrival cursor starts once and only moves forward', async (t) => {
   concludeMessage(db, 'alice', [], { kind: 'arrival', accountId: 'alice', messageId: 6 }, 3);
   concludeMessage(db, 'alice', [], { kind: 'arrival', accountId: 'alice', messageId: 5 }, 4);
   t.equal(arrivalCursor(db, 'alice'), 6, 'never backwards');
+  forgetArrivalCursors(db);
+  t.equal(arrivalCursor(db, 'alice'), undefined, 'forgotten while the stage is off');
+  startArrivalCursor(db, 'alice', 9, 5);
+  t.equal(arrivalCursor(db, 'alice'), 9, 'and started afresh when it is on again');
 });
