@@ -320,8 +320,9 @@ t.test('rules enabled on a deployment that already holds mail: only mail arrivin
   const dovecot = await startDovecot({ users: [{ user: 'ann', password: 'pw-ann' }] });
   t.teardown(() => dovecot.stop());
   await appendMessages(dovecot, 'ann', 'INBOX', [{ raw: MAIL.boss }]);
-  const accounts = [{ id: 'ann', user: 'ann', folders: [{ Alias: 'inbox' }] }];
-  const rules = [RULES[1]!];
+  // `ghost` is mapped to a folder the server does not have: its binding resolves to nothing.
+  const accounts = [{ id: 'ann', user: 'ann', folders: [{ Alias: 'inbox' }, { Alias: 'ghost', Path: 'Ghost' }] }];
+  const rules = [RULES[1]!, { Name: 'rule-ghost-file', When: { SubjectContains: 'follow-up' }, Then: { MoveTo: 'ghost', MarkSeen: true } }];
   const before = await startSyncService(dir, dovecot, accounts, { MailRules: { Enabled: false, Rules: rules }, MailSynchronization: { Interval: '01:00:00' } });
   await before.syncNow('ann');
   await before.service.stop();
@@ -332,10 +333,17 @@ t.test('rules enabled on a deployment that already holds mail: only mail arrivin
   await after.syncNow('ann');
   await eventually('the arrival to be applied', async () => {
     const flags = (await onServer(dovecot, 'INBOX')).get('later');
-    return flags?.includes('\\Flagged') && journalQuiet(after.database);
+    return flags?.includes('\\Flagged') && flags.includes('\\Seen') && journalQuiet(after.database);
   });
   const inbox = await onServer(dovecot, 'INBOX');
   t.same(inbox.get('boss'), [], 'mail stored before the rules were enabled is left to a rule run');
-  t.same(inbox.get('later'), ['\\Flagged', 'kw-quokka'], 'mail arriving afterwards is judged');
-  t.equal(rows(after.database, 'SELECT id FROM mail_rule_history').length, 1, 'one conclusion');
+  t.same(inbox.get('later'), ['\\Flagged', '\\Seen', 'kw-quokka'], 'mail arriving afterwards is judged');
+  t.same(
+    rows(after.database, 'SELECT rule_name, note FROM mail_rule_history ORDER BY id'),
+    [
+      { rule_name: 'rule-boss-flag', note: null },
+      { rule_name: 'rule-ghost-file', note: 'no-folder' },
+    ],
+    "a move to an alias bound to no folder is recorded as such; the rule's other changes are still asked",
+  );
 });
