@@ -61,6 +61,8 @@ type State = {
   stepping: boolean;
   /** Rates of the runs under way, by run id. */
   recent: Map<number, RecentWork>;
+  /** Whether a run's segment goes next when arrivals wait too. */
+  runTurn: boolean;
 };
 
 type Judged = { rows: HistoryRow[]; changes: number };
@@ -146,14 +148,18 @@ async function runSegment(state: State, ctx: ActorContext, runId: number): Promi
   }
 }
 
-/** One unit of work: an account's arrivals first, then a run's segment. True while anything remains. */
+/** One unit of work: an account's arrivals or a run's segment, taking turns so neither starves the other. True while anything remains. */
 async function work(state: State, ctx: ActorContext): Promise<boolean> {
   const [account] = state.arrivals;
-  if (account !== undefined) {
+  const [run] = outstandingRuleRuns(state.db);
+  const runTurn = run !== undefined && (account === undefined || state.runTurn);
+  state.runTurn = !runTurn;
+  if (runTurn) await runSegment(state, ctx, run.id);
+  else if (account !== undefined) {
+    // Accounts take turns too: the one served goes to the back.
+    state.arrivals.delete(account);
+    state.arrivals.add(account);
     await arrivalSegment(state, ctx, account);
-  } else {
-    const [run] = outstandingRuleRuns(state.db);
-    if (run !== undefined) await runSegment(state, ctx, run.id);
   }
   return state.arrivals.size > 0 || outstandingRuleRuns(state.db).length > 0;
 }
@@ -199,7 +205,7 @@ export default defineActor({
     ctx.defer(() => {
       db.close();
     });
-    const state: State = { db, config, arrivals: new Set(), stepping: false, recent: new Map() };
+    const state: State = { db, config, arrivals: new Set(), stepping: false, recent: new Map(), runTurn: false };
     if (config.enabled) {
       for (const account of config.accounts) {
         // Mail stored before the stage first met the account enabled is left to an admin run.
