@@ -42,7 +42,6 @@ export type NotServed = NoEffect | Refused;
 export const NOT_SERVED: readonly NotServed[] = [
   { kind: 'no-effect', setting: 'Accounts:[]:Owner', consequence: 'the label is shown nowhere' },
   { kind: 'no-effect', setting: 'MailRules', consequence: 'no rule runs on arriving mail' },
-  { kind: 'no-effect', setting: 'Spam', consequence: 'no mail is classified' },
 ];
 
 export const NO_EFFECT: readonly NoEffect[] = NOT_SERVED.filter((row): row is NoEffect => row.kind === 'no-effect');

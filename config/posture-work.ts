@@ -75,6 +75,15 @@ function answeringLine(config: Config): string {
   return `Answering: endpoint ${e.Alias} at ${new URL(e.BaseAddress).host}, at most ${e.MaxCallsPerQuestion} calls and ${e.MaxInputCharactersPerQuestion} characters per question, ${a.MaxQuestionsPerPeriod} questions per ${formatTimeSpan(a.Period)}, audit ${a.Audit.Enabled ? `kept ${formatTimeSpan(a.Audit.Retention)}` : 'off'}; ${offered}${extra}`;
 }
 
+/** What spam classification will do: the engine's address (no secret in it), the mapping's threshold and the action; arriving mail only when enabled. */
+function spamLine(config: Config): string {
+  const s = config.Spam;
+  const action = s.Action === 'Keyword' ? `action Keyword ${s.Keyword}` : s.Action === 'Move' ? `action Move to ${s.Folder}` : 'action None';
+  const trusted = s.TrustedServers.length === 0 ? 'no trusted server headers' : `headers trusted from ${s.TrustedServers.length} server(s)`;
+  const arriving = s.Enabled ? 'classifying arriving mail' : 'arriving mail not classified (admin runs only)';
+  return `Spam: rspamd at ${s.Engine.Address}, threshold ${s.Threshold}, ${action}, ${trusted}; ${arriving}`;
+}
+
 export function workLines(config: Config): string[] {
   const lines: string[] = [];
   const proxy = config.ReverseProxy;
@@ -105,6 +114,7 @@ export function workLines(config: Config): string[] {
   lines.push(outboxLine(config));
   lines.push(embeddingLine(config));
   lines.push(answeringLine(config));
+  lines.push(spamLine(config));
   lines.push(`Logging: ${config.Logging.Level}, ${config.Logging.Format}`);
   lines.push(`Not served by this release (accepted, no effect): ${NO_EFFECT.map((row) => row.setting).join(', ')}`);
   return lines;
