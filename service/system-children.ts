@@ -1,6 +1,6 @@
 /**
  * The supervision tree of the service, as data, in start order: the store
- * maintenance, the replay guard, the contact book, the derivation writer, the embedding actor, the answering actor, one sync actor per
+ * maintenance, the replay guard, the contact book, the derivation writer, the embedding actor, the answering actor, the spam actor, one sync actor per
  * configured account (25 per thread, see docs/actors.md), the outbox, then
  * the synchronization scheduler that drives them.
  * Stopping runs in reverse: the scheduler first, then the accounts together.
@@ -20,6 +20,7 @@ import { EMBEDDING_ENTRY, EMBEDDING_ID, type EmbeddingConfig } from '../actors/e
 import { LOCAL_DIMENSIONS, LOCAL_MODEL } from '../config/schema/embeddings.ts';
 import { ANSWERING_ENTRY, ANSWERING_ID, type AnsweringConfig } from '../actors/answering/protocol.ts';
 import { contactsChild } from '../actors/contacts/protocol.ts';
+import { SPAM_ENTRY, SPAM_ID, type SpamConfig } from '../actors/spam/protocol.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
@@ -105,6 +106,7 @@ export function systemChildren(config: Config): ChildSpecInput[] {
     },
     embeddingChild(config),
     answeringChild(config),
+    spamChild(config),
     ...accounts,
     outboxChild(config),
     {
@@ -261,6 +263,39 @@ function answeringChild(config: Config): ChildSpecInput {
     restart: 'permanent',
     shutdownMs: 5_000,
     placement: SYSTEM_THREAD,
+    ...RETRIED_FOREVER,
+    config: slice,
+  };
+}
+
+/** Spam classification: one per deployment, on the system actors' thread (a judgement mostly waits on the engine). Always runs: admin runs work with Spam:Enabled false. */
+function spamChild(config: Config): ChildSpecInput {
+  const s = config.Spam;
+  const slice: SpamConfig = {
+    store: storeSlice(config),
+    enabled: s.Enabled,
+    threshold: s.Threshold,
+    action: s.Action,
+    keyword: s.Keyword,
+    folder: s.Folder,
+    engine: {
+      address: s.Engine.Address,
+      timeoutMs: s.Engine.Timeout,
+      failuresToOpen: s.Engine.FailuresToOpen,
+      coolDownMs: s.Engine.CoolDown,
+      retryDelayMs: s.Engine.RetryDelay,
+      retryDelayMaxMs: s.Engine.RetryDelayMaximum,
+    },
+    trusted: { hosts: s.TrustedServers.map((server) => server.Host.toLowerCase()), headers: [...s.TrustedHeaders] },
+    accounts: config.Accounts.map((a) => a.Id),
+  };
+  return {
+    id: SPAM_ID,
+    entry: SPAM_ENTRY,
+    restart: 'permanent',
+    shutdownMs: 5_000,
+    placement: SYSTEM_THREAD,
+    // A crash loop is retried with backoff, never given up: unjudged mail waits past the cursor meanwhile.
     ...RETRIED_FOREVER,
     config: slice,
   };

@@ -30,6 +30,7 @@ import { openSlice } from '../../runtime/store/open-slice.ts';
 import { deriveFirst, type FirstDerivation, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
 import { MIME_PARSE_IN_PLACE, type ParseInPlace } from '../mime-parse/protocol.ts';
 import { EMBEDDING_ID } from '../embedding/protocol.ts';
+import { SPAM_ID } from '../spam/protocol.ts';
 import { CatchUp, type CatchUpReply, DerivationConfig } from './protocol.ts';
 import { correspondentsOf, folderRoleOf, type OwnAddresses, ownAddressesOf } from './collect-correspondents.ts';
 
@@ -107,6 +108,8 @@ async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<C
   }
   // Newly searchable mail is the embedding actor's arrivals (a doorbell: it reads what is missing from the store).
   if (reply.derived > 0) ctx.tell(EMBEDDING_ID, { type: 'embedding.derived' });
+  // And the spam stage's (it judges what is past its cursor; ignored unless Spam:Enabled).
+  if (reply.derived > 0) ctx.tell(SPAM_ID, { type: 'spam.derived', account: msg.account });
   if (reply.missingRaw > 0) ctx.log.warn({ event: 'derivation.raw-missing', account: msg.account, count: reply.missingRaw }, 'derivation.raw-missing');
   return reply;
 }
