@@ -10,7 +10,7 @@
  * - `email-lookup.ts`: the MCP write tools (which account holds an email);
  * - `attachment-source.ts`: the attachment download route;
  * - `mutation-audit.ts`, `answering-audit.ts`, `dead-letters.ts`,
- *   `outbox-reads.ts`: the admin routes;
+ *   `outbox-reads.ts`, `spam-classifications.ts`: the admin routes;
  * - `store-gauges.ts`: the metrics read from the store at each collection;
  * - `stored-email-id.ts`, `query-scope.ts`: shapes those share.
  * Contracts are leaves: they load zod and shape-only store modules, never a
@@ -27,6 +27,7 @@ import { type EmailLookupProtocol, LocateEmailRequest } from './protocol/email-l
 import { GetContentRequest, ListAccountsRequest, ListEmailsRequest, type MailReadsProtocol, SearchRequest } from './protocol/mail-reads.ts';
 import { type MutationAuditProtocol, MutationAuditRequest } from './protocol/mutation-audit.ts';
 import { OutboxPageRequest, type OutboxReadsProtocol, OutboxSummaryRequest, OutgoingEmailRequest, OutgoingLookupRequest } from './protocol/outbox-reads.ts';
+import { type SpamClassificationsProtocol, SpamClassificationsRequest } from './protocol/spam-classifications.ts';
 import { type StoreGaugesProtocol, StoreGaugesRequest } from './protocol/store-gauges.ts';
 
 /** Everything the pool answers: the union of its consumers' contracts. */
@@ -37,6 +38,7 @@ export type MailQueryProtocol = MailReadsProtocol &
   AnsweringAuditProtocol &
   DeadLettersProtocol &
   OutboxReadsProtocol &
+  SpamClassificationsProtocol &
   StoreGaugesProtocol;
 
 /** The task module of the query pool, created with the store slice. Named here, as a URL, so that the composition root starts it without importing it. */
@@ -58,6 +60,7 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   OutboxPageRequest,
   OutgoingEmailRequest,
   OutgoingLookupRequest,
+  SpamClassificationsRequest,
   StoreGaugesRequest,
 ]);
 export type MailQueryMessage = z.infer<typeof MailQueryMessage>;

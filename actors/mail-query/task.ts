@@ -31,6 +31,7 @@ import { listAccounts } from './list-accounts.ts';
 import { listEmails } from './list-emails.ts';
 import { locateEmail } from './locate-email.ts';
 import { mutationAuditPage } from './mutation-audit.ts';
+import { spamClassificationsPage } from './spam-classifications.ts';
 import { lookUpOutgoing, outboxPageOf, outboxSummaryOf, outgoingEmailOf } from './outbox.ts';
 import { MailQueryMessage } from './protocol.ts';
 import { searchEmails } from './search.ts';
@@ -94,6 +95,8 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
         return outgoingEmailOf(db, msg);
       case 'mail-query.outgoing-lookup':
         return lookUpOutgoing(db, msg);
+      case 'mail-query.spam-classifications':
+        return spamClassificationsPage(db, msg);
       case 'mail-query.store-gauges':
         return storeGauges(db, msg);
     }

@@ -11,6 +11,7 @@ import { jobRoutes } from './jobs.ts';
 import { mailboxRoutes } from './mailbox.ts';
 import { outboxRoutes } from './outbox.ts';
 import { sessionRoutes } from './session.ts';
+import { spamRoutes } from './spam.ts';
 
 export const ROUTES: readonly Route[] = [
   ...sessionRoutes,
@@ -21,4 +22,5 @@ export const ROUTES: readonly Route[] = [
   ...jobRoutes,
   ...outboxRoutes,
   ...contactRoutes,
+  ...spamRoutes,
 ];
