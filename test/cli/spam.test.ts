@@ -72,6 +72,7 @@ t.before(async () => {
       users: [
         { user: 'pat', password: 'pw-pat' },
         { user: 'lee', password: 'pw-lee' },
+        { user: 'kim', password: 'pw-kim' },
       ],
     }),
     startRspamd(),
@@ -293,4 +294,62 @@ t.test('arrival: the first mirror is judged; engine down leaves mail unclassifie
   );
   const secrets = sensitiveStrings([Buffer.from(clean), Buffer.from(spam)]);
   t.same(leaks(secrets, svc.logs.raw()), [], 'no subject or address in any log line');
+});
+
+t.test('a run waiting for the engine resumes after a restart, from the store', async (t) => {
+  const trusted = message({ subject: 'Notes of the review', headersAbove: ['X-Spam-Flag: YES'] }, [MX]);
+  await appendMessages(
+    dovecot,
+    'kim',
+    'INBOX',
+    [GTUBE_MESSAGE, CLEAN_MESSAGE, trusted, message({ subject: 'Agenda for Monday' })].map((raw) => ({ raw })),
+  );
+  await engine.stop();
+  t.teardown(() => engine.start());
+  const first = await startCliService(t, {
+    dovecot,
+    synchronization: true,
+    accounts: [{ id: 'kim', user: 'kim', folders: [{ Alias: 'inbox' }] }],
+    sections: spamSection({ Enabled: false, Action: 'Keyword', Keyword: 'ToReview' }),
+  });
+  await until(
+    'the mirror',
+    () => storedCount(`${first.dir}/mailcairn.db`),
+    (n) => n >= 4,
+  );
+  const c1 = client(t, first);
+  t.equal((await c1.login()).code, 0);
+  t.equal(c1.json<RunAnswer>(await c1.run(['spam', 'run', '--account', 'kim', '--apply', '--yes', '--output', 'json'])).started, true);
+  await until(
+    'the run waiting for the engine',
+    async () =>
+      c1.json<RunAnswer & { run: { waitingForEngineSince: string | null } }>(await c1.run(['spam', 'run-status', '--account', 'kim', '--output', 'json'])),
+    (a) => a.run?.waitingForEngineSince !== null,
+  );
+  await first.service.stop();
+
+  await engine.start();
+  const second = await startCliService(t, {
+    dovecot,
+    dir: first.dir,
+    keys: first.keys,
+    synchronization: true,
+    accounts: [{ id: 'kim', user: 'kim', folders: [{ Alias: 'inbox' }] }],
+    sections: spamSection({ Enabled: false, Action: 'Keyword', Keyword: 'ToReview' }),
+  });
+  const c2 = client(t, second);
+  t.equal((await c2.login()).code, 0);
+  const ended = await until(
+    'the resumed run to end',
+    async () => c2.json<RunAnswer>(await c2.run(['spam', 'run-status', '--account', 'kim', '--output', 'json'])),
+    (a) => a.run?.isOutstanding === false,
+  );
+  t.match(ended.run, { apply: true, judgedEmailCount: 4, spamEmailCount: 2, changeCount: 2, outcome: 'completed' }, 'resumed and finished after the restart');
+  await until(
+    'the keyword on the server',
+    () => fetchAllOverImap(dovecot, 'kim', 'INBOX'),
+    (messages) => messages.filter((m) => m.flags.some((f) => f.toLowerCase() === 'toreview')).length === 2,
+  );
+  const page = c2.json<Page>(await c2.run(['spam', 'classifications', '--account', 'kim', '--output', 'json']));
+  t.equal(page.entries.length, 4, 'each message judged once by the run');
 });
