@@ -87,7 +87,7 @@ function spamSection(extra: Record<string, unknown>): Record<string, unknown> {
   return {
     Spam: {
       TrustedServers: [{ Host: 'mx.example.org' }],
-      Engine: { Address: engine.url, Timeout: '00:00:05', RetryDelay: '00:00:01', RetryDelayMaximum: '00:00:02' },
+      Engine: { Address: engine.url, Timeout: '00:00:05', CoolDown: '00:00:01', RetryDelay: '00:00:01', RetryDelayMaximum: '00:00:02' },
       ...extra,
     },
   };
