@@ -170,3 +170,41 @@ export function read<T extends z.ZodType>(schema: T, value: unknown, endpoint: s
   if (!parsed.success) throw new CliFailure(`${endpoint} answered ${route} with a document this client cannot read (another build?).`);
   return parsed.data;
 }
+
+export const SpamRunAnswer = z.looseObject({
+  started: z.boolean(),
+  run: z
+    .looseObject({
+      account: z.string(),
+      apply: z.boolean(),
+      requestedAt: Instant,
+      isOutstanding: z.boolean(),
+      judgedEmailCount: Count,
+      spamEmailCount: Count,
+      changeCount: Count,
+      waitingForEngineSince: Instant.nullable(),
+      progress: WorkProgress,
+      endedAt: Instant.nullable(),
+      outcome: z.string().nullable(),
+    })
+    .nullable(),
+});
+export type SpamRunAnswer = z.infer<typeof SpamRunAnswer>;
+
+export const SpamClassificationsAnswer = z.looseObject({
+  entries: z.array(
+    z.looseObject({
+      id: z.number(),
+      storedEmailId: z.string(),
+      verdict: z.string(),
+      score: z.number(),
+      source: z.string(),
+      runId: z.number().nullable(),
+      applied: z.boolean(),
+      conclusion: z.string().nullable(),
+      changes: z.array(z.looseObject({ changeId: z.string(), change: z.string(), state: z.string(), outcome: z.string().nullable() })),
+      classifiedAt: Instant,
+    }),
+  ),
+  nextCursor: z.string().optional(),
+});

@@ -14,6 +14,7 @@ import { registerFolder } from './commands/folder.ts';
 import { registerJobs } from './commands/jobs.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerMailbox } from './commands/mailbox.ts';
+import { registerSpam } from './commands/spam.ts';
 import { registerOutbox } from './commands/outbox.ts';
 import { registerRules } from './commands/rules.ts';
 import type { Run } from './commands/run.ts';
@@ -102,6 +103,7 @@ export async function main(io: MainIo): Promise<number> {
   registerEmbedding(program, run);
   registerFolder(program, run);
   registerJobs(program, run);
+  registerSpam(program, run);
   registerOutbox(program, run);
   registerContact(program, run);
   registerRules(program, run);

@@ -39,10 +39,7 @@ export type Refused = {
 
 export type NotServed = NoEffect | Refused;
 
-export const NOT_SERVED: readonly NotServed[] = [
-  { kind: 'no-effect', setting: 'Accounts:[]:Owner', consequence: 'the label is shown nowhere' },
-  { kind: 'no-effect', setting: 'Spam', consequence: 'no mail is classified' },
-];
+export const NOT_SERVED: readonly NotServed[] = [{ kind: 'no-effect', setting: 'Accounts:[]:Owner', consequence: 'the label is shown nowhere' }];
 
 export const NO_EFFECT: readonly NoEffect[] = NOT_SERVED.filter((row): row is NoEffect => row.kind === 'no-effect');
 

@@ -83,6 +83,15 @@ function mailRulesLine(config: Config): string {
   return count === 0 ? 'MailRules: on, no rules (nothing is judged)' : `MailRules: ${rules}, judging arriving mail`;
 }
 
+/** What spam classification will do: the engine's address (no secret in it), the mapping's threshold and the action; arriving mail only when enabled. */
+function spamLine(config: Config): string {
+  const s = config.Spam;
+  const action = s.Action === 'Keyword' ? `action Keyword ${s.Keyword}` : s.Action === 'Move' ? `action Move to ${s.Folder}` : 'action None';
+  const trusted = s.TrustedServers.length === 0 ? 'no trusted server headers' : `headers trusted from ${s.TrustedServers.length} server(s)`;
+  const arriving = s.Enabled ? 'classifying arriving mail' : 'arriving mail not classified (admin runs only)';
+  return `Spam: rspamd at ${s.Engine.Address}, threshold ${s.Threshold}, ${action}, ${trusted}; ${arriving}`;
+}
+
 export function workLines(config: Config): string[] {
   const lines: string[] = [];
   const proxy = config.ReverseProxy;
@@ -114,6 +123,7 @@ export function workLines(config: Config): string[] {
   lines.push(embeddingLine(config));
   lines.push(answeringLine(config));
   lines.push(mailRulesLine(config));
+  lines.push(spamLine(config));
   lines.push(`Logging: ${config.Logging.Level}, ${config.Logging.Format}`);
   lines.push(`Not served by this release (accepted, no effect): ${NO_EFFECT.map((row) => row.setting).join(', ')}`);
   return lines;

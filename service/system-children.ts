@@ -1,6 +1,6 @@
 /**
  * The supervision tree of the service, as data, in start order: the store
- * maintenance, the replay guard, the contact book, the derivation writer, the embedding actor, the answering actor, the mail-rules actor, one sync actor per
+ * maintenance, the replay guard, the contact book, the derivation writer, the embedding actor, the answering actor, the mail-rules actor, the spam actor, one sync actor per
  * configured account (25 per thread, see docs/actors.md), the outbox, then
  * the synchronization scheduler that drives them.
  * Stopping runs in reverse: the scheduler first, then the accounts together.
@@ -21,6 +21,7 @@ import { LOCAL_DIMENSIONS, LOCAL_MODEL } from '../config/schema/embeddings.ts';
 import { ANSWERING_ENTRY, ANSWERING_ID, type AnsweringConfig } from '../actors/answering/protocol.ts';
 import { contactsChild } from '../actors/contacts/protocol.ts';
 import { MAIL_RULES_ENTRY, MAIL_RULES_ID, type MailRulesConfig, type RulesSource } from '../actors/mail-rules/protocol.ts';
+import { SPAM_ENTRY, SPAM_ID, type SpamConfig } from '../actors/spam/protocol.ts';
 
 export const STORE_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const MIME_PARSE_POOL = 'mime-parse';
@@ -28,7 +29,7 @@ export const MAIL_QUERY_POOL = 'mail-query';
 export const ACCOUNTS_PER_THREAD = 25;
 /**
  * The thread the system actors share (store maintenance, replay guard, contacts, derivation, answering, mail rules,
- * outbox, scheduler; embedding without a declared profile). Ten, so they stay on one thread with the spam stage too.
+ * spam, outbox, scheduler; embedding without a declared profile): ten, so they stay on one thread.
  */
 const SYSTEM_THREAD = { kind: 'shared', group: 'system', actorsPerThread: 10 } as const;
 
@@ -113,6 +114,7 @@ export function systemChildren(config: Config, source?: ConfigSource): ChildSpec
     embeddingChild(config),
     answeringChild(config),
     mailRulesChild(config, source),
+    spamChild(config),
     ...accounts,
     outboxChild(config),
     {
@@ -310,6 +312,39 @@ function answeringChild(config: Config): ChildSpecInput {
     restart: 'permanent',
     shutdownMs: 5_000,
     placement: SYSTEM_THREAD,
+    ...RETRIED_FOREVER,
+    config: slice,
+  };
+}
+
+/** Spam classification: one per deployment, on the system actors' thread (a judgement mostly waits on the engine). Always runs: admin runs work with Spam:Enabled false. */
+function spamChild(config: Config): ChildSpecInput {
+  const s = config.Spam;
+  const slice: SpamConfig = {
+    store: storeSlice(config),
+    enabled: s.Enabled,
+    threshold: s.Threshold,
+    action: s.Action,
+    keyword: s.Keyword,
+    folder: s.Folder,
+    engine: {
+      address: s.Engine.Address,
+      timeoutMs: s.Engine.Timeout,
+      failuresToOpen: s.Engine.FailuresToOpen,
+      coolDownMs: s.Engine.CoolDown,
+      retryDelayMs: s.Engine.RetryDelay,
+      retryDelayMaxMs: s.Engine.RetryDelayMaximum,
+    },
+    trusted: { hosts: s.TrustedServers.map((server) => server.Host.toLowerCase()), headers: [...s.TrustedHeaders] },
+    accounts: config.Accounts.map((a) => a.Id),
+  };
+  return {
+    id: SPAM_ID,
+    entry: SPAM_ENTRY,
+    restart: 'permanent',
+    shutdownMs: 5_000,
+    placement: SYSTEM_THREAD,
+    // A crash loop is retried with backoff, never given up: unjudged mail waits past the cursor meanwhile.
     ...RETRIED_FOREVER,
     config: slice,
   };

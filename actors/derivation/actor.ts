@@ -31,6 +31,7 @@ import { deriveFirst, type FirstDerivation, lastUnderivedId, underivedSegment } 
 import { MIME_PARSE_IN_PLACE, type ParseInPlace } from '../mime-parse/protocol.ts';
 import { EMBEDDING_ID } from '../embedding/protocol.ts';
 import { MAIL_RULES_ID } from '../mail-rules/protocol.ts';
+import { SPAM_ID } from '../spam/protocol.ts';
 import { CatchUp, type CatchUpReply, DerivationConfig } from './protocol.ts';
 import { correspondentsOf, folderRoleOf, type OwnAddresses, ownAddressesOf } from './collect-correspondents.ts';
 
@@ -110,6 +111,8 @@ async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<C
   if (reply.derived > 0) ctx.tell(EMBEDDING_ID, { type: 'embedding.derived' });
   // The same for the rules stage, per account (it judges what lies past its cursor).
   if (reply.derived > 0) ctx.tell(MAIL_RULES_ID, { type: 'mail-rules.derived', account: msg.account });
+  // And the spam stage's (it judges what is past its cursor; ignored unless Spam:Enabled).
+  if (reply.derived > 0) ctx.tell(SPAM_ID, { type: 'spam.derived', account: msg.account });
   if (reply.missingRaw > 0) ctx.log.warn({ event: 'derivation.raw-missing', account: msg.account, count: reply.missingRaw }, 'derivation.raw-missing');
   return reply;
 }

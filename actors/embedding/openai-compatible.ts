@@ -11,7 +11,7 @@
  * `Retry-After` longer than `maxRetryAfterMs` ends the call at once (we
  * neither wait that long nor ask sooner than told). 401/403, another 4xx and
  * an answer we cannot use are never retried. Calls pass through a circuit
- * (`circuit.ts`) that opens after repeated failed calls; `health()` reports it.
+ * (runtime/circuit.ts) that opens after repeated failed calls; `health()` reports it.
  *
  * The API key is a secret reference read at each call (rotation needs no
  * restart) and sent only as `Authorization: Bearer`. Errors and log lines
@@ -28,7 +28,7 @@ import { type Clock, mathRandom, type Random, systemClock } from '../../runtime/
 import type { Logger } from '../../runtime/log.ts';
 import { readSecret } from '../../runtime/secret-ref.ts';
 import { backoffDelay, type BackoffPolicy } from '../../runtime/supervisor/backoff.ts';
-import { Circuit, type CircuitPolicy, DEFAULT_CIRCUIT } from './circuit.ts';
+import { Circuit, type CircuitPolicy, DEFAULT_CIRCUIT } from '../../runtime/circuit.ts';
 import { type EmbeddingFailureCode, type EmbeddingProvider, embeddingFailure, type FailureClass } from './provider.ts';
 import { retryAfterMs } from '../../runtime/http-retry/retry-after.ts';
 

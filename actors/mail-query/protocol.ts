@@ -10,7 +10,7 @@
  * - `email-lookup.ts`: the MCP write tools (which account holds an email);
  * - `attachment-source.ts`: the attachment download route;
  * - `mutation-audit.ts`, `answering-audit.ts`, `rule-history.ts`, `dead-letters.ts`,
- *   `outbox-reads.ts`: the admin routes;
+ *   `outbox-reads.ts`, `spam-classifications.ts`: the admin routes;
  * - `store-gauges.ts`: the metrics read from the store at each collection;
  * - `stored-email-id.ts`, `query-scope.ts`: shapes those share.
  * Contracts are leaves: they load zod and shape-only store modules, never a
@@ -28,6 +28,7 @@ import { GetContentRequest, ListAccountsRequest, ListEmailsRequest, type MailRea
 import { type MutationAuditProtocol, MutationAuditRequest } from './protocol/mutation-audit.ts';
 import { OutboxPageRequest, type OutboxReadsProtocol, OutboxSummaryRequest, OutgoingEmailRequest, OutgoingLookupRequest } from './protocol/outbox-reads.ts';
 import { type RuleHistoryProtocol, RuleHistoryRequest } from './protocol/rule-history.ts';
+import { type SpamClassificationsProtocol, SpamClassificationsRequest } from './protocol/spam-classifications.ts';
 import { type StoreGaugesProtocol, StoreGaugesRequest } from './protocol/store-gauges.ts';
 
 /** Everything the pool answers: the union of its consumers' contracts. */
@@ -39,7 +40,8 @@ export type MailQueryProtocol = MailReadsProtocol &
   DeadLettersProtocol &
   OutboxReadsProtocol &
   StoreGaugesProtocol &
-  RuleHistoryProtocol;
+  RuleHistoryProtocol &
+  SpamClassificationsProtocol;
 
 /** The task module of the query pool, created with the store slice. Named here, as a URL, so that the composition root starts it without importing it. */
 export const MAIL_QUERY_TASK: PoolEntry<MailQueryProtocol, StoreSlice> = moduleUrl('./task.ts', import.meta.url);
@@ -60,6 +62,7 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   OutboxPageRequest,
   OutgoingEmailRequest,
   OutgoingLookupRequest,
+  SpamClassificationsRequest,
   StoreGaugesRequest,
   RuleHistoryRequest,
 ]);

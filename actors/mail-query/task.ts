@@ -32,6 +32,7 @@ import { listEmails } from './list-emails.ts';
 import { locateEmail } from './locate-email.ts';
 import { mutationAuditPage } from './mutation-audit.ts';
 import { ruleHistoryPage } from './rule-history.ts';
+import { spamClassificationsPage } from './spam-classifications.ts';
 import { lookUpOutgoing, outboxPageOf, outboxSummaryOf, outgoingEmailOf } from './outbox.ts';
 import { MailQueryMessage } from './protocol.ts';
 import { searchEmails } from './search.ts';
@@ -97,6 +98,8 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
         return outgoingEmailOf(db, msg);
       case 'mail-query.outgoing-lookup':
         return lookUpOutgoing(db, msg);
+      case 'mail-query.spam-classifications':
+        return spamClassificationsPage(db, msg);
       case 'mail-query.store-gauges':
         return storeGauges(db, msg);
     }

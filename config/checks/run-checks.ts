@@ -12,6 +12,7 @@ import { mailRuleProblems } from './mail-rules.ts';
 import { portProblems } from './ports.ts';
 import { rateLimitProblems } from './rate-limits.ts';
 import { reverseProxyProblems } from './reverse-proxy.ts';
+import { spamProblems } from './spam.ts';
 import { storageProblems } from './storage.ts';
 
 export function runChecks(config: Config): Problem[] {
@@ -25,5 +26,6 @@ export function runChecks(config: Config): Problem[] {
     ...storageProblems(config),
     ...backgroundWorkProblems(config),
     ...mailRuleProblems(config),
+    ...spamProblems(config),
   ];
 }

@@ -17,6 +17,7 @@ import type { DeadLettersProtocol } from '../../actors/mail-query/protocol/dead-
 import type { MutationAuditProtocol } from '../../actors/mail-query/protocol/mutation-audit.ts';
 import type { OutboxReadsProtocol } from '../../actors/mail-query/protocol/outbox-reads.ts';
 import type { RuleHistoryProtocol } from '../../actors/mail-query/protocol/rule-history.ts';
+import type { SpamClassificationsProtocol } from '../../actors/mail-query/protocol/spam-classifications.ts';
 import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AdminPermissions } from '../../config/permissions.ts';
@@ -29,7 +30,12 @@ export const WRITE_BODY_BYTES = 4 * 1024;
 export type AdminPermission = (typeof AdminPermissions)[number];
 
 /** What the admin routes ask of the read-only query pool. */
-export type AdminQueries = MutationAuditProtocol & AnsweringAuditProtocol & DeadLettersProtocol & OutboxReadsProtocol & RuleHistoryProtocol;
+export type AdminQueries = MutationAuditProtocol &
+  AnsweringAuditProtocol &
+  DeadLettersProtocol &
+  OutboxReadsProtocol &
+  RuleHistoryProtocol &
+  SpamClassificationsProtocol;
 
 /** What every route's use case may reach. */
 export type AdminDeps = {

@@ -29,10 +29,15 @@ const account = (id: string, extra: Record<string, unknown> = {}) => ({
 
 t.test('a section counts as written when the tree holds it, even empty or at its defaults', (t) => {
   t.same(written({}), []);
-  t.same(written({ Spam: {} }), ['Spam']);
+  t.same(written({ MailRules: {} }), [], 'mail rules are served');
+  t.same(written({ Spam: {} }), [], 'spam classification is served');
   t.same(written({ Telemetry: { Enabled: true } }), [], 'telemetry is served');
   t.same(written({ Outbox: {} }), [], 'the outbox is served');
-  t.same(written({ Spam: { Enabled: false }, MailRules: { Enabled: false } }), ['Spam'], 'mail rules are served');
+  t.same(
+    written({ Spam: { Enabled: false }, MailRules: { Enabled: false }, Accounts: [account('a', { Owner: 'A' })] }),
+    ['Accounts:[]:Owner'],
+    'mail rules and spam are served',
+  );
   t.same(written({ McpEndpoint: { Enabled: true }, Storage: {}, Logging: {} }), [], 'served sections never count');
   t.same(written(null), []);
   t.same(written([]), []);
@@ -75,10 +80,10 @@ t.test('TLS is served: no row refuses a TLS transport, and the docs mark no TLS 
 t.test('the rows that remain still warn: a written no-effect setting beside TLS counts, the TLS does not', (t) => {
   const tree = {
     McpEndpoint: { Enabled: true, Transport: 'HttpsOnly', Https: { Endpoints: [profile('mcp', 'mcp.example.org')] } },
-    Spam: { Enabled: true },
+    MailRules: { Enabled: true },
     Accounts: [account('a', { Owner: 'A' })],
   };
-  t.same(written(tree), ['Accounts:[]:Owner', 'Spam']);
+  t.same(written(tree), ['Accounts:[]:Owner']);
   t.same(notServedProblems(config(tree)), []);
   t.end();
 });

@@ -76,6 +76,8 @@ function bounds(leaf: Leaf): Bound | null {
 const companions: Record<string, [string, unknown]> = {
   'MailSynchronization:Backoff:Maximum': ['MailSynchronization:Backoff:Initial', '00:00:01'],
   'MailSynchronization:Backoff:Initial': ['MailSynchronization:Backoff:Maximum', '1.00:00:00'],
+  'Spam:Engine:RetryDelayMaximum': ['Spam:Engine:RetryDelay', '00:00:01'],
+  'Spam:Engine:RetryDelay': ['Spam:Engine:RetryDelayMaximum', '1.00:00:00'],
 };
 
 t.test('every range: just inside is accepted, just outside is refused naming the setting and the range', (t) => {

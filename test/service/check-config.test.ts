@@ -141,14 +141,23 @@ t.test('credential material is judged as startup judges it, and never printed', 
 });
 
 t.test('a written setting this release does not serve is accepted with one warning, an override counting as written', (t) => {
-  const { code, out } = run({ MailRules: { Enabled: true } }, { MAILCAIRN__Spam__Enabled: 'true' });
+  const { code, out } = run(
+    {
+      MailRules: { Enabled: true },
+      Accounts: [{ Id: 'a', Imap: { Host: 'imap.example.org', Username: 'a', Password: 'env:PW' }, Folders: [{ Alias: 'inbox' }] }],
+    },
+    { MAILCAIRN__Accounts__0__Owner: 'Alice', PW: 'imap-password' },
+  );
   t.equal(code, 0);
   t.same(
     out.filter((line) => line.includes('not-served')),
-    ['  warning [not-served] Spam: has no effect in this release: no mail is classified'],
+    ['  warning [not-served] Accounts:[]:Owner: has no effect in this release: the label is shown nowhere'],
   );
-  t.notMatch(out.join('\n'), /Spam: on/);
   t.match(out.join('\n'), /MailRules: on, no rules \(nothing is judged\)/, 'mail rules are served: no warning, a line saying what runs');
+  t.ok(
+    out.some((line) => line.includes('Spam: rspamd at http://127.0.0.1:11333') && line.endsWith('arriving mail not classified (admin runs only)')),
+    'spam is served',
+  );
   t.ok(out.includes('Startup warnings (1):'));
   t.end();
 });

@@ -20,12 +20,13 @@ function file(content: unknown): string {
 }
 
 t.test('an accepted configuration gives the frozen configuration and its posture', (t) => {
-  const { config, posture } = loadStartupConfig({ file: file({ Spam: {} }), env: {} });
+  const { config, posture } = loadStartupConfig({ file: file({ Spam: {}, MailRules: {} }), env: {} });
   t.ok(Object.isFrozen(config));
   t.ok(posture.lines.some((line) => line.startsWith('HealthEndpoints: serving')));
+  t.ok(posture.lines.some((line) => line.startsWith('Spam: rspamd at ')));
   t.same(
     posture.warnings.map((w) => `${w.code} ${w.setting}`),
-    ['not-served Spam'],
+    ['not-served MailRules'],
   );
   t.end();
 });

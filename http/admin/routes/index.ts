@@ -12,6 +12,7 @@ import { mailboxRoutes } from './mailbox.ts';
 import { outboxRoutes } from './outbox.ts';
 import { ruleRoutes } from './rules.ts';
 import { sessionRoutes } from './session.ts';
+import { spamRoutes } from './spam.ts';
 
 export const ROUTES: readonly Route[] = [
   ...sessionRoutes,
@@ -23,4 +24,5 @@ export const ROUTES: readonly Route[] = [
   ...outboxRoutes,
   ...contactRoutes,
   ...ruleRoutes,
+  ...spamRoutes,
 ];

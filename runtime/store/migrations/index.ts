@@ -21,6 +21,7 @@ import { sql as outboxRetention } from './0013-outbox-retention.ts';
 import { sql as journalDroppedIndex } from './0014-journal-dropped-index.ts';
 import { sql as folderServerCounts } from './0015-folder-server-counts.ts';
 import { sql as mailRules } from './0016-mail-rules.ts';
+import { sql as spam } from './0017-spam.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -41,4 +42,5 @@ export const migrations: readonly Migration[] = [
   { version: 14, name: 'journal-dropped-index', sql: journalDroppedIndex },
   { version: 15, name: 'folder-server-counts', sql: folderServerCounts },
   { version: 16, name: 'mail-rules', sql: mailRules },
+  { version: 17, name: 'spam', sql: spam },
 ];

@@ -1,5 +1,6 @@
 /**
- * A circuit breaker over calls to one provider, and the health it reports.
+ * A circuit breaker over calls to one provider (an embedding provider, the
+ * spam engine), and the health it reports.
  * Closed: calls go out. After `failuresToOpen` failed calls in a row it
  * opens: calls are refused at once (a provider that is down is not helped by
  * more load, and a stuck queue should fail fast, not wait out every
@@ -8,10 +9,21 @@
  * another cool-down. Pure state over an injected clock: the caller owns the
  * I/O and reports each call's outcome.
  *
- * Importable from `actors/embedding/` only.
+ * Importable from anywhere.
  */
-import type { Clock } from '../../runtime/clock.ts';
-import type { FailureClass, ProviderHealth } from './provider.ts';
+import type { Clock } from './clock.ts';
+
+/** A failure, named by class (`timeout`, `refused`, `status-503`...): never a body or an address. */
+export type FailureClass = string;
+
+/** What a circuit reports: `healthy`, `failing` (calls still go out), or `open` (refused until the cool-down ends). */
+export type CircuitHealth = {
+  readonly state: 'healthy' | 'failing' | 'open';
+  /** Since when it has been in this state (epoch ms); null before any call. */
+  readonly since: number | null;
+  readonly lastFailure: FailureClass | null;
+  readonly consecutiveFailures: number;
+};
 
 export type CircuitPolicy = {
   /** Failed calls in a row that open the circuit. */
@@ -84,7 +96,7 @@ export class Circuit {
     if (this.position === 'half-open') this.position = 'open'; // no verdict: wait out no new cool-down, try again at once
   }
 
-  health(): ProviderHealth {
+  health(): CircuitHealth {
     const state = this.position === 'open' ? 'open' : this.failures > 0 || this.position === 'half-open' ? 'failing' : 'healthy';
     return { state, since: this.since, lastFailure: this.lastFailure, consecutiveFailures: this.failures };
   }

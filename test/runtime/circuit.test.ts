@@ -1,7 +1,7 @@
 /** The circuit over a fake clock: opening, one trial at a time when half-open, and outcomes that leave it alone. */
 import t from 'tap';
-import { Circuit } from '../../../actors/embedding/circuit.ts';
-import { fakeClock } from '../../../runtime/clock.ts';
+import { Circuit } from '../../runtime/circuit.ts';
+import { fakeClock } from '../../runtime/clock.ts';
 
 t.test('opens after the failures in a row; a success in between starts the count again', async (t) => {
   const clock = fakeClock(100);
