@@ -140,4 +140,4 @@ export type MailRulesProtocol = ProtocolOf<
 >;
 
 /** The requester a rule's changes are recorded under (the mutation audit shows it). */
-export const ruleRequester = (name: string): string => `rule:${name}`;
+export const ruleRequester = (name: string): string => `mailcairn:rule:${name}`;

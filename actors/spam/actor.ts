@@ -43,6 +43,7 @@ import {
   requestSpamRun,
   type SpamRun,
   setArrivalCursor,
+  forgetArrivalCursors,
   spamRunById,
 } from '../../runtime/store/spam/classifications.ts';
 import { highestMessageId, judgedCount, judgedSegment } from '../../runtime/store/spam/judged-mail.ts';
@@ -295,6 +296,9 @@ export default defineActor({
         // Mail derived while the actor was down waits past the cursor.
         ctx.schedule({ type: 'spam.arrival-retry', account }, 0);
       }
+    } else {
+      // Off: switched on again later, the stage starts from the mail stored then, not from where it stopped.
+      forgetArrivalCursors(db);
     }
     for (const run of outstandingSpamRuns(db)) {
       if (config.accounts.includes(run.account)) ctx.schedule({ type: 'spam.run-step', account: run.account }, 0);

@@ -20,7 +20,7 @@ export const SPAM_ENTRY = moduleUrl('./actor.ts', import.meta.url);
 export const SPAM_ID: ActorId<SpamProtocol> = 'spam';
 
 /** The requester the mutation audit names for every change a verdict asks. */
-export const SPAM_REQUESTER = 'spam';
+export const SPAM_REQUESTER = 'mailcairn:spam';
 
 export const SpamConfig = z.strictObject({
   store: StoreSlice,

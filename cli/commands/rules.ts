@@ -156,7 +156,13 @@ function outcomeOf(entry: z.infer<typeof HistoryAnswer>['entries'][number]): str
 async function history(ctx: Context, options: Options): Promise<void> {
   const account = requiredText(options, 'account', 'account');
   const pageSize = optionalInteger(options, 'page-size', 1, 1_000_000);
-  const query = { account, pageSize: pageSize === undefined ? undefined : String(pageSize), cursor: optionalText(options, 'cursor') };
+  const query = {
+    account,
+    from: optionalText(options, 'from'),
+    before: optionalText(options, 'before'),
+    pageSize: pageSize === undefined ? undefined : String(pageSize),
+    cursor: optionalText(options, 'cursor'),
+  };
   await withConnection(ctx, async ({ client }) => {
     const page = read(HistoryAnswer, await client.get(HISTORY, query), client.endpoint, `GET ${HISTORY}`);
     ctx.out.reading(page, () =>
@@ -167,7 +173,8 @@ async function history(ctx: Context, options: Options): Promise<void> {
             page.entries.map((e) => [e.concludedAt, e.rule, e.storedEmailId, e.source, written(e.asked), outcomeOf(e)]),
           ),
     );
-    if (page.nextCursor && ctx.out.format === 'table') ctx.out.note(`More conclusions follow: add --cursor ${page.nextCursor} (with the same --account).`);
+    if (page.nextCursor && ctx.out.format === 'table')
+      ctx.out.note(`More conclusions follow: add --cursor ${page.nextCursor} (with the same --account, --from and --before).`);
   });
 }
 
@@ -194,7 +201,9 @@ export function registerRules(program: Sade, run: Run): void {
     .command('rules history')
     .describe("One account's rule conclusions, newest first, with what each asked and what came of it; a page at a time.")
     .option('--account', 'Configured account identifier')
+    .option('--from', 'ISO 8601 instant: conclusions written at or after it')
+    .option('--before', 'ISO 8601 instant: conclusions written before it')
     .option('--page-size', 'Conclusions per page (1 to 200, default 50)')
-    .option('--cursor', 'The cursor a previous page ended with (same --account)')
+    .option('--cursor', 'The cursor a previous page ended with (with the same filters)')
     .action(run((ctx, options) => history(ctx, options)));
 }

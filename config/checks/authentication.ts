@@ -4,7 +4,8 @@
  * "Credential entries"):
  * - every entry carries at least one method block;
  * - ApiKey/PublicKey names are unique in the endpoint (they are the
- *   rate-limit partition and the audit identity);
+ *   rate-limit partition and the audit identity), and never begin with
+ *   `mailcairn:`, which names the service's own requesters in the audit;
  * - every OAuth `Resource` agrees in canonical form, and on the
  *   administrative endpoint its path ends with `/api/admin`;
  * - authorization server names and issuers are unique in an entry's list,
@@ -17,6 +18,13 @@ import { permissionListProblems } from '../permissions.ts';
 import { type Problem, problem } from '../problem.ts';
 import type { Config } from '../schema.ts';
 import type { CredentialEntry } from '../schema/credential-entry.ts';
+
+/**
+ * The prefix of the service's own requesters in the mailbox-change journal and audit
+ * (`mailcairn:outbox`, `mailcairn:spam`, `mailcairn:rule:<Name>`): a key name never takes it, so a
+ * request identifier an agent sends can never be answered with the service's own changes.
+ */
+const RESERVED_REQUESTER_PREFIX = 'mailcairn:';
 
 function hostAndPort(url: URL): string {
   const port = url.port !== '' ? url.port : url.protocol === 'https:' ? '443' : '80';
@@ -55,6 +63,14 @@ export function authenticationProblems(config: Config): Problem[] {
       for (const block of ['ApiKey', 'PublicKey'] as const) {
         const key = entry[block];
         if (key === undefined) continue;
+        if (key.Name.startsWith(RESERVED_REQUESTER_PREFIX)) {
+          problems.push(
+            problem(
+              [...at, block, 'Name'],
+              `begins with ${RESERVED_REQUESTER_PREFIX}, which names the service's own work in the mailbox-change audit (the outbox, rules, spam)`,
+            ),
+          );
+        }
         const earlier = keyNames.get(key.Name);
         if (earlier !== undefined) problems.push(problem([...at, block, 'Name'], `repeats the name of ${earlier}; key names are unique in the endpoint`));
         else keyNames.set(key.Name, [...at, block].join(':'));

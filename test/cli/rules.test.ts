@@ -109,6 +109,11 @@ t.test('rules list, run, run-status and history', async (t) => {
   t.equal(secondPage.entries.length, 1, 'the last conclusion');
   t.notOk(secondPage.nextCursor, 'and no cursor after it');
   t.match(secondPage.entries[0], { rule: 'flag-bulletins', source: 'Run', asked: { flagged: true } });
+  const later = await run(['rules', 'history', '--account', 'pat', '--from', new Date(Date.now() + 60_000).toISOString()]);
+  t.equal(later.code, 0, later.stderr);
+  t.match(later.stdout, /No rule conclusion matches/, '--from after every conclusion leaves none');
+  const earlier = json<Json>(await run(['rules', 'history', '--account', 'pat', '--before', new Date().toISOString(), '--output', 'json']));
+  t.equal(earlier.entries.length, 3, '--before now keeps all three');
 
   // A read-only credential reads but does not run.
   t.equal((await loginWithKey(home, proxy.url, svc.keys.reader, ['--name', 'reader'])).code, 0);

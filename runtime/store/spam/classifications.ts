@@ -69,6 +69,7 @@ const statements = perConnection((db: Database) => ({
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ),
   cursor: db.prepare('SELECT last_message_id FROM spam_arrival_cursors WHERE account_id = ?'),
+  forgetCursors: db.prepare('DELETE FROM spam_arrival_cursors'),
   setCursor: db.prepare(
     `INSERT INTO spam_arrival_cursors (account_id, last_message_id, updated_at) VALUES (?, ?, ?)
      ON CONFLICT (account_id) DO UPDATE SET last_message_id = max(last_message_id, excluded.last_message_id), updated_at = excluded.updated_at`,
@@ -103,6 +104,14 @@ function insertVerdict(db: Database, accountId: string, runId: number | null, c:
 /** The arrival stage's position for the account; null before it first met the account. */
 export function arrivalCursor(db: Database, accountId: string): number | null {
   return one<{ last_message_id: number }>(statements(db).cursor, [accountId])?.last_message_id ?? null;
+}
+
+/**
+ * Forgets every account's position: the stage started switched off, so when switched on again it starts from
+ * the mail stored then (as the mail-rules stage does), and what was stored meanwhile is left to a run.
+ */
+export function forgetArrivalCursors(db: Database): void {
+  run(statements(db).forgetCursors);
 }
 
 /** Sets the position (never backwards). */

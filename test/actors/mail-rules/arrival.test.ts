@@ -1,7 +1,7 @@
 /**
  * Mail rules end to end on a real Dovecot (issue 32): each condition and
  * action on arriving mail, read back over IMAP, each change applied once
- * (one `applied` audit entry, the requester `rule:<Name>`); run order and
+ * (one `applied` audit entry, the requester `mailcairn:rule:<Name>`); run order and
  * stop-on-move; a move into a folder the server refuses dead-lettered under
  * the rule's name; mail in the sent folder never judged; a rule run over
  * stored mail and its status; the history pages under the audit rules; the
@@ -196,12 +196,12 @@ t.test('rules on arriving mail, on the server exactly once; runs; history; listi
   // Exactly once: one applied audit entry per change, under the rule's name.
   const audit = rows(sync.database, 'SELECT mutation, requester, outcome, detail FROM mutation_audit ORDER BY id');
   const byRule = (requester: string) => audit.filter((a) => a.requester === requester).map((a) => `${a.mutation}:${a.outcome}`);
-  t.same(byRule('rule:rule-zanzibar-seen').sort(), ['set-seen:applied', 'set-seen:applied'], 'seen on the two zanzibar messages in received folders');
-  t.same(byRule('rule:rule-boss-flag'), ['set-flagged:applied', 'add-keywords:applied']);
-  t.same(byRule('rule:rule-letters-file'), ['add-keywords:applied', 'relocate:applied']);
-  t.same(byRule('rule:rule-after-move'), [], 'the rule after a move is never judged');
-  t.same(byRule('rule:rule-work-invoice'), ['add-keywords:applied']);
-  t.same(byRule('rule:rule-refused-move'), ['relocate:refused'], 'the refused move is audited under the rule');
+  t.same(byRule('mailcairn:rule:rule-zanzibar-seen').sort(), ['set-seen:applied', 'set-seen:applied'], 'seen on the two zanzibar messages in received folders');
+  t.same(byRule('mailcairn:rule:rule-boss-flag'), ['set-flagged:applied', 'add-keywords:applied']);
+  t.same(byRule('mailcairn:rule:rule-letters-file'), ['add-keywords:applied', 'relocate:applied']);
+  t.same(byRule('mailcairn:rule:rule-after-move'), [], 'the rule after a move is never judged');
+  t.same(byRule('mailcairn:rule:rule-work-invoice'), ['add-keywords:applied']);
+  t.same(byRule('mailcairn:rule:rule-refused-move'), ['relocate:refused'], 'the refused move is audited under the rule');
 
   // The refused move is dead-lettered; the dead letter is listed and the audit names the rule.
   const dead = (await adminCall(`${admin}/jobs/dead-letters${query({ type: 'mailbox-change', account: 'ann' })}`, { apiKey: operator })).json();
@@ -209,7 +209,7 @@ t.test('rules on arriving mail, on the server exactly once; runs; history; listi
   t.match(dead.jobs[0], { type: 'mailbox-change', account: 'ann', failureClassification: 'server-refused' });
   const audited = (await adminCall(`${admin}/mailbox/mutations/audit${query({ account: 'ann', mutation: 'relocate' })}`, { apiKey: operator })).json();
   t.ok(
-    audited.entries.some((e: Json) => e.requester === 'rule:rule-refused-move' && e.outcome === 'refused' && e.targetFolderPath === 'Locked'),
+    audited.entries.some((e: Json) => e.requester === 'mailcairn:rule:rule-refused-move' && e.outcome === 'refused' && e.targetFolderPath === 'Locked'),
     'the audit names the rule as requester',
   );
 

@@ -151,7 +151,7 @@ t.test('kill -9 between record and apply, and before the conclusions: each chang
     'recorded, none applied',
   );
   t.ok(
-    recorded.every((c) => c.requester === 'rule:flag-kestrel-alerts'),
+    recorded.every((c) => c.requester === 'mailcairn:rule:flag-kestrel-alerts'),
     "under the rule's name",
   );
   t.same(query(database, 'SELECT id FROM mutation_audit'), [], 'nothing audited');
@@ -183,7 +183,7 @@ t.test('kill -9 between record and apply, and before the conclusions: each chang
   const audit = query(database, 'SELECT mutation, requester, outcome FROM mutation_audit ORDER BY id');
   t.equal(audit.length, 4, 'one audit entry per change');
   t.ok(
-    audit.every((a) => a.outcome === 'applied' && a.requester === 'rule:flag-kestrel-alerts'),
+    audit.every((a) => a.outcome === 'applied' && a.requester === 'mailcairn:rule:flag-kestrel-alerts'),
     'each applied, under the rule',
   );
   const onServer = await withImap(dovecot, 'ann', async (client) => {

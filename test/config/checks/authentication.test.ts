@@ -29,6 +29,13 @@ t.test('an entry may combine blocks', (t) => {
   t.end();
 });
 
+t.test("a key name never takes the prefix of the service's own requesters", (t) => {
+  t.same(problemLines(mcp([{ ApiKey: { ...key('own'), Name: 'mailcairn:spam' } }, { ApiKey: key('spam') }])), [
+    "McpEndpoint:Authentication:0:ApiKey:Name: begins with mailcairn:, which names the service's own work in the mailbox-change audit (the outbox, rules, spam)",
+  ]);
+  t.end();
+});
+
 t.test('key names are unique in an endpoint', (t) => {
   t.same(problemLines(mcp([{ ApiKey: key('agent') }, { PublicKey: key('agent') }])), [
     'McpEndpoint:Authentication:1:PublicKey:Name: repeats the name of McpEndpoint:Authentication:0:ApiKey; key names are unique in the endpoint',
