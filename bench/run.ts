@@ -19,6 +19,7 @@ import { mailboxChanges } from './scenarios/mailbox-changes.ts';
 import { mimeParse } from './scenarios/mime-parse.ts';
 import { outbox } from './scenarios/outbox.ts';
 import { retrieval } from './scenarios/retrieval.ts';
+import { rulesSpam } from './scenarios/rules-spam.ts';
 import { search } from './scenarios/search.ts';
 import { searchHybrid } from './scenarios/search-hybrid.ts';
 import { soak } from './scenarios/soak.ts';
@@ -43,6 +44,7 @@ const scenarios: Scenario[] = [
   retrieval,
   ask,
   contacts,
+  rulesSpam,
   soak,
 ];
 

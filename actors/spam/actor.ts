@@ -48,8 +48,8 @@ import {
 } from '../../runtime/store/spam/classifications.ts';
 import { highestMessageId, judgedCount, judgedSegment } from '../../runtime/store/spam/judged-mail.ts';
 import { RecentWork, workProgress } from '../../runtime/work-progress.ts';
-import { act, type Judge, judge } from './judgement.ts';
-import { SpamConfig, SpamMessage, type SpamRunReply, type SpamRunView } from './protocol.ts';
+import { act, type Judge, judgeAhead } from './judgement.ts';
+import { SPAM_CALLS_IN_FLIGHT, SpamConfig, SpamMessage, type SpamRunReply, type SpamRunView } from './protocol.ts';
 import { RspamdClient } from './rspamd-client.ts';
 
 /** Messages read per segment (a run records its verdicts one transaction per segment). */
@@ -135,7 +135,12 @@ async function arrivalSegments(state: State, ctx: ActorContext<Msg>, l: Lane, ac
   while (!state.stopping) {
     const segment = judgedSegment(state.db, account, cursor, Number.MAX_SAFE_INTEGER, SEGMENT, moveAlias(state.config));
     if (segment.length === 0) break;
-    for (const m of segment) {
+    const ahead = judgeAhead(
+      state.judge,
+      segment.map((m) => m.raw),
+      SPAM_CALLS_IN_FLIGHT,
+    );
+    for (const [i, m] of segment.entries()) {
       if (state.stopping) return true;
       if (m.raw === null) {
         // Derived without raw MIME cannot happen (derivation reads it); skipped rather than blocking the account.
@@ -143,7 +148,7 @@ async function arrivalSegments(state: State, ctx: ActorContext<Msg>, l: Lane, ac
         cursor = m.id;
         continue;
       }
-      const judgement = await judge(state.judge, m.raw);
+      const judgement = (await ahead[i])!;
       if (judgement.kind === 'unclassified') {
         waitForEngine(state, ctx, l, account, 'arrival', judgement.failure, { type: 'spam.arrival-retry', account });
         logArrival(ctx, account, judged, spam);
@@ -229,10 +234,15 @@ async function runSegments(state: State, ctx: ActorContext<Msg>, l: Lane, accoun
     const verdicts: Classification[] = [];
     let position = run.lastMessageId;
     let unavailable: string | null = null;
-    for (const m of segment) {
+    const ahead = judgeAhead(
+      state.judge,
+      segment.map((m) => m.raw),
+      SPAM_CALLS_IN_FLIGHT,
+    );
+    for (const [i, m] of segment.entries()) {
       if (state.stopping) break;
       if (m.raw !== null) {
-        const judgement = await judge(state.judge, m.raw);
+        const judgement = (await ahead[i])!;
         if (judgement.kind === 'unclassified') {
           unavailable = judgement.failure;
           break;

@@ -47,6 +47,37 @@ export async function judge(j: Judge, raw: Uint8Array): Promise<Judgement> {
   return verdictOf(j.config, mapped, 'engine');
 }
 
+/**
+ * Judges a segment's messages with up to `inFlight` engine calls at once (rspamd's normal worker runs a
+ * process per core, so one call at a time leaves it idle between two), answering each in order: the
+ * caller awaits them one by one and may stop at any (an unclassified message); the rest then finish
+ * unread. Null where a message has no raw MIME.
+ */
+export function judgeAhead(j: Judge, raws: ReadonlyArray<Uint8Array | null>, inFlight: number): Array<Promise<Judgement | null>> {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  const take = async (): Promise<void> => {
+    if (active >= inFlight) await new Promise<void>((resolve) => waiting.push(resolve));
+    active += 1;
+  };
+  const release = (): void => {
+    active -= 1;
+    waiting.shift()?.();
+  };
+  const ahead = raws.map(async (raw) => {
+    if (raw === null) return null;
+    await take();
+    try {
+      return await judge(j, raw);
+    } finally {
+      release();
+    }
+  });
+  // One left unread after the caller stopped must not surface as an unhandled rejection; one read rejects there.
+  for (const p of ahead) p.catch(() => undefined);
+  return ahead;
+}
+
 /** The changes a spam verdict asks under the configured action; a conclusion instead when there is nothing to ask. */
 function changesOf(db: Database, config: SpamConfig, account: string): ChangeAsk[] | Conclusion | null {
   switch (config.action) {

@@ -21,6 +21,8 @@ export const SPAM_ID: ActorId<SpamProtocol> = 'spam';
 
 /** The requester the mutation audit names for every change a verdict asks. */
 export const SPAM_REQUESTER = 'mailcairn:spam';
+/** Engine calls a stage keeps in flight while it judges a segment (bench/scenarios/rules-spam.ts calls rspamd directly the same way). */
+export const SPAM_CALLS_IN_FLIGHT = 4;
 
 export const SpamConfig = z.strictObject({
   store: StoreSlice,

@@ -31,7 +31,12 @@ const WAIT_LIMIT_MS = 30 * 60_000;
 export const POLL_MS = 20;
 
 /** What a side must show once it has synchronized. */
-export type Expect = { stored: number; flagged?: { uids: number[]; flag: string } };
+export type Expect = {
+  stored: number;
+  flagged?: { uids: number[]; flag: string };
+  /** Anything else the side must show in its database (work that follows the mirror, such as mail rules). */
+  also?: (database: string) => boolean;
+};
 
 function query(database: string, sql: string, ...params: unknown[]): number {
   try {
@@ -62,6 +67,7 @@ export function lastRunMs(database: string): number {
 
 export function visible(database: string, e: Expect): boolean {
   if (query(database, "SELECT count(*) AS n FROM messages WHERE state = 'stored' AND parse_version IS NOT NULL") < e.stored) return false;
+  if (e.also !== undefined && !e.also(database)) return false;
   if (e.flagged === undefined) return true;
   const { uids, flag } = e.flagged;
   const flagged = query(
