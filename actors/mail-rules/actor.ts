@@ -111,6 +111,10 @@ async function arrivalSegment(state: State, ctx: ActorContext, account: string):
   }
   for (const m of segment) {
     const judged = await judgeMessage(state, ctx, account, m, null);
+    // A message no rule matched writes nothing of its own: the position moves with the next conclusion or at the
+    // segment's end (one commit, not one per message). A crash before then judges those messages again, which
+    // concludes nothing again.
+    if (judged.rows.length === 0 && m !== segment.at(-1)) continue;
     concludeMessage(state.db, account, judged.rows, { kind: 'arrival', accountId: account, messageId: m.id }, Date.now());
   }
 }
