@@ -62,7 +62,8 @@ the listeners are those of the \`Https\` profiles and of \`Https:Redirect\`, and
 profile in \`AdminEndpoint:Https:Endpoints\` switches it to TLS plus the redirect listener.
 
 **Rules across settings** (refused at startup): an authentication entry with no \`ApiKey\`,
-\`PublicKey\` or \`OAuth\` block; two keys of one endpoint with the same \`Name\`; OAuth
+\`PublicKey\` or \`OAuth\` block; two keys of one endpoint with the same \`Name\`, or a key \`Name\`
+beginning with \`mailcairn:\` (it names the service's own requesters in the mailbox-change audit); OAuth
 \`Resource\` values that do not agree (compared in canonical form), or an administrative one not
 ending in \`/api/admin\`; a repeated authorization server \`Name\` or \`Issuer\` in an entry; a
 \`MetadataAddress\` off the issuer's host and port; a \`Permissions\` element that is unknown,
