@@ -24,3 +24,11 @@ export function formatBytes(n: number): string {
   if (n >= 1024) return `${round(n / 1024)} KiB`;
   return `${n} B`;
 }
+
+/** The median of the figures that are numbers (a side that could not be measured is NaN and left out); NaN when none is. */
+export function median(values: readonly number[]): number {
+  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}

@@ -37,7 +37,7 @@ import { boundGoal, mebibytes, millis } from '../goals.ts';
 import { mbsyncConfig } from '../peers/mbsync.ts';
 import { readStats, type Timed } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
-import { round, summarize } from '../stats.ts';
+import { median, round, summarize } from '../stats.ts';
 import { mbsyncOnce } from './sync-sides.ts';
 import { apiKeyEntry, benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
 import { startBenchDaemon } from '../peers/daemon.ts';
@@ -161,13 +161,6 @@ async function searchOnce(client: Client): Promise<number> {
   const ms = performance.now() - started;
   if (result.isError) throw new Error('search_emails answered an error');
   return ms;
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 type Mirror = {

@@ -52,7 +52,7 @@ import { apiKeyEntry, benchMcpEndpoint, writeBenchConfig } from '../peers/daemon
 import { startBenchDaemon } from '../peers/daemon.ts';
 import { boundGoal, mebibytes, millis, ratioGoal } from '../goals.ts';
 import type { Row, Scenario } from '../scenario.ts';
-import { round, summarize } from '../stats.ts';
+import { median, round, summarize } from '../stats.ts';
 import { type DaemonConfig, mailcairnOnce, PASSWORD, USER } from './sync-sides.ts';
 
 /** The generator's owner: the sent mail is theirs, and the account's sender address (never collected). */
@@ -61,13 +61,6 @@ const PAGE = 50;
 const WARM_UP = 200;
 
 type Side = { cpuMs: number; wallMs: number; peakRssMiB: number; collected: number };
-
-function median(values: number[]): number {
-  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
-  if (sorted.length === 0) return NaN;
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 function people(seed: number): () => { name: string; address: string } {
   const random = seededRandom(seed);

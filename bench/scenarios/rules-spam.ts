@@ -38,7 +38,7 @@ import { apiKeyEntry, writeBenchConfig } from '../peers/daemon-config.ts';
 import { startBenchDaemon } from '../peers/daemon.ts';
 import { boundGoal, goalRow, mebibytes, ratioGoal } from '../goals.ts';
 import type { Row, Scenario } from '../scenario.ts';
-import { round } from '../stats.ts';
+import { median, round } from '../stats.ts';
 import { type DaemonConfig, mailcairnOnce, PASSWORD, USER } from './sync-sides.ts';
 
 const OWNER = { name: 'Alice Example', address: 'alice@example.org' };
@@ -46,13 +46,6 @@ const ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
 const GTUBE = 'XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X';
 
 type Side = { cpuMs: number; wallMs: number; peakRssMiB: number; concluded: number };
-
-function median(values: number[]): number {
-  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
-  if (sorted.length === 0) return NaN;
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 function count(database: string, sql: string): number {
   try {

@@ -47,7 +47,7 @@ import { mbsyncConfig, notmuchConfig } from '../peers/mbsync.ts';
 import { interval, timed, type ProcessStats } from '../peers/process-stats.ts';
 import { boundGoal, mebibytes, ratioGoal, seconds } from '../goals.ts';
 import type { Row, Scenario } from '../scenario.ts';
-import { round } from '../stats.ts';
+import { median, round } from '../stats.ts';
 import { daemonConfig, lastEndedRun, lastRunMs, mailcairnOnce, mbsyncOnce, PASSWORD, startService, USER, type Expect } from './sync-sides.ts';
 
 /** How long after a run the service is left before a change is made (under the 10 s interval). */
@@ -69,13 +69,6 @@ async function fetchAndDiscard(dovecot: Dovecot): Promise<Side> {
   if (bytes === 0) throw new Error('fetched nothing');
   const used = process.cpuUsage(cpu);
   return { wallMs: performance.now() - started, cpuMs: (used.user + used.system) / 1000, peakRssMiB: NaN };
-}
-
-function median(values: number[]): number {
-  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
-  if (sorted.length === 0) return NaN;
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function medianSide(sides: Side[]): Side {

@@ -66,7 +66,7 @@ import { goalRow } from '../goals.ts';
 import { startOtlpSink, type OtlpSink } from '../peers/otlp-sink.ts';
 import { interval } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
-import { formatBytes, round, summarize } from '../stats.ts';
+import { formatBytes, median, round, summarize } from '../stats.ts';
 import { callTool, chooseShapes, connectClient, type Daemon, describe, PASSWORD, RESULTS, startDaemon, USER, waitForMirror } from './search.ts';
 
 type Key = 'off' | 'metrics' | 'traces';
@@ -182,12 +182,6 @@ function exportedBy(s: Subject): { text: string; exported: boolean } {
     exported &&= spans > 0;
   }
   return { text: parts.join('; '), exported };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length === 0 ? Number.NaN : sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 const perCallUs = (r: Round): number => (r.cpuMs * 1000) / r.calls;

@@ -74,7 +74,7 @@ import { apiKeyEntry, benchMcpEndpoint, writeBenchConfig } from '../peers/daemon
 import { cpuProfileArgs, startBenchDaemon } from '../peers/daemon.ts';
 import { interval } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
-import { formatBytes, round, summarize } from '../stats.ts';
+import { formatBytes, median, round, summarize } from '../stats.ts';
 
 const DOMAIN = 'mail.bench.test';
 const START_LIMIT_MS = 60_000;
@@ -302,12 +302,6 @@ function answers(statuses: Map<number, number>): string {
 }
 
 const micros = (us: number): string => `${Math.round(us)} µs`;
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length === 0 ? Number.NaN : sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 export const tls: Scenario = {
   name: 'tls',
