@@ -220,8 +220,10 @@ export default defineActor({
       // Off: switched on again later, the stage starts from the mail stored then, not from where it stopped.
       forgetArrivalCursors(db);
     }
-    ctx.log.info(
-      { event: 'mail-rules.started', enabled: config.enabled, rules: config.rules.length, resumedRuns: outstandingRuleRuns(db).length },
+    // The posture already says what runs; an operator hears of the start only when it resumed runs.
+    const resumedRuns = outstandingRuleRuns(db).length;
+    ctx.log[resumedRuns > 0 ? 'info' : 'debug'](
+      { event: 'mail-rules.started', enabled: config.enabled, rules: config.rules.length, resumedRuns },
       'mail-rules.started',
     );
     kick(state, ctx);

@@ -61,6 +61,8 @@ t.test('starts, answers health, and stops cleanly on SIGTERM', async (t) => {
     [
       ['sync-scheduler', 'shutdown', null],
       ['outbox', 'shutdown', null],
+      ['spam', 'shutdown', null],
+      ['mail-rules', 'shutdown', null],
       ['answering', 'shutdown', null],
       ['embedding', 'shutdown', null],
       ['derivation', 'shutdown', null],
@@ -104,7 +106,7 @@ t.test('a slow child is drained within the deadline on SIGTERM', async (t) => {
   const exits = daemon.lines().filter((l) => l.event === 'actor.exit');
   t.same(
     exits.map((l) => l.actor),
-    ['slow-stopper', 'sync-scheduler', 'outbox', 'answering', 'embedding', 'derivation', 'contacts', 'replay-guard', 'store-maintenance'],
+    ['slow-stopper', 'sync-scheduler', 'outbox', 'spam', 'mail-rules', 'answering', 'embedding', 'derivation', 'contacts', 'replay-guard', 'store-maintenance'],
     'reverse start order',
   );
   t.same(

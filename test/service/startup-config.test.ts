@@ -24,9 +24,11 @@ t.test('an accepted configuration gives the frozen configuration and its posture
   t.ok(Object.isFrozen(config));
   t.ok(posture.lines.some((line) => line.startsWith('HealthEndpoints: serving')));
   t.ok(posture.lines.some((line) => line.startsWith('Spam: rspamd at ')));
+  t.ok(posture.lines.some((line) => line.startsWith('MailRules: 0 rules')));
   t.same(
     posture.warnings.map((w) => `${w.code} ${w.setting}`),
-    ['not-served MailRules'],
+    [],
+    'mail rules and spam are served: no not-served warning',
   );
   t.end();
 });
