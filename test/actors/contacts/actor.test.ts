@@ -20,7 +20,7 @@ import type { StoreSlice } from '../../../runtime/store/store-slice.ts';
 import { Supervisor } from '../../../runtime/supervisor/supervisor.ts';
 import { systemChildren } from '../../../service/system-children.ts';
 import { tempDir, writeConfig } from '../../helpers/daemon.ts';
-import { captureLog } from '../../helpers/log-capture.ts';
+import { captureLog, until } from '../../helpers/log-capture.ts';
 
 /** Strings that must never reach a log line. */
 const PERSONAL = ['Sato Haruki', 'Haruki Sato', 'haruki@example.jp', 'h.sato@work.example', 'Friday meetings', 'Kimura', 'kimura@shop.example'];
@@ -295,6 +295,8 @@ t.test('messages the protocol refuses are answered E_PROTOCOL_INVALID; the actor
 
   t.same((await book.ask({ type: 'contacts.get', id: contact.id })).contact, contact, 'still running, and nothing refused was written');
   t.equal((await book.ask({ type: 'contacts.list', pageSize: CONTACT_BOUNDS.pageMax })).contacts.length, 1);
+  // The actor's thread hands its log lines to this one on their own channel: a line may land after the reply.
+  await until(() => capture.events('protocol.invalid').length >= cases.length, 10_000, 'the refusals logged').catch(() => undefined);
   t.equal(capture.events('protocol.invalid').length, cases.length, 'each refusal logged by its envelope');
   const raw = capture.raw().toLowerCase();
   for (const s of PERSONAL) t.notOk(raw.includes(s.toLowerCase()), 'a refused message is never logged');
