@@ -8,6 +8,7 @@
  */
 import sade, { type LazyOutput, type Sade } from 'sade';
 import { version } from '../runtime/version.ts';
+import { registerCompletion } from './commands/completion.ts';
 import { registerContact } from './commands/contact.ts';
 import { registerEmbedding } from './commands/embedding.ts';
 import { registerFolder } from './commands/folder.ts';
@@ -107,6 +108,7 @@ export async function main(io: MainIo): Promise<number> {
   registerOutbox(program, run);
   registerContact(program, run);
   registerRules(program, run);
+  registerCompletion(program, run);
 
   let parsed;
   try {

@@ -61,4 +61,4 @@ export const STRING_OPTIONS = [
   'origin',
   'interval',
 ] as const;
-export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal', 'clear-note', 'watch'] as const;
+export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal', 'clear-note', 'watch', 'profiles'] as const;

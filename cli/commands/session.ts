@@ -97,11 +97,11 @@ export function registerSession(program: Sade, run: Run): void {
     .describe('List the stored profiles; * marks the default.')
     .action(run((ctx) => profiles(ctx)));
   program
-    .command('switch <name>')
+    .command('switch <profile>')
     .describe('Make a stored profile the default.')
     .action(run((ctx, _options, [name]) => switchTo(ctx, name)));
   program
-    .command('logout [name]')
+    .command('logout [profile]')
     .describe('Forget one profile (the named one, else the one --endpoint, SERVICE_ENDPOINT or the default chooses). Revokes nothing.')
     .action(run((ctx, _options, [name]) => logout(ctx, name)));
 }
