@@ -39,7 +39,9 @@ async function setup(test: Parameters<typeof cliHome>[0]): Promise<Setup> {
   const bin = join(home.home, 'bin');
   mkdirSync(bin);
   const wrapper = join(bin, 'mailcairn');
-  writeFileSync(wrapper, `#!/bin/sh\nexec '${process.execPath}' --import tsx '${join(root, 'bin/mailcairn.ts')}' "$@"\n`);
+  // tsx by its path: the shells run elsewhere than the checkout, as a user's would.
+  const tsx = join(root, 'node_modules/tsx/dist/loader.mjs');
+  writeFileSync(wrapper, `#!/bin/sh\nexec '${process.execPath}' --import '${tsx}' '${join(root, 'bin/mailcairn.ts')}' "$@"\n`);
   chmodSync(wrapper, 0o755);
   const dir = join(home.home, 'scripts');
   mkdirSync(join(dir, 'zsh-functions'), { recursive: true });
@@ -54,7 +56,7 @@ async function setup(test: Parameters<typeof cliHome>[0]): Promise<Setup> {
 
 function run(s: Setup, command: string, args: string[]): string[] {
   const done = spawnSync(command, args, {
-    cwd: root,
+    cwd: s.home.home,
     env: { PATH: `${s.bin}:${process.env.PATH ?? ''}`, HOME: s.home.home, XDG_CONFIG_HOME: s.home.config, TERM: 'dumb' },
     encoding: 'utf8',
     timeout: SHELL_LIMIT_MS,
