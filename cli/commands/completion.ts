@@ -2,29 +2,17 @@
  * `mailcairn completion <shell>`: prints the completion script of bash, zsh
  * or fish (docs/cli.md "Shell completion"), made from this program's command
  * table. `completion --profiles` is what the scripts call for profile names:
- * the names in the credential file, one a line; nothing at all when there is
- * no file or it cannot be read, because a completion must never print an
- * error over the command line being typed.
+ * the names in the credential file, one a line, and nothing else
+ * (completion/profiles.ts).
  */
 import type { Sade } from 'sade';
 import { completionModel } from '../completion/model.ts';
+import { storedProfileNames } from '../completion/profiles.ts';
 import { SHELLS, completionScript, type Shell } from '../completion/scripts.ts';
 import type { Context } from '../context.ts';
-import { readCredentialFile } from '../credential-file.ts';
 import { usage } from '../failure.ts';
 import { flag, type Options } from '../options.ts';
-import { isValidName } from '../profiles.ts';
 import type { Run } from './run.ts';
-
-function storedProfileNames(dir: string): string[] {
-  try {
-    return Object.keys(readCredentialFile(dir).profiles)
-      .filter(isValidName)
-      .sort((a, b) => a.localeCompare(b));
-  } catch {
-    return [];
-  }
-}
 
 function completion(program: Sade, ctx: Context, options: Options, shell: string | undefined): void {
   if (flag(options, 'profiles')) {
