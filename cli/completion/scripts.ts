@@ -38,6 +38,8 @@ _${p}() {
   local -a positionals=() words=()
   for ((i = 1; i < COMP_CWORD; i++)); do
     word=\${COMP_WORDS[i]}
+    # bash splits --option=value at '=' (COMP_WORDBREAKS): the '=' is not the value.
+    if [[ -n $expect && $word == = ]]; then continue; fi
     if [[ -n $expect ]]; then expect=''; continue; fi
     case $word in
       -*=*) ;;
@@ -48,6 +50,7 @@ _${p}() {
   for ((n = \${#positionals[@]}; n > 0; n--)); do
     if _${p}_is_command "\${positionals[*]:0:n}"; then command=\${positionals[*]:0:n}; break; fi
   done
+  if [[ -n $expect && $cur == = ]]; then cur=''; fi
   if [[ -n $expect ]]; then
     if ! out=$(_${p}_value "$command" "$expect"); then
       compopt -o filenames 2>/dev/null

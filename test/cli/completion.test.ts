@@ -129,6 +129,10 @@ t.test('every shell completes commands, sub-commands, options, values and profil
       t.same(sorted(complete(s, shell, ['mailcairn', 'login', '--mode', ''])), ['device', 'interactive', 'key', 'keypair'], 'login --mode values');
       t.same(complete(s, shell, ['mailcairn', '--endpoint', 'prod', 'mailbox', 'st']), ['status'], "an option's value is not a command word");
       t.notOk(complete(s, shell, ['mailcairn', 'mailbox', 'status', '--interval', '']).includes('authorize'), 'after a value option, no command word');
+      // --option=value: one word in zsh and fish; bash splits it at '=' (COMP_WORDBREAKS).
+      const joined = (flag: string, value: string): string[] => (shell === 'bash' ? [flag, '=', value] : [`${flag}=${value}`]);
+      t.same(complete(s, shell, ['mailcairn', ...joined('--output', 'json'), 'mailbox', 'st']), ['status'], '--output=json is no command word');
+      if (shell === 'bash') t.same(sorted(complete(s, shell, ['mailcairn', '--output', '='])), ['json', 'table'], 'bash: --output= values');
 
       t.same(complete(s, shell, ['mailcairn', 'switch', '']), ['prod', 'staging-eu'], 'switch: the stored profiles');
       t.same(complete(s, shell, ['mailcairn', 'switch', 'st']), ['staging-eu'], 'switch st → staging-eu');
