@@ -60,5 +60,7 @@ export const STRING_OPTIONS = [
   'note',
   'origin',
   'interval',
+  'from',
+  'before',
 ] as const;
-export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal', 'clear-note', 'watch', 'profiles'] as const;
+export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal', 'clear-note', 'watch', 'profiles', 'apply'] as const;
