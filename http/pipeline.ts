@@ -29,6 +29,7 @@
  *
  * Imported by the listeners and the routes they run.
  */
+import type { Context } from '@opentelemetry/api';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Codes } from '../runtime/errors.ts';
 import type { Judgement } from './auth/authenticate.ts';
@@ -47,7 +48,8 @@ export { MAX_JSON_DEPTH } from './pipeline/json-depth.ts';
 export type { TelemetrySurface } from './pipeline/exchange-telemetry.ts';
 
 /** A route's handler, run once the listener matched the path. */
-export type Handler = (req: IncomingMessage, res: ExchangeResponse) => Promise<void>;
+/** `trace`: the exchange's span's context, the parent of what the handler starts (pipeline/exchange-telemetry.ts). */
+export type Handler = (req: IncomingMessage, res: ExchangeResponse, trace: Context) => Promise<void>;
 
 /** A handler for what was answered while routing (e.g. the metadata document). */
 export const ANSWERED: Handler = async () => {};
@@ -94,7 +96,7 @@ export function surfaceHandler(options: ListenerOptions): SurfaceHandler {
         return answerEmpty(res, Codes.E_HTTP_NO_ROUTE.status);
       }
       exchange.routed(routed.template);
-      routed.handler(req, res).catch((err: unknown) => {
+      routed.handler(req, res, exchange.context).catch((err: unknown) => {
         options.failed(err, { route: routed.template, traceId: exchange.failed(err) });
         if (!res.headersSent) answerEmpty(res, Codes.E_INTERNAL.status);
         else res.destroy();

@@ -15,6 +15,7 @@
  * Importable from anywhere.
  */
 import type { TransferListItem } from 'node:worker_threads';
+import type { Context } from '@opentelemetry/api';
 import type { z } from 'zod';
 import type { Logger } from './log.ts';
 import type { Meta } from './protocol/envelope.ts';
@@ -28,9 +29,11 @@ export type AskOptions<T = unknown> = {
   /** Parse the reply with this schema before resolving. */
   reply?: z.ZodType<T>;
   meta?: Meta;
+  /** The trace this ask is part of (its `ask <kind>` span's parent: telemetry/actor-spans.ts); absent: the active context. */
+  parent?: Context;
 };
 
-export type TellOptions = { transfer?: TransferListItem[]; meta?: Meta };
+export type TellOptions = { transfer?: TransferListItem[]; meta?: Meta; parent?: Context };
 
 /**
  * What an actor may do besides handling its message. `tell` and `ask` are
@@ -43,6 +46,13 @@ export type ActorContext<Self = unknown> = {
   /** Absolute deadline of the ask being handled (epoch ms), or null for a tell. */
   readonly deadline: number | null;
   readonly meta: Meta | undefined;
+  /**
+   * The trace the message being handled is part of (its `handle <kind>`
+   * span's context), or undefined. `ask` and `tell` default their `parent`
+   * to it; a span the handler opens after an await names it as its parent
+   * (the active context does not follow awaits: telemetry/sync-context.ts).
+   */
+  readonly trace?: Context | undefined;
   tell<P extends Protocol = AnyProtocol, K extends keyof P & string = keyof P & string>(
     to: ActorId<P>,
     msg: P[K]['msg'] & { readonly type: K },

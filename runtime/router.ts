@@ -14,6 +14,7 @@
  * Importable only from runtime/.
  */
 import type { TransferListItem } from 'node:worker_threads';
+import type { Context } from '@opentelemetry/api';
 import { AppError, fromPayload, toPayload } from './errors.ts';
 import type { HostThread } from './host/host-thread.ts';
 import type { FromHost, Meta, Reply } from './protocol/envelope.ts';
@@ -24,7 +25,8 @@ export const DEFAULT_ASK_MS = 30_000;
 type Pending = { actor: string; resolve(value: unknown): void; reject(err: unknown): void; timer: NodeJS.Timeout };
 type Route = { host: HostThread; capacity: number; inFlight: number };
 
-export type SendOptions = { transfer?: TransferListItem[]; meta?: Meta };
+/** `parent`: the trace the send is part of (telemetry/actor-spans.ts); absent: the active context. */
+export type SendOptions = { transfer?: TransferListItem[]; meta?: Meta; parent?: Context };
 
 /** A pool as the router relays to it: a message is data until the pool's task parses it. */
 export type PoolDelivery = { readonly id: string; ask(msg: unknown, options: SendOptions & { deadlineMs?: number }): Promise<unknown> };
@@ -63,14 +65,14 @@ export class Router {
 
   /** A tell from the main thread (a `tell <kind>` span when the caller is in a trace: telemetry/actor-spans.ts). */
   tell(to: string, msg: unknown, options: SendOptions = {}): void {
-    tracedTell(to, options.meta, (meta) => this.deliverTell(to, msg, options.transfer, meta));
+    tracedTell(to, options.meta, (meta) => this.deliverTell(to, msg, options.transfer, meta), options.parent);
   }
 
   /** An ask from the main thread (an `ask <kind>` span when the caller is in a trace). */
   ask(to: string, msg: unknown, options: SendOptions & { deadlineMs?: number } = {}): Promise<unknown> {
     const pool = this.pools.get(to);
     if (pool) return pool.ask(msg, options);
-    return tracedAsk(to, options.meta, (meta) => this.deliverAsk(to, msg, options.deadlineMs, options.transfer, meta));
+    return tracedAsk(to, options.meta, (meta) => this.deliverAsk(to, msg, options.deadlineMs, options.transfer, meta), options.parent);
   }
 
   private deliverTell(to: string, msg: unknown, transfer: TransferListItem[] | undefined, meta: Meta | undefined): void {

@@ -108,7 +108,8 @@ async function ask(state: State, ctx: ActorContext, input: AskMailInput, scope: 
   let outcome: RunOutcome;
   try {
     outcome = await runQuestion(input.question, {
-      chat: state.chat!,
+      // Each call in the ask's trace: named, since the active context does not follow awaits.
+      chat: { complete: (request, callSignal) => state.chat!.complete(request, callSignal, ctx.trace) },
       lookup: (args) => lookup(state, ctx, args, { scope, input, remaining }),
       maxCalls: endpoint.maxCalls,
       maxInputCharacters: endpoint.maxInputCharacters,

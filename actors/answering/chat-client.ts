@@ -30,6 +30,7 @@
  *
  * Importable from `actors/answering/` only.
  */
+import type { Context } from '@opentelemetry/api';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher, request } from 'undici';
 import { readCapped, TOO_LARGE } from '../../runtime/http-retry/read-capped.ts';
@@ -95,7 +96,8 @@ export type ChatClientOptions = {
 };
 
 export type ChatClient = {
-  complete(request: ChatRequest, signal: AbortSignal): Promise<ChatReply>;
+  /** `parent`: the trace the call is part of (its `chat <model>` span's parent); absent, the active context. */
+  complete(request: ChatRequest, signal: AbortSignal, parent?: Context): Promise<ChatReply>;
   close(): Promise<void>;
 };
 
@@ -346,7 +348,7 @@ export function createChatClient(options: ChatClientOptions): ChatClient {
 
   return {
     // One `chat <model>` span per call, retries included (runtime/telemetry/gen-ai.ts): never the conversation.
-    complete: (req, callerSignal) => spans.run((span) => complete(req, callerSignal, span)),
+    complete: (req, callerSignal, parent) => spans.run((span) => complete(req, callerSignal, span), parent),
     async close() {
       if (closed) return;
       closed = true;

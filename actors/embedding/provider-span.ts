@@ -17,13 +17,13 @@ export function withEmbeddingSpans(provider: EmbeddingProvider, endpoint: { mode
   return {
     id: provider.id,
     ...(provider.maxInputCharacters !== undefined ? { maxInputCharacters: provider.maxInputCharacters } : {}),
-    embed: (texts, signal) => {
+    embed: (texts, signal, parent) => {
       // An empty list makes no request (provider.ts): no span either.
       if (texts.length === 0) return provider.embed(texts, signal);
       return spans.run((span) => {
         span.setAttribute('mailcairn.embedding.inputs', texts.length);
         return provider.embed(texts, signal);
-      });
+      }, parent);
     },
     health: () => provider.health(),
     close: () => provider.close(),

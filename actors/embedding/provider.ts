@@ -15,6 +15,7 @@
  *
  * Importable from `actors/embedding/` only (not yet wired into the service).
  */
+import type { Context } from '@opentelemetry/api';
 import { AppError, type Code } from '../../runtime/errors.ts';
 
 /**
@@ -58,7 +59,8 @@ export type EmbeddingProvider = {
    * the caller's. An empty list answers an empty list without a request.
    * @throws AppError with an `EmbeddingFailureCode`, or `E_CONFIG_SECRET_UNREADABLE` when the API key cannot be read.
    */
-  embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]>;
+  /** `parent`: the trace the call is part of (its `embeddings <model>` span's parent: provider-span.ts). */
+  embed(texts: readonly string[], signal?: AbortSignal, parent?: Context): Promise<Float32Array[]>;
   health(): ProviderHealth;
   /** Closes the provider's connections; calls after it fail. */
   close(): Promise<void>;

@@ -30,7 +30,8 @@ export async function placeQuery(state: EmbeddingState, ctx: ActorContext, text:
     if (!spendOnQuery(state, characterCount(query))) return degraded('E_BUDGET_SPENT');
     const signal =
       ctx.deadline === null ? state.abort.signal : AbortSignal.any([state.abort.signal, AbortSignal.timeout(Math.max(1, ctx.deadline - Date.now()))]);
-    const [vector] = await p.embed([query], signal);
+    // Inside the ask's trace (a search's): the span's parent is named, the active context does not follow awaits.
+    const [vector] = await p.embed([query], signal, ctx.trace);
     return { semanticSearch: 'available', generation: serving.id, vector: vector! };
   } catch (err) {
     if (err instanceof AppError) return degraded(err.code);

@@ -250,13 +250,14 @@ export default defineActor({
             config: state.config,
             log: ctx.log,
             session: (fresh?: boolean) => session(state, fresh),
-            derive: () =>
+            derive: (parent) =>
               ctx.ask(
                 state.config.derivationId,
                 { type: 'derivation.catch-up', account: state.config.account, throughId: null },
-                { reply: CatchUpReply, deadlineMs: DERIVE_DEADLINE_MS },
+                { reply: CatchUpReply, deadlineMs: DERIVE_DEADLINE_MS, ...(parent !== undefined ? { parent } : {}) },
               ),
             now: Date.now,
+            trace: ctx.trace,
           },
           state.config.account,
         );

@@ -40,7 +40,7 @@ import { classifyImapFailure, imapFailureFields } from './connection.ts';
 import type { RunFolder } from './change-watch.ts';
 import { FolderRun } from './folder-run.ts';
 import { noteUnreadable } from './unreadable.ts';
-import { activeContext, type Context, type OpenSpan, openSpan } from '../../runtime/telemetry/open-span.ts';
+import { type Context, type OpenSpan, openSpan } from '../../runtime/telemetry/open-span.ts';
 import { SpanKind } from '../../runtime/telemetry/tracing.ts';
 import type { ImapSyncConfig, RunSummary } from './protocol.ts';
 
@@ -68,9 +68,11 @@ export type SyncRunDeps = {
   log: Logger;
   /** The account's session; `fresh` closes the current one first (a server that lost track of a folder). */
   session(fresh?: boolean): Promise<ImapFlow>;
-  /** Ask the derivation writer to derive the account's stored mail not derived yet. */
-  derive(): Promise<CatchUpReply>;
+  /** Ask the derivation writer to derive the account's stored mail not derived yet; `parent`: the trace the ask is part of. */
+  derive(parent?: Context): Promise<CatchUpReply>;
   now(): number;
+  /** Where the run began (the context of the handler of the ask that started it: `ctx.trace`), the parent of its folders' spans. */
+  trace?: Context | undefined;
 };
 
 export class SyncRun {
@@ -86,12 +88,8 @@ export class SyncRun {
   private ended: RunSummary | null = null;
   /** Why the run failed as a whole (no usable session), for the actor to decide whether to stop. */
   failureCode: string | null = null;
-  /** Where the run began (the handler of the ask that started it): the parent of its folders' spans. */
-  private readonly traceParent: Context;
-
   constructor(deps: SyncRunDeps) {
     this.deps = deps;
-    this.traceParent = activeContext();
     this.runId = beginRun(deps.db, deps.config.account, deps.now());
   }
 
@@ -226,7 +224,7 @@ export class SyncRun {
     const { account, imap } = this.deps.config;
     return openSpan('imap.sync', {
       kind: SpanKind.CLIENT,
-      parent: this.traceParent,
+      ...(this.deps.trace !== undefined ? { parent: this.deps.trace } : {}),
       attributes: { 'mailcairn.account': account, 'mailcairn.folder': slot.resolution.alias, 'server.address': imap.host, 'server.port': imap.port },
     });
   }
@@ -248,7 +246,8 @@ export class SyncRun {
           maxMessageBytes: this.deps.config.maxMessageBytes,
           derive: () => {
             this.asked = true;
-            return this.deps.derive();
+            // After awaits (the fetch): the folder's span is named, not looked up (telemetry/sync-context.ts).
+            return this.deps.derive(slot.span?.context);
           },
           now: this.deps.now,
           log: this.deps.log,

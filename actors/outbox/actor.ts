@@ -26,6 +26,7 @@
  * Sent and never offered twice; one that found the disk full before its
  * body is given back without counting an attempt.
  */
+import type { Context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { defineActor, type ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
@@ -138,14 +139,15 @@ function retryDelayMs(config: OutboxConfig): (attempts: number) => number {
   return (attempts) => config.retryDelayMs * 2 ** Math.max(0, attempts - 1);
 }
 
-async function credentialsOf(state: OutboxState, ctx: ActorContext, send: Outgoing): Promise<Credentials> {
+/** `parent`: the `smtp.send` span's context, the parent of the token's ask. */
+async function credentialsOf(state: OutboxState, ctx: ActorContext, send: Outgoing, parent: Context): Promise<Credentials> {
   const accountId = send.accountId;
   const account = state.config.accounts.find((a) => a.id === accountId)!;
   const smtp = account.smtp!;
   // Asked only when a session is opened (a reused one is logged in already), so a rotated password needs no restart.
   if (smtp.passwordRef) return { password: readSecret(smtp.passwordRef, process.env, `Accounts:${accountId}:Smtp:Password`) };
   // A token the server refused last time is not offered again: the sync actor redeems a new one.
-  if (smtp.oauth) return { accessToken: await accessToken(ctx, account.syncActorId, send.failureCode === 'login-refused') };
+  if (smtp.oauth) return { accessToken: await accessToken(ctx, account.syncActorId, send.failureCode === 'login-refused', parent) };
   return null;
 }
 
@@ -184,12 +186,13 @@ async function attempt(state: OutboxState, ctx: ActorContext, send: Outgoing): P
     }
   };
   const smtp = account.smtp;
-  const result: AttemptResult = await inSmtpSendSpan(send.accountId, smtp, async () => {
+  // A child of the handler that started it, when that one is traced (`ctx.trace`).
+  const result: AttemptResult = await inSmtpSendSpan(send.accountId, smtp, ctx.trace, async (traced) => {
     try {
       return await attemptDelivery(
         { accountId: send.accountId, envelopeFrom: send.envelopeFrom, raw, recipients: pending },
         smtp,
-        () => credentialsOf(state, ctx, send),
+        () => credentialsOf(state, ctx, send, traced),
         state.config.sendTimeoutMs,
         bodyMayBegin,
         state.sessions,

@@ -15,6 +15,7 @@
  * Message-ID. A sync actor that is down leaves the work owed until the next
  * tick.
  */
+import type { Context } from '@opentelemetry/api';
 import type { ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { readPlacement } from '../../runtime/store/mailbox/placements.ts';
@@ -32,8 +33,12 @@ const BATCH = 20;
 const ASK_DEADLINE_MS = 30_000;
 
 /** An XOAUTH2 access token for the account's SMTP login, from the sync actor that holds its sealed refresh token; `fresh` after the server refused the last one. */
-export async function accessToken(ctx: ActorContext, syncActor: ActorId<ImapSyncProtocol>, fresh: boolean): Promise<string> {
-  const reply = await ctx.ask(syncActor, { type: 'imap-sync.access-token', fresh }, { reply: AccessTokenReply, deadlineMs: ASK_DEADLINE_MS });
+export async function accessToken(ctx: ActorContext, syncActor: ActorId<ImapSyncProtocol>, fresh: boolean, parent?: Context): Promise<string> {
+  const reply = await ctx.ask(
+    syncActor,
+    { type: 'imap-sync.access-token', fresh },
+    { reply: AccessTokenReply, deadlineMs: ASK_DEADLINE_MS, ...(parent !== undefined ? { parent } : {}) },
+  );
   return reply.accessToken;
 }
 

@@ -26,6 +26,8 @@
  * and code (the logger reduces every error: runtime/log.ts).
  * Never a body, a credential or a refresh token.
  */
+import { askingWithin } from '../../runtime/ref.ts';
+import type { Context } from '@opentelemetry/api';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Config } from '../../config/schema.ts';
 import { AppError, Codes } from '../../runtime/errors.ts';
@@ -34,7 +36,7 @@ import type { ActorId, Askable, Protocol } from '../../runtime/ref.ts';
 import type { Authenticate } from '../auth/authenticate.ts';
 import { METADATA_PREFIX, metadataUrlOf, serveMetadata } from '../auth/oauth/metadata.ts';
 import { holds, recordRefusal } from '../auth/principal.ts';
-import { activeTraceId } from '../../runtime/telemetry/tracing.ts';
+import { isRecorded, traceIdOf } from '../../runtime/telemetry/tracing.ts';
 import { createRateLimiter, describeLimits, partitionFor } from '../limits/rate-limiter.ts';
 import {
   admit,
@@ -92,7 +94,7 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
 
   const limits = { limiter, timeout: endpoint.RequestTimeout };
 
-  const admin = async (req: IncomingMessage, res: ExchangeResponse, match: RoutesAt): Promise<void> => {
+  const admin = async (req: IncomingMessage, res: ExchangeResponse, match: RoutesAt, trace: Context): Promise<void> => {
     const admitted = await admit(req, res, limits, partitionFor('admin', { kind: 'other' }));
     if (admitted === null) return;
     // A moment short of the request timeout, so the use case's failure is answered rather than a bare 504.
@@ -154,7 +156,8 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
     }
 
     try {
-      const answer = await route.handle({ principal, deadlineMs, query, body, params }, routeDeps);
+      // Its asks are part of the request's trace, named: the active context does not follow awaits (runtime/telemetry/sync-context.ts).
+      const answer = await route.handle({ principal, deadlineMs, query, body, params }, withinTrace(routeDeps, trace));
       if (admitted.timedOut()) return;
       if (answer.status === 204) answerEmpty(res, 204);
       else answerJson(res, answer.status, answer.json);
@@ -173,7 +176,7 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
         case 'problem':
           return answerProblem(res, answer.problem);
         case 'empty':
-          logFailure(log, route, err, answer.status, activeTraceId());
+          logFailure(log, route, err, answer.status, traceIdOf(trace));
           return answerEmpty(res, answer.status);
       }
     }
@@ -190,7 +193,7 @@ export function createAdminSurface(deps: AdminListenerDeps): SurfaceHandler {
       if (path !== ADMIN_PREFIX && !path.startsWith(`${ADMIN_PREFIX}/`)) return null;
       // Under the prefix the credential is judged before the 404, so a path no route fills is handled, with no template.
       const match = routesAt(routes, path);
-      return { template: match.routes[0]?.path ?? null, handler: (req, res) => admin(req, res, match) };
+      return { template: match.routes[0]?.path ?? null, handler: (req, res, trace) => admin(req, res, match, trace) };
     },
     failed(err, { route, traceId }) {
       // Only a known route's template reaches the log; any other path is the caller's text.
@@ -278,4 +281,10 @@ function sendsNoBody(req: IncomingMessage): boolean {
 /** Whether the body is declared application/json (parameters such as charset allowed). */
 function isJson(req: IncomingMessage): boolean {
   return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
+/** `deps` whose asks are part of `trace` (runtime/ref.ts `askingWithin`); `deps` itself when `trace` records nothing. */
+function withinTrace(deps: AdminDeps, trace: Context): AdminDeps {
+  if (!isRecorded(trace)) return deps;
+  return { ...deps, queryPool: askingWithin(deps.queryPool, trace), actor: (id) => askingWithin(deps.actor(id), trace) };
 }

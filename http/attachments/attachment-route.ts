@@ -31,11 +31,12 @@
  *
  * Importable by the MCP listener (and redeem.ts, for `AttachmentDownload`).
  */
+import type { Context } from '@opentelemetry/api';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError, Codes } from '../../runtime/errors.ts';
 import type { KeyRing } from '../../runtime/keyring/keyring.ts';
 import type { Logger } from '../../runtime/log.ts';
-import { activeTraceId } from '../../runtime/telemetry/tracing.ts';
+import { traceIdOf } from '../../runtime/telemetry/tracing.ts';
 import { verifyCapability, type CapabilityClaims } from './capability.ts';
 import { contentDisposition, servedContentType } from './download-headers.ts';
 import { pathOf } from '../pipeline.ts';
@@ -52,6 +53,8 @@ export type AttachmentRouteDeps = {
   /** Reads the attachment the claims name from the mailbox, now; null when it is not there to serve. */
   fetch(claims: CapabilityClaims): Promise<AttachmentDownload | null>;
   log: Logger;
+  /** The request's span's context (http/pipeline.ts `Handler`): its trace id is on the `attachment.failed` line. */
+  trace?: Context;
   /** Epoch milliseconds; Date.now by default. */
   now?: () => number;
 };
@@ -72,7 +75,7 @@ export async function serveAttachment(req: IncomingMessage, res: ServerResponse,
   try {
     ring = await deps.keyRing();
   } catch (err) {
-    return failed(res, deps.log, err, 'attachment key ring unavailable');
+    return failed(res, deps, err, 'attachment key ring unavailable');
   }
   if (ring === null) return notFound(res);
   const claims = verifyCapability(ring, token, (deps.now ?? Date.now)());
@@ -81,7 +84,7 @@ export async function serveAttachment(req: IncomingMessage, res: ServerResponse,
   try {
     found = await deps.fetch(claims);
   } catch (err) {
-    return failed(res, deps.log, err, 'attachment read failed');
+    return failed(res, deps, err, 'attachment read failed');
   }
   if (found === null) return notFound(res);
   const content = Buffer.from(found.content.buffer, found.content.byteOffset, found.content.byteLength);
@@ -119,11 +122,11 @@ function empty(res: ServerResponse, status: number): void {
   res.end();
 }
 
-function failed(res: ServerResponse, log: Logger, err: unknown, message: string): void {
+function failed(res: ServerResponse, { log, trace }: AttachmentRouteDeps, err: unknown, message: string): void {
   // A server-side failure by the table's status; a client-side one cannot reach here with a valid token, so it is a defect: 500.
   const status = err instanceof AppError && Codes[err.code].status >= 500 ? Codes[err.code].status : 500;
   // The route template only: the URL carries the capability. The trace id is the request span's, when traced.
-  const traceId = activeTraceId();
+  const traceId = traceIdOf(trace);
   log.error({ err, event: 'attachment.failed', route: ATTACHMENT_ROUTE, status, ...(traceId ? { traceId } : {}) }, message);
   empty(res, status);
 }

@@ -16,6 +16,9 @@
  *
  * Imports of the SDK stay under http/mcp/.
  */
+import type { Context } from '@opentelemetry/api';
+import { askingWithin } from '../../runtime/ref.ts';
+import { isRecorded } from '../../runtime/telemetry/tracing.ts';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Config } from '../../config/schema.ts';
@@ -101,11 +104,9 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
   log.info({ event: 'limits.in-force', section: 'McpEndpoint', ...describeLimits(endpoint.RateLimiting, 'mcp') }, 'limits.in-force');
   const metadataUrl = metadataUrlOf(endpoint.Authentication);
 
-  const baseContext: Omit<ToolContext, 'deadlineMs' | 'recordChanges' | 'caller' | 'outbox' | 'contacts' | 'placeQuery' | 'answering'> = {
+  const baseContext: Pick<ToolContext, 'scope' | 'bodyCharacterBudget' | 'attachmentLink'> = {
     scope,
     bodyCharacterBudget: endpoint.Tools.BodyCharacterBudget,
-    queryPool: deps.queryPool,
-    recordRepairs: (repairs) => recordRepairs(deps, repairs, 30_000),
     attachmentLink(ref) {
       if (!linksIssued) return null;
       const ring = linkRing.current();
@@ -117,7 +118,7 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
   const limits = { limiter, timeout: endpoint.RequestTimeout };
 
   // origin → client certificate → authenticate → limit → authorize → route → body
-  const mcp = async (req: IncomingMessage, res: ExchangeResponse): Promise<void> => {
+  const mcp = async (req: IncomingMessage, res: ExchangeResponse, trace: Context): Promise<void> => {
     const origin = decideOrigin(req, endpoint.Cors.AllowedOrigins);
     if (origin.kind === 'refused') return answerEmpty(res, Codes.E_HTTP_ORIGIN_REFUSED.status);
     if (req.method === 'OPTIONS') return answerPreflight(res, origin);
@@ -150,38 +151,48 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
     if (body.kind === 'too-large') return answerEmpty(res, Codes.E_HTTP_BODY_TOO_LARGE.status);
     if (body.kind === 'malformed') return answerRefusal(res, -32700, 'Parse error: the body is not JSON');
     if (body.kind === 'too-deep') return answerRefusal(res, -32600, `Invalid Request: the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+    // Every ask of the tool context names its parent (`within`): the trace does not follow awaits (runtime/telemetry/sync-context.ts).
+    const toolContext = (within: Context): ToolContext => {
+      const asking = withinTrace(deps, within);
+      return {
+        ...baseContext,
+        queryPool: asking.queryPool,
+        recordRepairs: (repairs) => recordRepairs(asking, repairs, 30_000),
+        deadlineMs: admitted.deadlineMs,
+        recordChanges: (accountId, request) => recordChanges(asking, accountId, { ...request, requester: principal.identity }, admitted.deadlineMs),
+        caller: { identity: principal.identity, permissions: [...principal.permissions] },
+        outbox: asking.actor(OUTBOX_ID),
+        contacts: asking.actor(CONTACTS_ID),
+        placeQuery: (text) => placeQuery(asking, text, admitted.deadlineMs),
+        answering: {
+          availability: () => asking.actor(ANSWERING_ID).ask({ type: 'answering.availability' }, { reply: Availability, deadlineMs: AVAILABILITY_DEADLINE_MS }),
+          ask: (input) => asking.actor(ANSWERING_ID).ask({ type: 'answering.ask', input, scope }, { reply: AskMailResult, deadlineMs: admitted.deadlineMs }),
+        },
+      };
+    };
     await handleMcpRequest(req, res, body.value, {
       tools,
       withheld,
       principal,
-      context: {
-        ...baseContext,
-        deadlineMs: admitted.deadlineMs,
-        recordChanges: (accountId, request) => recordChanges(deps, accountId, { ...request, requester: principal.identity }, admitted.deadlineMs),
-        caller: { identity: principal.identity, permissions: [...principal.permissions] },
-        outbox: deps.actor(OUTBOX_ID),
-        contacts: deps.actor(CONTACTS_ID),
-        placeQuery: (text) => placeQuery(deps, text, admitted.deadlineMs),
-        answering: {
-          availability: () => deps.actor(ANSWERING_ID).ask({ type: 'answering.availability' }, { reply: Availability, deadlineMs: AVAILABILITY_DEADLINE_MS }),
-          ask: (input) => deps.actor(ANSWERING_ID).ask({ type: 'answering.ask', input, scope }, { reply: AskMailResult, deadlineMs: admitted.deadlineMs }),
-        },
-      },
+      context: toolContext(trace),
+      trace,
+      within: toolContext,
       log,
       version: deps.version,
     });
   };
 
   // No credential: the capability is the authorization; the shared anonymous partition and the request timeout apply.
-  const attachments = async (req: IncomingMessage, res: ExchangeResponse): Promise<void> => {
+  const attachments = async (req: IncomingMessage, res: ExchangeResponse, trace: Context): Promise<void> => {
     const admitted = await admit(req, res, limits, partitionFor('mcp', { kind: 'other' }));
     if (admitted === null) return;
     await serveAttachment(req, res, {
       log,
+      trace,
       keyRing: () => linkRing.fresh(),
       fetch: (claims) =>
         redeemAttachment(
-          deps,
+          withinTrace(deps, trace),
           claims,
           scope.accounts.map((a) => a.id).filter((id) => id === claims.accountId),
           admitted.deadlineMs,
@@ -207,6 +218,17 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
     // Only the route template reaches the log: a path may carry a capability.
     failed: (err, { route, traceId }) => log.error({ err, event: 'http.failed', route, ...(traceId ? { traceId } : {}) }, 'http.failed'),
   });
+}
+
+/** `deps` whose asks are part of `trace` (runtime/ref.ts `askingWithin`); `deps` itself when `trace` records nothing. */
+function withinTrace(deps: McpListenerDeps, trace: Context): McpListenerDeps {
+  if (!isRecorded(trace)) return deps;
+  return {
+    ...deps,
+    queryPool: askingWithin(deps.queryPool, trace),
+    parsePool: askingWithin(deps.parsePool, trace),
+    actor: (id) => askingWithin(deps.actor(id), trace),
+  };
 }
 
 async function recordRepairs(deps: McpListenerDeps, repairs: readonly RepairNeeded[], deadlineMs: number): Promise<void> {

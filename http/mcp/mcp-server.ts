@@ -24,6 +24,7 @@
  * share it. Which code a failure shows is the error table's (tool-result.ts
  * `toolFailure`).
  */
+import { type Context, context } from '@opentelemetry/api';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -38,7 +39,6 @@ import { JsonExchangeTransport } from './json-exchange.ts';
 import { admitMessage } from './request-params.ts';
 import { toolFailure, toolSuccess } from './tool-result.ts';
 import { type ObservedToolCall, observeToolCall } from './tool-call-telemetry.ts';
-import { activeTraceId } from '../../runtime/telemetry/tracing.ts';
 import type { Tool, ToolContext } from './tool.ts';
 
 export type McpExchange = {
@@ -48,6 +48,10 @@ export type McpExchange = {
   withheld?: readonly Tool[];
   principal: Principal;
   context: ToolContext;
+  /** The request's span's context: the parent of its tool call's span (absent: the active context's). */
+  trace?: Context;
+  /** The tool context, its asks part of `trace` (a tool call's span): used only while that span is recorded. */
+  within?(trace: Context): ToolContext;
   log: Logger;
   version: string;
 };
@@ -81,13 +85,14 @@ function buildPublishedTool(tool: Tool): PublishedTool {
 export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse, body: unknown, exchange: McpExchange): Promise<void> {
   const server = new Server({ name: 'mailcairn', version: exchange.version }, { capabilities: { tools: {} }, jsonSchemaValidator });
   const byName = new Map(exchange.tools.map((tool) => [tool.name, tool]));
+  const requestTrace = exchange.trace ?? context.active();
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await listedNow(exchange)).map(publishedTool) }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);
     if (!tool) {
       const withheld = exchange.withheld?.find((t) => t.name === request.params.name);
       // The name is the caller's text unless it is one of this deployment's tools: only then is it named.
-      return observeToolCall(withheld?.name, async (call) => {
+      return observeToolCall(withheld?.name, requestTrace, async (call) => {
         if (withheld) recordRefusal(exchange.log, { surface: 'mcp', target: withheld.name, permission: withheld.permission, principal: exchange.principal });
         exchange.log.info({ event: 'mcp.tool-call', tool: null, isError: true, code: -32602, durationMs: 0 }, 'mcp.tool-call');
         call.ended('refused', -32602);
@@ -95,7 +100,7 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
         throw Object.assign(new Error(`Unknown tool: '${request.params.name}'`), { code: -32602 });
       });
     }
-    return observeToolCall(tool.name, (call) => callTool(tool, request.params.arguments ?? {}, exchange, call));
+    return observeToolCall(tool.name, requestTrace, (call) => callTool(tool, request.params.arguments ?? {}, exchange, call));
   });
   const transport = new JsonExchangeTransport(req, res);
   // Closed only when the client left before its answer (so a running handler is aborted): closing
@@ -131,10 +136,12 @@ async function callTool(tool: Tool, args: unknown, exchange: McpExchange, call: 
       recordRefusal(exchange.log, { surface: 'mcp', target: tool.name, permission: tool.permission, principal: exchange.principal });
       throw new AppError('E_APP_REFUSED', { message: `The operation needs the permission ${tool.permission}`, details: { permission: tool.permission } });
     }
-    result = toolSuccess(await tool.call(args, exchange.context));
+    // The tool's asks are children of the call's span, named: the active context does not follow its awaits.
+    const toolContext = exchange.within !== undefined && call.traceId() !== undefined ? exchange.within(call.trace) : exchange.context;
+    result = toolSuccess(await tool.call(args, toolContext));
   } catch (err) {
     // The call's span's trace id when traces are recorded; otherwise one minted for this failure alone.
-    const failure = toolFailure(err, () => activeTraceId() ?? randomBytes(16).toString('hex'));
+    const failure = toolFailure(err, () => call.traceId() ?? randomBytes(16).toString('hex'));
     code = failure.code;
     result = failure.result;
     call.ended(failure.kind === 'refused' ? 'refused' : 'failed', failure.code);

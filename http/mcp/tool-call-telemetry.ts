@@ -1,7 +1,9 @@
 /**
  * What one MCP tool call records beside its log line (mcp-server.ts): an
- * INTERNAL span `tools/call <tool>`, a child of the request's SERVER span,
- * and one `mcp.server.operation.duration` point, both labelled
+ * INTERNAL span `tools/call <tool>`, a child of the request's SERVER span
+ * (named as `parent`: the active context does not follow the SDK's awaits,
+ * runtime/telemetry/sync-context.ts), whose context `work` is given for the
+ * asks it makes, and one `mcp.server.operation.duration` point, both labelled
  * `mcp.method.name` = `tools/call`, `gen_ai.tool.name`, and when the call did
  * not succeed `error.type` = the code it was answered with:
  *
@@ -18,23 +20,29 @@
  * Imported by http/mcp/mcp-server.ts.
  */
 import { performance } from 'node:perf_hooks';
-import { type Attributes, SpanStatusCode } from '@opentelemetry/api';
+import { type Attributes, type Context, context, SpanStatusCode, trace } from '@opentelemetry/api';
 import { histogram } from '../../runtime/telemetry/instruments.ts';
-import { markFailed, SpanKind, tracer } from '../../runtime/telemetry/tracing.ts';
+import { markFailed, SpanKind, traceIdOf, tracer } from '../../runtime/telemetry/tracing.ts';
 
 export type ToolOutcome = 'ok' | 'refused' | 'failed';
 
 export type ObservedToolCall = {
   /** The call was answered with an error result, or refused with a JSON-RPC error: its outcome and code. */
   ended(outcome: Exclude<ToolOutcome, 'ok'>, code: number): void;
+  /** The call's span's context: the parent of the asks its tool makes. */
+  readonly trace: Context;
+  /** The trace id of the call's span when it is recorded (an undiagnosed failure's log line and answer carry it). */
+  traceId(): string | undefined;
 };
 
 const METHOD = 'tools/call';
 
-/** Runs `work` inside the call's span and records the call when it settles (`ok` unless `ended` said otherwise). */
-export function observeToolCall<T>(tool: string | undefined, work: (call: ObservedToolCall) => Promise<T>): Promise<T> {
+/** Runs `work` inside the call's span (a child of `parent`) and records the call when it settles (`ok` unless `ended` said otherwise). */
+export function observeToolCall<T>(tool: string | undefined, parent: Context, work: (call: ObservedToolCall) => Promise<T>): Promise<T> {
   const labels: Attributes = { 'mcp.method.name': METHOD, ...(tool !== undefined ? { 'gen_ai.tool.name': tool } : {}) };
-  return tracer().startActiveSpan(tool === undefined ? METHOD : `${METHOD} ${tool}`, { kind: SpanKind.INTERNAL, attributes: labels }, async (span) => {
+  const span = tracer().startSpan(tool === undefined ? METHOD : `${METHOD} ${tool}`, { kind: SpanKind.INTERNAL, attributes: labels }, parent);
+  const traced = trace.setSpan(parent, span);
+  return context.with(traced, async () => {
     const started = performance.now();
     let outcome: ToolOutcome = 'ok';
     let code: number | undefined;
@@ -43,6 +51,8 @@ export function observeToolCall<T>(tool: string | undefined, work: (call: Observ
         outcome = ending;
         code = answered;
       },
+      trace: traced,
+      traceId: () => traceIdOf(traced),
     };
     try {
       return await work(call);

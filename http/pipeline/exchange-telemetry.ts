@@ -6,8 +6,10 @@
  *   outside the known set; the method alone while no route matched), child
  *   of the caller's W3C `traceparent` when one is sent, with
  *   `http.request.method`, `http.route`, `http.response.status_code` and
- *   `url.scheme`; the handler runs inside it, so the asks and tool calls it
- *   makes are its children;
+ *   `url.scheme`; its context is handed to the handler (`context`), which
+ *   names it as the parent of the tool calls and asks it makes: the active
+ *   context lasts only for the synchronous start of `run`
+ *   (runtime/telemetry/sync-context.ts);
  * - one `http.server.request.duration` point when the response finishes or
  *   closes, labelled with the surface, the method, the template and the
  *   status (absent when the exchange closed before an answer was begun).
@@ -26,7 +28,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerResponse } from 'node:http2';
 import { performance } from 'node:perf_hooks';
 import type { TLSSocket } from 'node:tls';
-import { type Attributes, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Attributes, type Context, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { histogram } from '../../runtime/telemetry/instruments.ts';
 import { markFailed, tracer } from '../../runtime/telemetry/tracing.ts';
 
@@ -43,7 +45,9 @@ export function normalisedMethod(method: string | undefined): string {
 export type ObservedExchange = {
   /** Names the route template the listener matched; null: none (no `http.route`). */
   routed(template: string | null): void;
-  /** Runs `work` (the route lookup and the handler) with the exchange's span active. */
+  /** The exchange's span's context: the parent the handler names for what it starts after an await. */
+  readonly context: Context;
+  /** Runs `work` (the route lookup and the handler's synchronous start) with the exchange's span active. */
   run<T>(work: () => T): T;
   /** A handler's failure: the span is marked failed (class and code only); the trace id its log line carries, when traced. */
   failed(err: unknown): string | undefined;
@@ -94,6 +98,7 @@ export function observeExchange(req: IncomingMessage, res: Response, surface: Te
       span.setAttribute('http.route', template);
       span.updateName(`${method === '_OTHER' ? 'HTTP' : method} ${template}`);
     },
+    context: active,
     run: (work) => context.with(active, work),
     failed(err) {
       failed = true;

@@ -10,6 +10,7 @@ import { AppError, toPayload, type ErrorPayload } from '../errors.ts';
 import { LATER, TRANSFER, isLater, isWithTransfer, type ActorContext, type AnyActorDefinition } from '../actor.ts';
 import type { Logger } from '../log.ts';
 import { isStorageFull, noteStorageFull } from '../storage-full.ts';
+import type { Context } from '@opentelemetry/api';
 import type { Ask, Meta, Tell } from '../protocol/envelope.ts';
 import { parseReply } from '../ref.ts';
 import { handleSpan, type HandleSpan } from '../telemetry/actor-spans.ts';
@@ -51,7 +52,7 @@ export class ActorCell {
       return this.fail('E_ACTOR_START_FAILED');
     }
     try {
-      this.state = await this.def.init(parsed.data, this.context(null, undefined));
+      this.state = await this.def.init(parsed.data, this.context(null, undefined, undefined));
     } catch (err) {
       // A full disk is an outside condition, reported as such: the supervisor waits it out (docs/operations.md "A full disk").
       if (isStorageFull(err)) {
@@ -134,7 +135,7 @@ export class ActorCell {
       else processed();
       return true;
     }
-    const ctx = this.context(isAsk ? envelope.deadline : null, envelope.meta);
+    const ctx = this.context(isAsk ? envelope.deadline : null, envelope.meta, span?.context);
     try {
       const result = await this.def.handle(this.state, parsed.data, ctx);
       if (isAsk && isLater(result)) {
@@ -212,7 +213,7 @@ export class ActorCell {
     if (this.phase === 'gone') return;
     this.phase = 'gone';
     try {
-      if (this.def.stop && this.state !== undefined) await this.def.stop(this.state, this.context(null, undefined));
+      if (this.def.stop && this.state !== undefined) await this.def.stop(this.state, this.context(null, undefined, undefined));
     } catch (err) {
       this.log.warn({ err, event: 'actor.stop-threw' }, 'actor stop threw');
     }
@@ -235,15 +236,25 @@ export class ActorCell {
     }
   }
 
-  private context(deadline: number | null, meta: Meta | undefined): ActorContext {
+  /** `trace`: the `handle <kind>` span's context, the parent of the handler's sends unless one names its own. */
+  private context(deadline: number | null, meta: Meta | undefined, trace: Context | undefined): ActorContext {
     return {
       actorId: this.actorId,
       log: this.log,
       deadline,
       meta,
-      tell: (to, msg, options) => this.link.tell(this.actorId, to, msg, options?.transfer, options?.meta),
+      trace,
+      tell: (to, msg, options) => this.link.tell(this.actorId, to, msg, options?.transfer, options?.meta, options?.parent ?? trace),
       ask: async (to, msg, options) => {
-        const value = await this.link.ask(this.actorId, to, msg, options?.deadlineMs ?? DEFAULT_ACTOR_ASK_MS, options?.transfer, options?.meta);
+        const value = await this.link.ask(
+          this.actorId,
+          to,
+          msg,
+          options?.deadlineMs ?? DEFAULT_ACTOR_ASK_MS,
+          options?.transfer,
+          options?.meta,
+          options?.parent ?? trace,
+        );
         return parseReply(value, options?.reply);
       },
       schedule: (msg, delayMs) => {

@@ -5,6 +5,7 @@
  * on the main side. Importable only from runtime/host/.
  */
 import type { TransferListItem } from 'node:worker_threads';
+import type { Context } from '@opentelemetry/api';
 import type { MessagePort } from 'node:worker_threads';
 import { AppError, fromPayload } from '../errors.ts';
 import type { FromHost, Meta, Reply } from '../protocol/envelope.ts';
@@ -36,13 +37,13 @@ export class HostLink {
   }
 
   /** An actor of this thread tells another (in a `tell <kind>` span when it is in a trace). */
-  tell(from: string, to: string, msg: unknown, transferList?: TransferListItem[], meta?: Meta): void {
-    tracedTell(to, meta, (traced) => this.post({ kind: 'tell', id: this.nextId(), from, to, msg, ...(traced ? { meta: traced } : {}) }, transferList));
+  tell(from: string, to: string, msg: unknown, transferList?: TransferListItem[], meta?: Meta, parent?: Context): void {
+    tracedTell(to, meta, (traced) => this.post({ kind: 'tell', id: this.nextId(), from, to, msg, ...(traced ? { meta: traced } : {}) }, transferList), parent);
   }
 
   /** An actor of this thread asks another (in an `ask <kind>` span when it is in a trace). */
-  ask(from: string, to: string, msg: unknown, deadlineMs: number, transferList?: TransferListItem[], meta?: Meta): Promise<unknown> {
-    return tracedAsk(to, meta, (traced) => this.send(from, to, msg, deadlineMs, transferList, traced));
+  ask(from: string, to: string, msg: unknown, deadlineMs: number, transferList?: TransferListItem[], meta?: Meta, parent?: Context): Promise<unknown> {
+    return tracedAsk(to, meta, (traced) => this.send(from, to, msg, deadlineMs, transferList, traced), parent);
   }
 
   private send(from: string, to: string, msg: unknown, deadlineMs: number, transferList?: TransferListItem[], meta?: Meta): Promise<unknown> {

@@ -101,7 +101,7 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
     },
     async ask(msg, askOptions = {}) {
       if (inFlight >= capacity) throw new AppError('E_ACTOR_MAILBOX_FULL', { details: { actor: options.id, capacity } });
-      return tracedAsk(options.id, askOptions.meta, (meta) => run(msg, askOptions, meta));
+      return tracedAsk(options.id, askOptions.meta, (meta) => run(msg, askOptions, meta), askOptions.parent);
     },
     close: () => piscina.close({ force: true }),
   };

@@ -121,8 +121,7 @@ function poolTracing(log: Logger): Promise<void> | null {
         import('../version.ts'),
       ]);
       diagnostics.routeDiagnostics(log);
-      // A task's one span is parented from its envelope and opens none across an await: no context manager.
-      await tracing.installTracing(otlp, tracing.telemetryResource(settings.serviceName, version), POOL_SPAN_DELAY_MS, { followAwaits: false });
+      await tracing.installTracing(otlp, tracing.telemetryResource(settings.serviceName, version), POOL_SPAN_DELAY_MS);
     } catch (err) {
       log.error({ err, event: 'telemetry.pool-install-failed' }, 'telemetry.pool-install-failed');
     }

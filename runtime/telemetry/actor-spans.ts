@@ -9,19 +9,23 @@
  * Names hold the target's kind (`imap-sync`, never `imap-sync:<account>`):
  * what identifies the instance is left out, as the catalogue's rule asks.
  *
- * Cost: a send opens a span only inside a trace (an active span, e.g. an
- * HTTP request's) and only when the caller did not carry one already (a
- * relayed envelope keeps the span of its first sender). With telemetry off
- * no span is ever active and the context manager is a no-op, so a send looks
- * up one context slot and a receive without `meta.trace` costs nothing:
- * background chatter between actors (timers, the scheduler) starts no trace.
+ * A send's parent is the one its caller names (`parent`: the tool call's
+ * context, an actor's `ctx.trace`), else the active context, which lasts
+ * only for a synchronous stretch (sync-context.ts).
+ *
+ * Cost: a send opens a span only inside a trace (a recording parent span,
+ * e.g. an HTTP request's) and only when the caller did not carry one already
+ * (a relayed envelope keeps the span of its first sender). With telemetry
+ * off no span records, so a send looks up one context slot and a receive
+ * without `meta.trace` costs nothing: background chatter between actors
+ * (timers, the scheduler) starts no trace.
  *
  * Importable only from runtime/.
  */
-import { context, ROOT_CONTEXT, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { type Context, context, ROOT_CONTEXT, type Span, SpanKind, trace } from '@opentelemetry/api';
 import type { Meta } from '../protocol/envelope.ts';
 import { type OpenSpan, openSpan } from './open-span.ts';
-import { contextFromCarrier, markFailed, traceCarrier, tracer } from './tracing.ts';
+import { contextFromCarrier, isRecorded, markFailed, traceCarrier, tracer } from './tracing.ts';
 
 /** The kind of an actor or pool id: what precedes the first `:` (`imap-sync:<account>` is an `imap-sync`). */
 export function actorKind(id: string): string {
@@ -30,10 +34,10 @@ export function actorKind(id: string): string {
 }
 
 /** The span a send opens, and the meta it carries; null when the sender is in no trace (or carries its own). */
-function sendSpan(op: 'ask' | 'tell', to: string, meta: Meta | undefined): { span: Span; meta: Meta } | null {
+function sendSpan(op: 'ask' | 'tell', to: string, meta: Meta | undefined, given: Context | undefined): { span: Span; meta: Meta } | null {
   if (meta?.trace !== undefined) return null;
-  const parent = context.active();
-  if (trace.getSpan(parent) === undefined) return null;
+  const parent = given ?? context.active();
+  if (!isRecorded(parent)) return null;
   const kind = actorKind(to);
   const span = tracer().startSpan(
     `${op} ${kind}`,
@@ -49,8 +53,8 @@ function sendSpan(op: 'ask' | 'tell', to: string, meta: Meta | undefined): { spa
  * span ends with the answer. Not `async` itself: outside a trace it returns
  * the send's own promise (no extra promise per ask).
  */
-export function tracedAsk<T>(to: string, meta: Meta | undefined, send: (meta: Meta | undefined) => Promise<T>): Promise<T> {
-  const opened = sendSpan('ask', to, meta);
+export function tracedAsk<T>(to: string, meta: Meta | undefined, send: (meta: Meta | undefined) => Promise<T>, parent?: Context): Promise<T> {
+  const opened = sendSpan('ask', to, meta, parent);
   return opened === null ? send(meta) : askInSpan(opened.span, opened.meta, send);
 }
 
@@ -66,8 +70,8 @@ async function askInSpan<T>(span: Span, meta: Meta, send: (meta: Meta) => Promis
 }
 
 /** Sends a tell inside a `tell <kind>` span when the caller is in a trace; the span ends once it is posted (or refused). */
-export function tracedTell(to: string, meta: Meta | undefined, send: (meta: Meta | undefined) => void): void {
-  const opened = sendSpan('tell', to, meta);
+export function tracedTell(to: string, meta: Meta | undefined, send: (meta: Meta | undefined) => void, parent?: Context): void {
+  const opened = sendSpan('tell', to, meta, parent);
   if (opened === null) return send(meta);
   try {
     send(opened.meta);
@@ -88,8 +92,13 @@ export function relayed<T>(work: () => T): T {
   return context.with(ROOT_CONTEXT, work);
 }
 
-/** A receiver's `handle <kind>` span: `run` makes it active around the handler, `end` closes it (failed when given an error). */
-export type HandleSpan = Pick<OpenSpan, 'run' | 'end'>;
+/**
+ * A receiver's `handle <kind>` span: `run` makes it active around the
+ * handler's synchronous start, `context` is the parent the handler gives
+ * what it starts later (`ActorContext.trace`), `end` closes it (failed when
+ * given an error).
+ */
+export type HandleSpan = Pick<OpenSpan, 'run' | 'end' | 'context'>;
 
 /**
  * The `handle <kind>` span of an envelope that carries a trace, a child of

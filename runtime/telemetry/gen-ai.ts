@@ -10,7 +10,7 @@
  *
  * Importable from every layer.
  */
-import type { Attributes, Span } from '@opentelemetry/api';
+import type { Attributes, Context, Span } from '@opentelemetry/api';
 import { inSpan, SpanKind } from './tracing.ts';
 
 export type { Span };
@@ -31,8 +31,12 @@ export type GenAiEndpoint = {
   baseAddress?: string | null;
 };
 
-/** A provider's span, made once per endpoint (the address is parsed here, not per call). */
-export type GenAiSpans = { run<T>(work: (span: Span) => Promise<T>): Promise<T> };
+/**
+ * A provider's span, made once per endpoint (the address is parsed here, not
+ * per call). `parent`: the trace the call is part of (an actor's `ctx.trace`);
+ * absent, the active context.
+ */
+export type GenAiSpans = { run<T>(work: (span: Span) => Promise<T>, parent?: Context): Promise<T> };
 
 export function genAiSpans(endpoint: GenAiEndpoint): GenAiSpans {
   const name = `${endpoint.operation} ${endpoint.model}`;
@@ -42,7 +46,9 @@ export function genAiSpans(endpoint: GenAiEndpoint): GenAiSpans {
     'gen_ai.provider.name': endpoint.provider,
     ...serverOf(endpoint.baseAddress),
   };
-  return { run: (work) => inSpan(name, { kind: SpanKind.CLIENT, attributes }, work) };
+  return {
+    run: (work, parent) => inSpan(name, { kind: SpanKind.CLIENT, attributes, ...(parent !== undefined ? { parent } : {}) }, work),
+  };
 }
 
 /** Token counts as the provider reported them (absent ones are left out). */

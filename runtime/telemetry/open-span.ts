@@ -1,13 +1,14 @@
 /**
  * A span that outlives one call: work advanced one message at a time (a
  * folder of a synchronization run is many `step` messages) is one span,
- * made active around each piece of it so that what the piece does (an ask
- * to the derivation writer) is its child, and ended once, when the work is.
+ * made active around the synchronous start of each piece of it, and ended
+ * once, when the work is. What a piece does after an await (an ask to the
+ * derivation writer) names `context`, the span's, as its parent: the
+ * active context does not follow awaits (sync-context.ts).
  *
- * `activeContext()` is taken when the work begins (inside the handler of
- * the ask that started it, so a traced ask makes the work part of its
- * trace) and given as the parent of spans opened later, from timer messages
- * that carry no trace.
+ * Its parent is given explicitly: the context of the handler of the ask that
+ * started the work (`ctx.trace`, so a traced ask makes the work part of its
+ * trace), kept for spans opened later, from timer messages that carry none.
  *
  * Names and attributes follow the catalogue's rule (catalogue.ts). With
  * telemetry off the span is the API's non-recording one.
@@ -19,13 +20,10 @@ import { markFailed, type SpanOptions, tracer } from './tracing.ts';
 
 export type { Context };
 
-/** The active context, as the parent of spans that begin later. */
-export function activeContext(): Context {
-  return context.active();
-}
-
 export type OpenSpan = {
   readonly span: Span;
+  /** The span's context: the parent of what its work starts after an await. */
+  readonly context: Context;
   /** Runs `work` with this span active. */
   run<T>(work: () => T): T;
   /** Ends the span (failed with the error's code when one is given); later calls do nothing. */
@@ -43,6 +41,7 @@ export function openSpan(name: string, options: SpanOptions): OpenSpan {
   let ended = false;
   return {
     span,
+    context: active,
     run: (work) => context.with(active, work),
     end: (err) => {
       if (ended) return;

@@ -1,8 +1,9 @@
 /**
  * What every thread with telemetry on installs for traces: the resource
  * (`service.name`, `service.version`), a tracer provider whose spans go in
- * batches to the OTLP/HTTP exporter, the AsyncLocalStorage context manager
- * (the active span follows awaits) and the W3C trace-context propagator
+ * batches to the OTLP/HTTP exporter, the synchronous context manager
+ * (sync-context.ts: a parent that must outlive an await is carried
+ * explicitly) and the W3C trace-context propagator
  * (`traceCarrier()` / `contextFromCarrier()` in tracing.ts). The main thread
  * (sdk.ts) and each actor host thread (host-sdk.ts) call it with the same
  * settings, so a host thread's spans go straight from that thread.
@@ -10,11 +11,11 @@
  * Loaded only when telemetry is on.
  */
 import { context, propagation, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, type Resource, resourceFromAttributes } from '@opentelemetry/resources';
 import { otlpSpanExporter } from './otlp-exporters.ts';
 import type { OtlpTarget } from './settings.ts';
+import { SynchronousContextManager } from './sync-context.ts';
 
 export function telemetryResource(serviceName: string, version: string): Resource {
   return defaultResource().merge(resourceFromAttributes({ 'service.name': serviceName, 'service.version': version }));
@@ -26,23 +27,14 @@ export type InstalledTracing = { flush(): Promise<void>; shutdown(): Promise<voi
  * Installs the global tracer provider, context manager and propagator;
  * `shutdown` exports what is buffered and puts the API's no-ops back.
  * `scheduledDelayMillis`: how long a span may wait in the batch (the SDK's
- * 5 s, or OTEL_BSP_SCHEDULE_DELAY, when not given). `followAwaits: false`:
- * no context manager, so `context.active()` is the root outside
- * `context.with` (pool threads).
+ * 5 s, or OTEL_BSP_SCHEDULE_DELAY, when not given).
  */
-export async function installTracing(
-  target: OtlpTarget,
-  resource: Resource,
-  scheduledDelayMillis?: number,
-  options: { followAwaits?: boolean } = {},
-): Promise<InstalledTracing> {
+export async function installTracing(target: OtlpTarget, resource: Resource, scheduledDelayMillis?: number): Promise<InstalledTracing> {
   const [{ BasicTracerProvider, BatchSpanProcessor }, exporter] = await Promise.all([import('@opentelemetry/sdk-trace-base'), otlpSpanExporter(target)]);
   const processor = new BatchSpanProcessor(exporter, scheduledDelayMillis === undefined ? {} : { scheduledDelayMillis });
   const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
-  // AsyncLocalStorage costs every promise of the thread a hook on Node 20 (most of what traces cost
-  // per request: docs/benchmarks.md "telemetry"), so a thread whose spans never nest across an await
-  // (a pool task's one `handle` span, parented explicitly from the envelope) goes without.
-  if (options.followAwaits !== false) context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  // Not AsyncLocalStorage: on Node 20 it hooks every promise of the thread (most of what traces cost a call).
+  context.setGlobalContextManager(new SynchronousContextManager());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   return {

@@ -23,27 +23,30 @@ export function tracer() {
 export type SpanOptions = { kind?: SpanKind; attributes?: Attributes; parent?: Context };
 
 /**
- * Runs `work` inside a new span (a child of the active one, or of `parent`),
- * ends it, and marks it failed when `work` throws: the span records the
- * error's class and code (AppError), never its message, which may name mail.
+ * Runs `work` inside a new span (a child of `parent`, else of the active
+ * context), ends it, and marks it failed when `work` throws: the span records
+ * the error's class and code (AppError), never its message, which may name
+ * mail. The span is active for `work`'s synchronous start only
+ * (sync-context.ts); what `work` starts after an await takes the span's
+ * context, its second argument, as its parent.
  */
-export async function inSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
+export function inSpan<T>(name: string, options: SpanOptions, work: (span: Span, traced: Context) => Promise<T>): Promise<T> {
   const parent = options.parent ?? context.active();
-  return tracer().startActiveSpan(
-    name,
-    { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) },
-    parent,
-    async (span) => {
-      try {
-        return await work(span);
-      } catch (err) {
-        markFailed(span, err);
-        throw err;
-      } finally {
-        span.end();
-      }
-    },
-  );
+  const span = tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent);
+  const traced = trace.setSpan(parent, span);
+  return context.with(traced, () => settleSpan(span, () => work(span, traced)));
+}
+
+/** Runs `work` (at once: its synchronous start stays inside the caller's `with`) and ends `span` when it settles. */
+async function settleSpan<T>(span: Span, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    markFailed(span, err);
+    throw err;
+  } finally {
+    span.end();
+  }
 }
 
 /** Marks a span failed with the error's class and code only. */
@@ -67,9 +70,18 @@ export function contextFromCarrier(traceparent: string | undefined): Context {
   return propagation.extract(context.active(), { traceparent });
 }
 
-/** The trace id of the active span, when one is recorded (an undiagnosed failure's log line carries it). */
+/** Whether `traced` holds a span being recorded: only then does a send open a span of its own. */
+export function isRecorded(traced: Context | undefined): traced is Context {
+  return traced !== undefined && trace.getSpan(traced)?.isRecording() === true;
+}
+
+/** The trace id of the active span, when one is recorded (in the synchronous stretch of a `with` only: sync-context.ts). */
 export function activeTraceId(): string | undefined {
-  const span = trace.getActiveSpan();
-  const id = span?.spanContext().traceId;
-  return id !== undefined && span?.isRecording() ? id : undefined;
+  return traceIdOf(context.active());
+}
+
+/** The trace id of the span `traced` holds, when it is recorded (an undiagnosed failure's log line carries it). */
+export function traceIdOf(traced: Context | undefined): string | undefined {
+  const span = traced === undefined ? undefined : trace.getSpan(traced);
+  return span?.isRecording() ? span.spanContext().traceId : undefined;
 }

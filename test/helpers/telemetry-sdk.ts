@@ -2,8 +2,10 @@
  * An OpenTelemetry SDK installed in this process for a test, the way the
  * composition root installs one when `Telemetry` asks for it: a
  * MeterProvider whose points the test collects on demand, a tracer provider
- * that keeps every ended span in memory (always sampled), the
- * AsyncLocalStorage context manager and the W3C `traceparent` propagator,
+ * that keeps every ended span in memory (always sampled), the service's
+ * own synchronous context manager (runtime/telemetry/sync-context.ts: the
+ * active context does not follow awaits, so a test sees what the service
+ * does) and the W3C `traceparent` propagator,
  * each set as the API's global. What the code under test looks up through
  * `@opentelemetry/api` at use (runtime/telemetry/instruments.ts, tracing.ts)
  * then records here.
@@ -13,10 +15,10 @@
  * One SDK at a time per process: the API's globals are process-wide.
  */
 import { context, metrics, propagation, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { type DataPoint, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { AlwaysOnSampler, BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { SynchronousContextManager } from '../../runtime/telemetry/sync-context.ts';
 
 /** One exported point: its metric's name and the label set it carries. */
 export type MetricPoint = {
@@ -61,7 +63,7 @@ export function installTelemetrySdk(t?: { teardown(fn: () => unknown): void }): 
   const meterProvider = new MeterProvider({ readers: [reader] });
   const exporter = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ sampler: new AlwaysOnSampler(), spanProcessors: [new SimpleSpanProcessor(exporter)] });
-  const contextManager = new AsyncLocalStorageContextManager().enable();
+  const contextManager = new SynchronousContextManager();
   context.setGlobalContextManager(contextManager);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(tracerProvider);

@@ -63,10 +63,15 @@ async function serverSpans(sdk: TelemetrySdk, count: number) {
   return sdk.spans().filter((s) => s.kind === SpanKind.SERVER);
 }
 
-/** The pipeline with one templated route whose handler starts a span of its own, one that answers nothing but a throw. */
+/**
+ * The pipeline with one templated route whose handler starts a span of its
+ * own after an await (so only the context the pipeline hands it can parent
+ * it: the active one does not follow awaits), one that answers nothing but a throw.
+ */
 function pipelineListener(failures: Array<{ route: string | null; traceId: string | undefined }>): Server {
-  const things: Handler = async (_req, res) => {
-    await inSpan('child work', {}, async () => {});
+  const things: Handler = async (_req, res, trace) => {
+    await new Promise((resolve) => setImmediate(resolve));
+    await inSpan('child work', { parent: trace }, async () => {});
     res.end('ok');
   };
   const broken: Handler = async () => {
@@ -356,9 +361,10 @@ t.test("the attachment route: a failed read's log line carries the request span'
         path.startsWith('/attachments/')
           ? {
               template: '/attachments/{capability}',
-              handler: () =>
+              handler: (_req, _res, trace) =>
                 serveAttachment(req, res, {
                   log: logs.log,
+                  trace,
                   keyRing: () => {
                     throw new Error('key ring unreadable');
                   },

@@ -273,6 +273,14 @@ t.test('templates only, a span per request with the caller as parent, refusals c
     t.equal(call?.kind, SpanKind.INTERNAL);
     t.equal(call?.parentSpanContext?.spanId, request?.spanContext().spanId, "the tool call is the request span's child");
     t.match(call?.attributes, { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'list_accounts', 'mailcairn.outcome': 'ok' });
+    // Made after the MCP SDK's awaits: only the context the tool call hands its tool context can parent it (sync-context.ts).
+    const listing = spans.find((s) => s.name === 'tools/call list_emails');
+    const asked = spans.filter((s) => s.name === 'ask mail-query' && s.parentSpanContext?.spanId === listing?.spanContext().spanId);
+    t.ok(asked.length >= 1, "the tool's ask of the query pool is a child of its tool call");
+    t.ok(
+      asked.every((s) => s.spanContext().traceId === listing?.spanContext().traceId),
+      'in the same trace',
+    );
 
     const refused = spans.find((s) => s.name === 'tools/call set_mail_flags');
     t.match(refused?.attributes, { 'mailcairn.outcome': 'refused', 'error.type': '-32602' });

@@ -88,13 +88,14 @@ t.test('imap.sync: one span per folder of a run, a child of where the run began,
   reconcileAccounts(db, ['alice']);
   let client: Awaited<ReturnType<typeof openSession>> | null = null;
   t.teardown(() => client?.close());
-  // The span active where the derivation writer is asked: the folder's, if its work runs inside its span.
+  // The parent the derivation writer's ask is given: the folder's span, named (the active context does not follow awaits).
   const derivedIn: Array<string | undefined> = [];
-  // The run begins in the handler of a traced ask; its steps come later, from timer messages outside any span, as in the actor.
+  // The run begins in the handler of a traced ask (its context given as `trace`, as the actor gives `ctx.trace`);
+  // its steps come later, from timer messages outside any span, as in the actor.
   const run = await inSpan(
     'handle imap-sync',
     { kind: SpanKind.SERVER },
-    async () =>
+    async (_span, handled) =>
       new SyncRun({
         db,
         config,
@@ -105,11 +106,12 @@ t.test('imap.sync: one span per folder of a run, a child of where the run began,
           client = await openSession(config, { pass: 'pw-alice' });
           return client;
         },
-        derive: async () => {
-          derivedIn.push(trace.getActiveSpan()?.spanContext().spanId);
+        derive: async (parent) => {
+          derivedIn.push(parent === undefined ? undefined : trace.getSpan(parent)?.spanContext().spanId);
           return { derived: 0, unreadable: [], missingRaw: 0 };
         },
         now: Date.now,
+        trace: handled,
       }),
   );
   t.equal(trace.getActiveSpan(), undefined, 'the steps run outside any span');
@@ -156,7 +158,7 @@ t.test('smtp.send: the configured server, the account and how the attempt ended;
   t.teardown(() => sessions.closeAll());
   const config = { host: smtp.host, port: smtp.port, security: 'None' as const, username: null, oauth: false, sentCopy: false };
   const attempt = (to: string) =>
-    inSmtpSendSpan('ann', config, () =>
+    inSmtpSendSpan('ann', config, undefined, () =>
       attemptDelivery(
         {
           accountId: 'ann',
@@ -194,7 +196,11 @@ t.test('chat <model>: gen_ai attributes and token counts, the failure by its cod
   });
   standin.script({ kind: 'text', text: `The answer is ${SECRET}` }, { kind: 'status', status: 401, body: SECRET });
   const messages = [{ role: 'user' as const, content: `When is the ${SECRET}?` }];
-  await inSpan('request', {}, () => client.complete({ messages }, new AbortController().signal));
+  // After an await, as in the answering actor: the parent is named (`ctx.trace` there), the active context is gone.
+  await inSpan('request', {}, async (_span, traced) => {
+    await new Promise((resolve) => setImmediate(resolve));
+    return client.complete({ messages }, new AbortController().signal, traced);
+  });
   const err = await client.complete({ messages }, new AbortController().signal).catch((e: unknown) => e);
   t.ok(err instanceof AppError && err.code === 'E_LLM_CREDENTIAL_REFUSED');
   const [ok, refused] = named(traces.finished(), 'chat stand-in-chat');
