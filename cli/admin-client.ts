@@ -50,6 +50,8 @@ export type AdminClient = {
   put(path: string, body: unknown): Promise<unknown>;
   /** The JSON answer of an erasure. */
   delete(path: string): Promise<unknown>;
+  /** A GET presenting no credential (the OAuth protected-resource metadata): the status and the text, whatever they are. */
+  anonymous(path: string): Promise<{ status: number; text: string }>;
   close(): Promise<void>;
 };
 
@@ -155,12 +157,13 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     path: string,
     query?: Record<string, string | undefined>,
     body?: unknown,
+    present: AdminClientOptions['present'] = options.present,
   ): Promise<Exchange> => {
     const url = new URL(`${endpoint}${path}`);
     for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
     const signals = [AbortSignal.timeout(timeoutMs), ...(options.signal ? [options.signal] : [])];
     try {
-      const headers = { accept: 'application/json', ...(await options.present()), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) };
+      const headers = { accept: 'application/json', ...(await present()), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) };
       const res = await request(url, {
         method,
         headers,
@@ -286,6 +289,10 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       const answer = await exchange('DELETE', path);
       if (answer.status !== 200) throw refusal(answer, route);
       return json(answer, route);
+    },
+    async anonymous(path) {
+      const answer = await exchange('GET', path, undefined, undefined, async () => ({}));
+      return { status: answer.status, text: answer.text };
     },
     async close() {
       await dispatcher.close().catch(() => dispatcher.destroy());
