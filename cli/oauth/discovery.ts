@@ -33,8 +33,6 @@ export type AuthorizationServer = {
   /** The resource indicator (RFC 8707) asked for: the deployment's `resource`. */
   readonly resource: string;
   readonly scopes: readonly string[];
-  /** The server follows OpenID Connect (it answered OpenID discovery or lists `prompt_values_supported`). */
-  readonly openId: boolean;
 };
 
 const KEY_HINT = 'use --mode key (an API key on standard input) or --mode keypair';
@@ -75,22 +73,22 @@ function chooseIssuer(servers: string[], issuerOption: string | undefined, endpo
 }
 
 /** The metadata addresses of an issuer, in the order they are tried. */
-export function metadataAddresses(issuer: string): Array<{ address: string; openId: boolean }> {
+export function metadataAddresses(issuer: string): string[] {
   const url = new URL(issuer);
   const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
   const addresses = [
-    { address: `${url.origin}/.well-known/oauth-authorization-server${path}`, openId: false },
-    { address: `${url.origin}/.well-known/openid-configuration${path}`, openId: true },
-    { address: `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`, openId: true },
+    `${url.origin}/.well-known/oauth-authorization-server${path}`,
+    `${url.origin}/.well-known/openid-configuration${path}`,
+    `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`,
   ];
-  return addresses.filter((a, i) => addresses.findIndex((b) => b.address === a.address) === i);
+  return [...new Set(addresses)];
 }
 
-async function serverMetadata(issuer: string): Promise<{ document: Record<string, unknown>; openId: boolean }> {
+async function serverMetadata(issuer: string): Promise<Record<string, unknown>> {
   requireSafeAddress(issuer, 'issuer address', issuer);
-  for (const { address, openId } of metadataAddresses(issuer)) {
+  for (const address of metadataAddresses(issuer)) {
     const answer = await getJson(address);
-    if (answer.status === 200 && answer.json !== null && answer.json.issuer === issuer) return { document: answer.json, openId };
+    if (answer.status === 200 && answer.json !== null && answer.json.issuer === issuer) return answer.json;
   }
   throw new CliFailure(
     `The authorization server ${issuer} publishes no OAuth metadata (RFC 8414 or OpenID discovery) naming itself; ${KEY_HINT}, or ask its operator to publish it.`,
@@ -106,7 +104,7 @@ export async function discover(client: AdminClient, endpoint: string, mode: Sign
         `add ${OFFLINE_ACCESS} to AdvertisedScopes of the OAuth entry and grant it to the client at the authorization server, or ${KEY_HINT}.`,
     );
   }
-  const { document, openId } = await serverMetadata(issuer);
+  const document = await serverMetadata(issuer);
   const tokenEndpoint = requireSafeAddress(document.token_endpoint, 'token endpoint', issuer);
   const authorizationEndpoint = mode === 'interactive' ? requireSafeAddress(document.authorization_endpoint, 'authorization endpoint', issuer) : undefined;
   let deviceAuthorizationEndpoint: string | undefined;
@@ -132,6 +130,5 @@ export async function discover(client: AdminClient, endpoint: string, mode: Sign
     deviceAuthorizationEndpoint,
     resource,
     scopes,
-    openId: openId || strings(document.prompt_values_supported) !== null,
   };
 }

@@ -6,9 +6,10 @@
  * and opened in a browser where one exists; the wait for the redirect is
  * bounded (SIGN_IN_WAIT_MS).
  *
- * `prompt=consent` is sent to an OpenID provider: OpenID Connect Core 11
- * ignores `offline_access` without it, and the sign-in needs the refresh
- * token.
+ * `prompt=consent` is always sent: OpenID Connect Core 11 has a provider
+ * ignore `offline_access` without it (oidc-provider does), the sign-in needs
+ * the refresh token, and a plain OAuth server ignores a parameter it does
+ * not know (RFC 6749 3.1). The cost is a consent page at every sign-in.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Context } from '../context.ts';
@@ -40,7 +41,7 @@ export function authorizationAddress(server: AuthorizationServer, clientId: stri
     code_challenge: pkce.challenge,
     code_challenge_method: 'S256',
     resource: server.resource,
-    ...(server.openId ? { prompt: 'consent' } : {}),
+    prompt: 'consent',
   };
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   return url.href;
