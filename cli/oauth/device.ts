@@ -43,16 +43,21 @@ export async function deviceSignIn(ctx: Context, server: AuthorizationServer, cl
       `Waiting until ${new Date(deadline).toISOString()} for the sign-in to be approved.`,
     ].join('\n'),
   );
+  const pending = (): void => {
+    // The code's own lifetime bounds the wait, whether or not the server says expired_token.
+    if (now() >= deadline) throw new CliFailure(`The code ${userCode} expired before it was approved; nothing was stored. Log in again.`);
+  };
   for (;;) {
     await sleep(intervalS * 1000);
-    if (now() >= deadline) break;
     const answer = await postForm(server.tokenEndpoint, { grant_type: DEVICE_GRANT, device_code: deviceCode, client_id: clientId });
     if (answer.status === 200) return readTokenAnswer(answer, server.issuer);
     switch (errorCode(answer)) {
       case 'authorization_pending':
+        pending();
         continue;
       case 'slow_down':
         intervalS += SLOW_DOWN_S;
+        pending();
         continue;
       case 'access_denied':
         throw new CliFailure(`The sign-in was refused at ${server.issuer} (access_denied): the code was not approved; nothing was stored.`);
@@ -62,5 +67,4 @@ export async function deviceSignIn(ctx: Context, server: AuthorizationServer, cl
         throw signInRefused(answer, server.issuer);
     }
   }
-  throw new CliFailure(`The code ${userCode} expired before it was approved; nothing was stored. Log in again.`);
 }

@@ -51,6 +51,8 @@ export type OAuthDeploymentOptions = {
   requiredScopes?: string[];
   /** Default ['offline_access']. */
   advertisedScopes?: string[];
+  /** The public client may use the refresh_token grant (default true). */
+  refreshTokenGrant?: boolean;
 };
 
 export async function startOAuthDeployment(t: Test, options: OAuthDeploymentOptions = {}): Promise<OAuthDeployment> {
@@ -68,7 +70,7 @@ export async function startOAuthDeployment(t: Test, options: OAuthDeploymentOpti
       rotateRefreshTokens: false,
       deviceInterval: 1,
       resource: { indicator: resource, scopes: requiredScopes },
-      publicClient: { redirectUris: [redirectUri] },
+      publicClient: { redirectUris: [redirectUri], refreshToken: options.refreshTokenGrant ?? true },
       ...options.provider,
     });
     t.teardown(() => provider.stop());

@@ -132,8 +132,8 @@ export type OAuthProvider = {
   requests(): string[];
   /** A refresh token for `user`, from a completed authorization-code flow. */
   mintRefreshToken(user: string): Promise<string>;
-  /** Revoke a token at the revocation endpoint (a refresh token revokes its whole grant). */
-  revoke(token: string): Promise<void>;
+  /** Revoke a token at the revocation endpoint (a refresh token revokes its whole grant); as the public client `clientId` when named. */
+  revoke(token: string, clientId?: string): Promise<void>;
   /** Introspect a token as the resource server would. */
   introspect(token: string): Promise<Record<string, unknown>>;
   /** Every token value the provider handed out (access and refresh), for leak scans. */
@@ -651,8 +651,9 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       if (status !== 200 || typeof json.refresh_token !== 'string') throw new Error(`no refresh token: HTTP ${status} ${JSON.stringify(json.error ?? '')}`);
       return json.refresh_token;
     },
-    async revoke(token) {
-      const { status } = await form(revocationEndpoint, { token }, client);
+    async revoke(token, publicId) {
+      const { status } =
+        publicId === undefined ? await form(revocationEndpoint, { token }, client) : await form(revocationEndpoint, { token, client_id: publicId });
       if (status !== 200) throw new Error(`revocation answered HTTP ${status}`);
     },
     async introspect(token) {
