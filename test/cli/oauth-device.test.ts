@@ -19,6 +19,9 @@ import { until } from '../helpers/log-capture.ts';
 
 const polls = (requests: string[]): number => requests.filter((r) => r === '/token').length;
 
+// Each sign-in runs the client several times; the machine may be shared.
+t.setTimeout(600_000);
+
 t.test('device sign-in: pending polls, approval, the profile stored', async (t) => {
   const d = await startOAuthDeployment(t);
   const provider = d.providers[0]!;

@@ -20,6 +20,9 @@ import t from 'tap';
 import { cli, cliHome, leaks } from './harness.ts';
 import { ADMIN_SCOPE, NO_BROWSER, credentialFiles, signInInteractive, startOAuthDeployment } from './oauth-harness.ts';
 
+// Each sign-in runs the client several times; the machine may be shared.
+t.setTimeout(600_000);
+
 t.test('interactive sign-in, end to end', async (t) => {
   const d = await startOAuthDeployment(t);
   const home = cliHome(t);
