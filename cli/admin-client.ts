@@ -248,6 +248,14 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         if (/realm="mailcairn"/.test(header(answer.headers, 'www-authenticate') ?? '')) throw refusal(answer, route);
         throw notIdentified(endpoint, 'it challenged for another realm');
       }
+      if (answer.status === 403 && answer.text === '') {
+        // The session route needs no permission: an empty 403 is the credential judged valid but admitting no one (an OAuth subject no server authorizes; docs/security.md).
+        throw new CliFailure(
+          `The deployment refused the credential of this profile: the token is valid, but its subject is not among the AuthorizedSubjects of the server that issued it; add it there, or ${again}.`,
+          EXIT.failed,
+          refused,
+        );
+      }
       if (answer.status >= 300 && answer.status < 400) {
         const location = header(answer.headers, 'location');
         throw new CliFailure(`${endpoint} redirects elsewhere (${answer.status}${location ? ` to ${location}` : ''}); log in with the address it names.`);

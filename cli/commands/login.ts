@@ -119,7 +119,12 @@ async function login(ctx: Context, options: Options): Promise<void> {
   try {
     session = await client.session();
   } catch (err) {
-    // The one refusal the session route answers is the credential's (401).
+    // The one refusal the session route answers is the credential's (401, or an empty 403 for a token's unauthorized subject).
+    if (err instanceof CliFailure && err.refusal && signIn !== undefined) {
+      throw new CliFailure(
+        `The deployment at ${endpoint} refused the token the sign-in obtained (its subject is not among the entry's AuthorizedSubjects for that server, or its audience or scopes are not the entry's); nothing was stored.`,
+      );
+    }
     if (err instanceof CliFailure && err.refusal) {
       throw new CliFailure(`The deployment at ${endpoint} refused this credential (it is unknown there, expired or from another surface); nothing was stored.`);
     }

@@ -115,3 +115,14 @@ t.test('a redirect address that is not loopback http is a usage error', async (t
     t.match(r.stderr, /--redirect-uri takes a loopback address with a port/);
   }
 });
+
+t.test('a subject the deployment does not authorize: refused at the session check, nothing stored', async (t) => {
+  const d = await startOAuthDeployment(t, { provider: { users: ['operator-7f3a', 'stranger-1'] } });
+  const home = cliHome(t);
+  const { result } = await signInInteractive(home, d, (address) => d.providers[0]!.browse(address, { user: 'stranger-1' }));
+  t.equal(result.code, 1);
+  t.match(result.stderr, /refused the token the sign-in obtained \(its subject is not among the entry's AuthorizedSubjects/);
+  t.notMatch(result.stderr, /stranger-1/, 'the subject is not named');
+  const profiles = await cli(home, ['profiles', '--output', 'json']);
+  t.same(JSON.parse(profiles.stdout).profiles, []);
+});
