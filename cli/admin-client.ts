@@ -50,6 +50,8 @@ export type AdminClient = {
   put(path: string, body: unknown): Promise<unknown>;
   /** The JSON answer of an erasure. */
   delete(path: string): Promise<unknown>;
+  /** A GET presenting no credential (the OAuth protected-resource metadata): the status and the text, whatever they are. */
+  anonymous(path: string): Promise<{ status: number; text: string }>;
   close(): Promise<void>;
 };
 
@@ -155,12 +157,13 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     path: string,
     query?: Record<string, string | undefined>,
     body?: unknown,
+    present: AdminClientOptions['present'] = options.present,
   ): Promise<Exchange> => {
     const url = new URL(`${endpoint}${path}`);
     for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
     const signals = [AbortSignal.timeout(timeoutMs), ...(options.signal ? [options.signal] : [])];
     try {
-      const headers = { accept: 'application/json', ...(await options.present()), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) };
+      const headers = { accept: 'application/json', ...(await present()), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) };
       const res = await request(url, {
         method,
         headers,
@@ -245,6 +248,14 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         if (/realm="mailcairn"/.test(header(answer.headers, 'www-authenticate') ?? '')) throw refusal(answer, route);
         throw notIdentified(endpoint, 'it challenged for another realm');
       }
+      if (answer.status === 403 && answer.text === '') {
+        // The session route needs no permission: an empty 403 is the credential judged valid but admitting no one (an OAuth subject no server authorizes; docs/security.md).
+        throw new CliFailure(
+          `The deployment refused the credential of this profile: the token is valid, but its subject is not among the AuthorizedSubjects of the server that issued it; add it there, or ${again}.`,
+          EXIT.failed,
+          refused,
+        );
+      }
       if (answer.status >= 300 && answer.status < 400) {
         const location = header(answer.headers, 'location');
         throw new CliFailure(`${endpoint} redirects elsewhere (${answer.status}${location ? ` to ${location}` : ''}); log in with the address it names.`);
@@ -286,6 +297,10 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       const answer = await exchange('DELETE', path);
       if (answer.status !== 200) throw refusal(answer, route);
       return json(answer, route);
+    },
+    async anonymous(path) {
+      const answer = await exchange('GET', path, undefined, undefined, async () => ({}));
+      return { status: answer.status, text: answer.text };
     },
     async close() {
       await dispatcher.close().catch(() => dispatcher.destroy());

@@ -12,6 +12,7 @@ import { readCredentialFile, unseal, type StoredProfile } from './credential-fil
 import { CliFailure } from './failure.ts';
 import { chooseProfile } from './profiles.ts';
 import { judgeAgreement } from './version-agreement.ts';
+import { oauthPresenter } from './oauth/tokens.ts';
 
 export type Connection = {
   readonly name: string;
@@ -20,8 +21,9 @@ export type Connection = {
   readonly session: SessionReport;
 };
 
-/** The credential headers of a stored profile: the unsealed API key, or a fresh assertion per request. */
+/** The credential headers of a stored profile: the unsealed API key, a fresh assertion per request, or the OAuth access token (renewed when due). */
 export function presenterFor(dir: string, name: string, profile: StoredProfile): Presenter {
+  if (profile.mode === 'interactive' || profile.mode === 'device') return oauthPresenter(dir, name, profile);
   if (profile.mode === 'key') {
     if (profile.sealedKey === undefined) throw new CliFailure(`Profile ${name} holds no credential; log in again.`);
     const key = unseal(dir, profile.sealedKey, { profile: name, endpoint: profile.endpoint });

@@ -12,7 +12,9 @@
  *
  * What is stored per profile: the endpoint, the sign-in mode, the sealed API
  * key (key mode) or only the absolute path of the private key (key-pair
- * mode), a pinned certificate fingerprint, whether clear text was accepted.
+ * mode) or the sealed access and refresh tokens with the non-secret renewal
+ * values (interactive and device modes, cli/oauth/), a pinned certificate
+ * fingerprint, whether clear text was accepted.
  * Members this build does not know are kept as written (a later client's
  * renewal values survive an earlier client's write).
  */
@@ -25,13 +27,29 @@ import { CliFailure } from './failure.ts';
 export const CREDENTIAL_FILE = 'credentials.json';
 export const KEY_FILE = 'credentials.key';
 
+/** What an OAuth sign-in needs to renew its access token; nothing here is secret (client rule 5). */
+const OAuthRenewal = z.looseObject({
+  issuer: z.string(),
+  tokenEndpoint: z.string(),
+  clientId: z.string(),
+  resource: z.string(),
+  scopes: z.array(z.string()),
+  /** When the stored access token expires (ISO 8601). */
+  accessTokenExpiresAt: z.string(),
+});
+export type OAuthRenewal = z.infer<typeof OAuthRenewal>;
+
 const StoredProfile = z.looseObject({
   endpoint: z.string(),
-  mode: z.enum(['key', 'keypair']),
+  mode: z.enum(['key', 'keypair', 'interactive', 'device']),
   /** Key mode: the API key, sealed. */
   sealedKey: z.string().optional(),
   /** Key-pair mode: where the private key is; the key itself is never copied. */
   privateKey: z.string().optional(),
+  /** OAuth modes: the access token and the refresh token issued at sign-in, sealed. */
+  sealedAccessToken: z.string().optional(),
+  sealedRefreshToken: z.string().optional(),
+  oauth: OAuthRenewal.optional(),
   /** SHA-256 of the certificate accepted with --trust-untrusted-certificate (colon-separated hex, upper case). */
   certificateSha256: z.string().optional(),
   /** The operator accepted clear text to a non-loopback http endpoint. */

@@ -4,8 +4,9 @@
  *
  * Modes: `key` reads one API key from standard input (never an argument,
  * never echoed); `keypair` stores only the absolute path of a private key
- * and signs a fresh assertion per request; `interactive` and `device` (OAuth)
- * are not in this release and say so.
+ * and signs a fresh assertion per request; `interactive` and `device` sign
+ * in through the deployment's OAuth authorization server (cli/oauth/) and
+ * store the tokens it issues.
  *
  * Transport decisions, taken before any credential is sent:
  * - `http://` to a loopback host is accepted (nothing crosses a network);
@@ -29,22 +30,18 @@ import { CliFailure, usage } from '../failure.ts';
 import { flag, optionalText, type Options } from '../options.ts';
 import { ENDPOINT_VARIABLE, defaultName, isAddress, isLoopbackHost, requireEndpoint, requireName } from '../profiles.ts';
 import { askYesNo, isTerminal, readSecret } from '../standard-input.ts';
+import { oauthOptions, oauthSignIn, type OAuthSignIn } from '../oauth/sign-in.ts';
 import type { Run } from './run.ts';
 
 const MODES = ['key', 'keypair', 'interactive', 'device'] as const;
 type Mode = (typeof MODES)[number];
 
-function modeOf(options: Options): Exclude<Mode, 'interactive' | 'device'> {
+function modeOf(options: Options): Mode {
   const mode = (optionalText(options, 'mode') ?? 'key') as Mode;
   if (!MODES.includes(mode)) throw usage(`--mode takes key, keypair, interactive or device.`);
-  if (mode === 'interactive' || mode === 'device') {
-    throw new CliFailure(
-      `Sign-in mode ${mode} (OAuth) is not available in this release yet; use --mode key (an API key on standard input) or --mode keypair (--private-key).`,
-    );
-  }
+  if (mode === 'interactive' || mode === 'device') return mode;
   for (const oauthOnly of ['client-id', 'redirect-uri', 'issuer']) {
-    if (optionalText(options, oauthOnly) !== undefined)
-      throw usage(`--${oauthOnly} applies to the interactive and device modes, which this release does not offer.`);
+    if (optionalText(options, oauthOnly) !== undefined) throw usage(`--${oauthOnly} belongs to the interactive and device modes.`);
   }
   return mode;
 }
@@ -98,6 +95,7 @@ async function transport(ctx: Context, endpoint: string, options: Options): Prom
 
 async function login(ctx: Context, options: Options): Promise<void> {
   const mode = modeOf(options);
+  const oauth = mode === 'interactive' || mode === 'device' ? oauthOptions(mode, options) : undefined;
   const { endpoint, name } = target(ctx, options);
   const privateKey = mode === 'keypair' ? requireKeyPath(optionalText(options, 'private-key')) : undefined;
   if (mode === 'key' && optionalText(options, 'private-key') !== undefined) throw usage('--private-key belongs to --mode keypair.');
@@ -105,6 +103,8 @@ async function login(ctx: Context, options: Options): Promise<void> {
   const { pin, clearText } = await transport(ctx, endpoint, options);
 
   const apiKey = mode === 'key' ? await readSecret(ctx.io, 'API key', `API key for ${endpoint}: `) : undefined;
+  const signIn: OAuthSignIn | undefined =
+    oauth !== undefined && (mode === 'interactive' || mode === 'device') ? await oauthSignIn(ctx, mode, { endpoint, pin, name }, oauth) : undefined;
   const stored: StoredProfile = {
     endpoint,
     mode,
@@ -113,13 +113,18 @@ async function login(ctx: Context, options: Options): Promise<void> {
     ...(clearText ? { clearText } : {}),
     signedInAt: new Date().toISOString(),
   };
-  const present = apiKey !== undefined ? async () => ({ 'x-api-key': apiKey }) : presenterFor(ctx.dir, name, stored);
+  const present = apiKey !== undefined ? async () => ({ 'x-api-key': apiKey }) : signIn !== undefined ? signIn.present : presenterFor(ctx.dir, name, stored);
   const client = createAdminClient({ endpoint, present, certificateSha256: pin, profile: name });
   let session;
   try {
     session = await client.session();
   } catch (err) {
-    // The one refusal the session route answers is the credential's (401).
+    // The one refusal the session route answers is the credential's (401, or an empty 403 for a token's unauthorized subject).
+    if (err instanceof CliFailure && err.refusal && signIn !== undefined) {
+      throw new CliFailure(
+        `The deployment at ${endpoint} refused the token the sign-in obtained (its subject is not among the entry's AuthorizedSubjects for that server, or its audience or scopes are not the entry's); nothing was stored.`,
+      );
+    }
     if (err instanceof CliFailure && err.refusal) {
       throw new CliFailure(`The deployment at ${endpoint} refused this credential (it is unknown there, expired or from another surface); nothing was stored.`);
     }
@@ -131,7 +136,12 @@ async function login(ctx: Context, options: Options): Promise<void> {
 
   const document = readCredentialFile(ctx.dir);
   const replaced = Object.hasOwn(document.profiles, name) ? document.profiles[name]!.endpoint : null;
-  document.profiles[name] = { ...stored, ...(apiKey !== undefined ? { sealedKey: seal(ctx.dir, apiKey, { profile: name, endpoint }) } : {}) };
+  const binding = { profile: name, endpoint };
+  document.profiles[name] = {
+    ...stored,
+    ...(apiKey !== undefined ? { sealedKey: seal(ctx.dir, apiKey, binding) } : {}),
+    ...(signIn !== undefined ? signIn.stored(ctx.dir, binding) : {}),
+  };
   document.current = name;
   writeCredentialFile(ctx.dir, document);
 
@@ -164,12 +174,14 @@ export function registerLogin(program: Sade, run: Run): void {
     .option('--name', 'Profile name (default: the endpoint host name)')
     .option('--mode', 'key | keypair | interactive | device', 'key')
     .option('--private-key', 'Absolute path of the PEM private key (--mode keypair); only the path is stored')
-    .option('--client-id', 'OAuth client (interactive and device modes, not in this release)')
-    .option('--redirect-uri', 'OAuth loopback redirect (interactive mode, not in this release)')
-    .option('--issuer', 'OAuth authorization server (not in this release)')
+    .option('--client-id', 'OAuth public client identifier (interactive and device modes)')
+    .option('--redirect-uri', 'OAuth loopback redirect (interactive mode; default http://127.0.0.1:8765/)')
+    .option('--issuer', 'OAuth authorization server, when the deployment accepts several')
     .option('--allow-clear-text', 'Accept an http:// endpoint that is not on this machine')
     .option('--trust-untrusted-certificate', 'Pin the SHA-256 fingerprint of a certificate this machine does not trust')
     .example('login --endpoint https://admin.example.org:8090 --name prod < operator.key')
     .example('login --endpoint https://admin.example.org:8090 --mode keypair --private-key /home/me/.keys/admin.pem')
+    .example('login --endpoint https://admin.example.org:8090 --mode interactive --client-id mailcairn-cli')
+    .example('login --endpoint https://admin.example.org:8090 --mode device --client-id mailcairn-cli')
     .action(run((ctx, options) => login(ctx, options)));
 }

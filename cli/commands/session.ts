@@ -6,9 +6,20 @@
 import type { Sade } from 'sade';
 import { withConnection } from '../connection.ts';
 import type { Context } from '../context.ts';
-import { readCredentialFile, writeCredentialFile } from '../credential-file.ts';
+import { readCredentialFile, writeCredentialFile, type StoredProfile } from '../credential-file.ts';
 import { byName, chooseProfile } from '../profiles.ts';
 import type { Run } from './run.ts';
+
+function signInWords(profile: StoredProfile): string {
+  switch (profile.mode) {
+    case 'key':
+      return 'API key';
+    case 'keypair':
+      return `key pair (${profile.privateKey})`;
+    default:
+      return `OAuth, ${profile.mode} (${profile.oauth?.issuer ?? 'unknown issuer'}, client ${profile.oauth?.clientId ?? 'unknown'}; access token until ${profile.oauth?.accessTokenExpiresAt ?? 'unknown'})`;
+  }
+}
 
 async function status(ctx: Context): Promise<void> {
   await withConnection(ctx, async ({ name, profile, session }) => {
@@ -28,7 +39,7 @@ async function status(ctx: Context): Promise<void> {
       ctx.out.pairs([
         ['Profile', `${name}${isDefault ? ' (default)' : ''}`],
         ['Endpoint', profile.endpoint],
-        ['Sign-in', profile.mode === 'key' ? 'API key' : `key pair (${profile.privateKey})`],
+        ['Sign-in', signInWords(profile)],
         ['Deployment', `${session.service} ${session.version}`],
         ['Client', ctx.clientVersion],
         ['Credential', session.credential],
@@ -81,8 +92,10 @@ async function logout(ctx: Context, name: string | undefined): Promise<void> {
   ctx.out.reading({ forgotten: chosen.name, endpoint: chosen.profile.endpoint, current: document.current }, () =>
     [
       `Forgot profile ${chosen.name} (${chosen.profile.endpoint})${wasDefault ? '; no profile is the default now' : ''}.`,
-      'Nothing was revoked: the credential stays valid at the deployment until its entry is removed or expires' +
-        (chosen.profile.mode === 'keypair' ? ', and the private key file stays where it is.' : '.'),
+      chosen.profile.mode === 'interactive' || chosen.profile.mode === 'device'
+        ? 'Nothing was revoked: the refresh token stays valid at the authorization server until it expires or is revoked there.'
+        : 'Nothing was revoked: the credential stays valid at the deployment until its entry is removed or expires' +
+          (chosen.profile.mode === 'keypair' ? ', and the private key file stays where it is.' : '.'),
     ].join('\n'),
   );
 }

@@ -60,8 +60,10 @@ export type CliServiceOptions = {
   synchronization?: boolean;
   /** The API keys to configure (another service accepting the same credentials). */
   keys?: CliService['keys'];
-  /** More top-level sections of the configuration (`Embeddings`, `EmbeddingBackfill`). */
+  /** More top-level sections of the configuration (`Embeddings`, `EmbeddingBackfill`, `ReverseProxy`). */
   sections?: Record<string, unknown>;
+  /** More entries of `AdminEndpoint:Authentication` (an `OAuth` entry: test/cli/oauth-harness.ts). */
+  adminEntries?: unknown[];
 };
 
 export async function startCliService(t: Teardown, options: CliServiceOptions = {}): Promise<CliService> {
@@ -113,6 +115,7 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
             Lifetime: 'NoLimit',
           },
         },
+        ...(options.adminEntries ?? []),
       ],
       RateLimiting: { TokenCapacity: 1000, TokensPerReplenishmentPeriod: 1000, ReplenishmentPeriod: '00:01:00' },
     },
@@ -252,7 +255,14 @@ export type Proxy = {
  * chosen routes down, and (as TLS) stands in for a reverse proxy
  * terminating TLS in front of the administrative listener.
  */
-export async function forwardingProxy(t: Teardown, target: string, options: { tls?: { cert: string; key: string } } = {}): Promise<Proxy> {
+export async function forwardingProxy(
+  t: Teardown,
+  target: string,
+  options: {
+    tls?: { cert: string; key: string } /** Send `X-Forwarded-Proto` and `X-Forwarded-Host` as a TLS-terminating proxy does. */;
+    forwarded?: boolean;
+  } = {},
+): Promise<Proxy> {
   let to = target;
   const requests: string[] = [];
   const delays = new Map<string, number>();
@@ -264,6 +274,10 @@ export async function forwardingProxy(t: Teardown, target: string, options: { tl
       const headers = Object.fromEntries(
         Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'keep-alive', 'transfer-encoding'].includes(name)),
       );
+      if (options.forwarded) {
+        headers['x-forwarded-proto'] = options.tls ? 'https' : 'http';
+        headers['x-forwarded-host'] = req.headers.host ?? '';
+      }
       undiciRequest(`${to}${req.url}`, {
         method: req.method as 'GET',
         headers: headers as Record<string, string>,

@@ -6,7 +6,7 @@
  * logout, the endpoint choice order (--endpoint, SERVICE_ENDPOINT, the
  * default profile) and its three "no profile" messages, the credential
  * file's modes and that it holds no plain secret, the clear-text rule,
- * sign-in modes not in this release, usage errors (exit 2), JSON output of
+ * OAuth options refused outside the OAuth modes, usage errors (exit 2), JSON output of
  * the reading commands, no colour when piped, and no key in any output.
  */
 import { readFileSync, statSync, existsSync } from 'node:fs';
@@ -165,14 +165,15 @@ t.test('key, key pair, profiles and the endpoint order', async (t) => {
   );
 });
 
-t.test('modes not in this release, clear text, usage errors', async (t) => {
+t.test('OAuth options out of place, clear text, usage errors', async (t) => {
   const svc = await startCliService(t);
   const home = cliHome(t);
 
-  for (const mode of ['interactive', 'device']) {
-    const result = await cli(home, ['login', '--endpoint', svc.admin, '--mode', mode]);
-    t.equal(result.code, 1);
-    t.match(result.stderr, new RegExp(`Sign-in mode ${mode} \\(OAuth\\) is not available in this release yet; use --mode key .* or --mode keypair`));
+  // The OAuth modes themselves: test/cli/oauth-*.test.ts. Their options belong to them.
+  for (const option of ['--client-id', '--issuer', '--redirect-uri']) {
+    const result = await cli(home, ['login', '--endpoint', svc.admin, option, 'x'], { input: `${svc.keys.operator}\n` });
+    t.equal(result.code, 2, `${option} with --mode key`);
+    t.match(result.stderr, new RegExp(`${option} belongs to the interactive and device modes`));
   }
 
   // Clear text to an address that is not this machine's loopback: refused before anything is sent, naming the flag.

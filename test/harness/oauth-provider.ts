@@ -25,6 +25,23 @@
  * - rotate its signing key (`rotateSigningKey`): the provider is restarted on the same port with
  *   the same storage, signing with a new key and publishing the old one beside it;
  * - let a test answer some requests itself before the provider sees them (`intercept`).
+ *
+ * For the operator client's OAuth sign-in (test/cli/oauth-*.test.ts), with `publicClient`:
+ * - a public client (`token_endpoint_auth_method: none`, PKCE S256 required by the provider for
+ *   public clients) with loopback redirect URIs, the device grant (the `deviceFlow` feature, on
+ *   unless `deviceFlow: false`) and, unless `refreshToken: false`, the refresh_token grant, so
+ *   `offline_access` yields a refresh token;
+ * - `browse(address)`: a scripted user agent following redirects from an authorization address
+ *   (cookies kept), answering the login and consent interaction for `user` (or refusing it:
+ *   `deny`), and following the last redirect to wherever it points (the client's loopback catcher);
+ * - `approveDevice(userCode)`: the verification pages of the device flow walked the same way
+ *   (the user code entered, confirmed or aborted, the interaction answered);
+ * - `deviceInterval`: the `interval` the device authorization answer names (the provider names
+ *   none, which means 5 s), and `deviceCodeTtl`; an expired device code stays stored a while so
+ *   the provider answers `expired_token` for it rather than `invalid_grant`;
+ * - `issued()` also holds every token value the token endpoint answered (JWT access tokens are not
+ *   their `jti`) and every device code; `presentedRefreshTokens()` the refresh tokens redeemed, in
+ *   order.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -58,7 +75,30 @@ export type OAuthProviderOptions = {
   resource?: { indicator: string; scopes: string[]; alg?: 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512' | 'ES256' | 'ES384' | 'ES512' };
   /** Sees each request first; returns true when it answered it. */
   intercept?: (req: IncomingMessage, res: ServerResponse) => boolean;
+  /** A public client for the operator client's sign-in. */
+  publicClient?: {
+    /** Default `mailcairn-cli`. */
+    id?: string;
+    redirectUris: string[];
+    /** The refresh_token grant (default on): without it the provider drops `offline_access`. */
+    refreshToken?: boolean;
+  };
+  /** The device flow (RFC 8628); default on when `publicClient` is given. */
+  deviceFlow?: boolean;
+  /** Seconds, written as `interval` in device authorization answers. */
+  deviceInterval?: number;
+  /** Device code lifetime in seconds (default 600). */
+  deviceCodeTtl?: number;
 };
+
+export type BrowseOptions = {
+  /** Who signs in (default: the first user). */
+  user?: string;
+  /** Refuse at the interaction: the provider answers `access_denied`. */
+  deny?: boolean;
+};
+
+export type Browsed = { status: number; url: string; body: string };
 
 export type MintOptions = {
   /** Resource scopes asked for and granted (default: all of `resource.scopes`). */
@@ -92,22 +132,34 @@ export type OAuthProvider = {
   requests(): string[];
   /** A refresh token for `user`, from a completed authorization-code flow. */
   mintRefreshToken(user: string): Promise<string>;
-  /** Revoke a token at the revocation endpoint (a refresh token revokes its whole grant). */
-  revoke(token: string): Promise<void>;
+  /** Revoke a token at the revocation endpoint (a refresh token revokes its whole grant); as the public client `clientId` when named. */
+  revoke(token: string, clientId?: string): Promise<void>;
   /** Introspect a token as the resource server would. */
   introspect(token: string): Promise<Record<string, unknown>>;
   /** Every token value the provider handed out (access and refresh), for leak scans. */
-  issued(): { accessTokens: string[]; refreshTokens: string[] };
+  issued(): { accessTokens: string[]; refreshTokens: string[]; deviceCodes: string[] };
   /** Token endpoint requests seen, by grant type. */
   tokenRequests(): Record<string, number>;
   /** Errors the provider raised while serving (server_error events and the like). */
   errors(): string[];
+  /** The public client's identifier (with `publicClient`). */
+  publicClientId: string;
+  /** Walks from `address` as a browser would, answering the interaction, to the last page (the client's loopback catcher). */
+  browse(address: string, options?: BrowseOptions): Promise<Browsed>;
+  /** Enters and confirms (or, with `deny`, aborts) a device user code, answering the interaction. */
+  approveDevice(userCode: string, options?: BrowseOptions): Promise<Browsed>;
+  /** The refresh tokens presented at the token endpoint, in order (successful or not). */
+  presentedRefreshTokens(): string[];
   stop(): Promise<void>;
 };
 
 const REDIRECT_URI = 'https://mailcairn.test/callback';
 
 type Stored = { payload: AdapterPayload; expiresAt: number };
+
+/** How long an expired device code stays stored: the provider answers `expired_token` only for a code it still finds. */
+const DEVICE_CODE_GRACE_S = 600;
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 /**
  * The provider's storage, private to one provider (its own quick-start adapter is a module-wide
@@ -132,7 +184,8 @@ function memoryStorage(): (name: string) => Adapter {
     const key = (id: string) => `${name}:${id}`;
     return {
       async upsert(id, payload, expiresIn) {
-        rows.set(key(id), { payload: { ...payload }, expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : Infinity });
+        const kept = expiresIn ? expiresIn + (name === 'DeviceCode' ? DEVICE_CODE_GRACE_S : 0) : 0;
+        rows.set(key(id), { payload: { ...payload }, expiresAt: kept ? Date.now() + kept * 1000 : Infinity });
         if (payload.grantId) {
           const members = grants.get(payload.grantId) ?? new Set<string>();
           members.add(key(id));
@@ -172,6 +225,11 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
   const users = new Set(options.users);
   let rotate = options.rotateRefreshTokens ?? true;
   const client = { id: 'mailcairn', secret: `mc-secret-${randomBytes(16).toString('hex')}` };
+  const publicClient = options.publicClient;
+  const publicClientId = publicClient?.id ?? 'mailcairn-cli';
+  const deviceFlow = options.deviceFlow ?? publicClient !== undefined;
+  // Who the next interaction signs in without a login_hint, and whether it refuses (set by browse and approveDevice, which run one at a time).
+  let decision: { user: string; deny: boolean } = { user: options.users[0] ?? '', deny: false };
   const resourceServer = { id: 'dovecot', secret: `rs-secret-${randomBytes(16).toString('hex')}` };
   const newKey = async (alg: string, kid: string): Promise<JWK> => {
     const { privateKey } = await generateKeyPair(alg, { extractable: true });
@@ -220,6 +278,18 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
         redirect_uris: [REDIRECT_URI],
         token_endpoint_auth_method: 'client_secret_basic',
       },
+      ...(publicClient
+        ? [
+            {
+              client_id: publicClientId,
+              application_type: 'native' as const,
+              token_endpoint_auth_method: 'none' as const,
+              grant_types: ['authorization_code', ...(publicClient.refreshToken === false ? [] : ['refresh_token']), ...(deviceFlow ? [DEVICE_GRANT] : [])],
+              response_types: ['code' as const],
+              redirect_uris: publicClient.redirectUris,
+            },
+          ]
+        : []),
       {
         client_id: resourceServer.id,
         client_secret: resourceServer.secret,
@@ -250,6 +320,23 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       },
       // Left at the provider's defaults when no resource is asked for.
       ...(resourceIndicators ? { resourceIndicators } : {}),
+      ...(deviceFlow
+        ? {
+            deviceFlow: {
+              enabled: true,
+              // Plain pages carrying the provider's own forms (its defaults warn that they should be replaced).
+              userCodeInputSource: async (ctx: { body: unknown }, form: string) => {
+                ctx.body = `<!doctype html><html><body>${form}</body></html>`;
+              },
+              userCodeConfirmSource: async (ctx: { body: unknown }, form: string) => {
+                ctx.body = `<!doctype html><html><body>${form}</body></html>`;
+              },
+              successSource: async (ctx: { body: unknown }) => {
+                ctx.body = '<!doctype html><html><body>Signed in.</body></html>';
+              },
+            },
+          }
+        : {}),
     },
     formats: {
       customizers: {
@@ -262,6 +349,7 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
     ttl: {
       AccessToken: options.accessTokenTtl ?? 600,
       AuthorizationCode: 60,
+      DeviceCode: options.deviceCodeTtl ?? 600,
       Grant: 86_400,
       IdToken: 600,
       Interaction: 600,
@@ -276,6 +364,8 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
 
   const accessTokens = new Set<string>();
   const refreshTokens = new Set<string>();
+  const deviceCodes = new Set<string>();
+  const presented: string[] = [];
   const grantsSeen: Record<string, number> = {};
   const errors: string[] = [];
   const wire = (provider: Provider): Provider => {
@@ -291,6 +381,21 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
     provider.on('grant.success', (ctx) => {
       const type = String(ctx.oidc.params?.grant_type ?? 'unknown');
       grantsSeen[type] = (grantsSeen[type] ?? 0) + 1;
+      // The values answered (a JWT access token is not its jti); the body is serialized after this event.
+      const body = ctx.body as Record<string, unknown> | undefined;
+      if (typeof body?.access_token === 'string') accessTokens.add(body.access_token);
+      if (typeof body?.refresh_token === 'string') refreshTokens.add(body.refresh_token);
+    });
+    for (const event of ['grant.success', 'grant.error'] as const) {
+      provider.on(event as 'grant.success', (ctx) => {
+        const token = ctx.oidc.params?.refresh_token;
+        if (ctx.oidc.params?.grant_type === 'refresh_token' && typeof token === 'string') presented.push(token);
+      });
+    }
+    provider.on('device_authorization.success', (_ctx, body) => {
+      const answer = body as Record<string, unknown>;
+      if (typeof answer.device_code === 'string') deviceCodes.add(answer.device_code);
+      if (options.deviceInterval !== undefined) answer.interval = options.deviceInterval;
     });
     for (const event of ['server_error', 'grant.error', 'introspection.error', 'revocation.error', 'authorization.error'] as const) {
       provider.on(event as 'server_error', (_ctx: unknown, err: Error) => {
@@ -308,7 +413,11 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
   const interaction = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
       const details = await provider.interactionDetails(req, res);
-      const hint = typeof details.params.login_hint === 'string' ? details.params.login_hint : '';
+      if (typeof details.params.login_hint !== 'string' && decision.deny) {
+        await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'refused by the test' }, { mergeWithLastSubmission: false });
+        return;
+      }
+      const hint = typeof details.params.login_hint === 'string' ? details.params.login_hint : decision.user;
       if (!users.has(hint)) throw new Error(`unknown user ${hint}`);
       const grant = new provider.Grant({ accountId: hint, clientId: String(details.params.client_id) });
       const asked = String(details.params.scope ?? '')
@@ -408,6 +517,51 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
     throw new Error('authorization flow did not reach the redirect URI');
   };
 
+  /** A browser: cookies kept (by name, as the walk above does), redirects followed wherever they point. */
+  const userAgent = () => {
+    const jar = new Map<string, string>();
+    return async (start: string, form?: Record<string, string>): Promise<Browsed> => {
+      let url = start;
+      let body = form === undefined ? undefined : new URLSearchParams(form).toString();
+      for (let hop = 0; hop < 15; hop++) {
+        const headers: Record<string, string> = { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') };
+        if (body !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
+        const res = await request(url, { method: body === undefined ? 'GET' : 'POST', headers, ...(body !== undefined ? { body } : {}) });
+        const text = await res.body.text();
+        const setCookie = res.headers['set-cookie'];
+        for (const line of Array.isArray(setCookie) ? setCookie : setCookie ? [setCookie] : []) {
+          const [pair] = line.split(';');
+          const eq = pair!.indexOf('=');
+          const value = pair!.slice(eq + 1).trim();
+          if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') jar.delete(pair!.slice(0, eq).trim());
+          else jar.set(pair!.slice(0, eq).trim(), value);
+        }
+        const location = res.headers.location;
+        if (res.statusCode >= 300 && res.statusCode < 400 && typeof location === 'string') {
+          url = new URL(location, url).href;
+          body = undefined;
+          continue;
+        }
+        return { status: res.statusCode, url, body: text };
+      }
+      throw new Error(`the user agent was redirected more than 15 times from ${new URL(start).pathname}`);
+    };
+  };
+  let browsing: Promise<unknown> = Promise.resolve();
+  const asUser = <T>(choice: BrowseOptions, walk: () => Promise<T>): Promise<T> => {
+    const run = browsing.then(async () => {
+      decision = { user: choice.user ?? options.users[0] ?? '', deny: choice.deny ?? false };
+      return walk();
+    });
+    browsing = run.catch(() => undefined);
+    return run;
+  };
+  const xsrfOf = (page: Browsed): string => {
+    const found = /name="xsrf" value="([^"]+)"/.exec(page.body)?.[1];
+    if (found === undefined) throw new Error(`no device form at ${new URL(page.url).pathname} (HTTP ${page.status}): ${errors.at(-1) ?? ''}`);
+    return found;
+  };
+
   let minting: Promise<unknown> = Promise.resolve();
   const form = async (
     endpoint: string,
@@ -497,8 +651,9 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       if (status !== 200 || typeof json.refresh_token !== 'string') throw new Error(`no refresh token: HTTP ${status} ${JSON.stringify(json.error ?? '')}`);
       return json.refresh_token;
     },
-    async revoke(token) {
-      const { status } = await form(revocationEndpoint, { token }, client);
+    async revoke(token, publicId) {
+      const { status } =
+        publicId === undefined ? await form(revocationEndpoint, { token }, client) : await form(revocationEndpoint, { token, client_id: publicId });
       if (status !== 200) throw new Error(`revocation answered HTTP ${status}`);
     },
     async introspect(token) {
@@ -506,7 +661,18 @@ export async function startOAuthProvider(options: OAuthProviderOptions): Promise
       if (status !== 200) throw new Error(`introspection answered HTTP ${status}`);
       return json;
     },
-    issued: () => ({ accessTokens: [...accessTokens], refreshTokens: [...refreshTokens] }),
+    issued: () => ({ accessTokens: [...accessTokens], refreshTokens: [...refreshTokens], deviceCodes: [...deviceCodes] }),
+    publicClientId,
+    browse: (address, choice = {}) => asUser(choice, () => userAgent()(address)),
+    approveDevice: (userCode, choice = {}) =>
+      asUser(choice, async () => {
+        const go = userAgent();
+        const verification = `${issuer}/device`;
+        const entry = await go(verification);
+        const confirm = await go(verification, { xsrf: xsrfOf(entry), user_code: userCode });
+        return go(verification, { xsrf: xsrfOf(confirm), user_code: userCode, ...(choice.deny ? { abort: 'yes' } : { confirm: 'yes' }) });
+      }),
+    presentedRefreshTokens: () => [...presented],
     tokenRequests: () => ({ ...grantsSeen }),
     errors: () => [...errors],
     async stop() {
