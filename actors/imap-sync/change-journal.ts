@@ -92,6 +92,14 @@ export const WriterIdle = z.strictObject({ type: z.literal('imap-sync.change-wri
 /** Changes carried by one `UID STORE` at most (docs/sync.md "Changes in batches"): a command line of a few kilobytes. */
 const BATCH_LIMIT = 500;
 
+/**
+ * How long changes recorded in bulk (a rule segment's) wait before the
+ * journal starts on them, so that the segments arriving meanwhile go to the
+ * server in batches too (docs/sync.md "Changes in batches"). An agent's
+ * change is started at once.
+ */
+const GATHER_MS = 1_000;
+
 /** A writing session unused this long is closed. */
 const WRITER_IDLE_MS = 30_000;
 
@@ -136,7 +144,7 @@ export function recordManyAsked(state: JournalState, ctx: ActorContext, asks: re
   const recorded = results.flatMap((r) => (r.outcome === 'recorded' && !r.repeated ? r.changes.map((c) => c.changeId) : []));
   if (recorded.length > 0) {
     ctx.log.info({ event: 'journal.recorded', changes: recorded }, 'journal.recorded');
-    scheduleStep(state, ctx, 0);
+    scheduleStep(state, ctx, GATHER_MS);
   }
   return { replies: results.map((r) => (r.outcome === 'recorded' ? { outcome: 'recorded', changes: r.changes } : { outcome: r.outcome })) };
 }
