@@ -34,6 +34,7 @@ import {
   placementAsked,
   recordAppendAsked,
   recordAsked,
+  recordManyAsked,
   recordRemovalAsked,
   resumeJournal,
   WriterIdle,
@@ -294,6 +295,8 @@ export default defineActor({
         return recordDeferred(state, ctx);
       case 'imap-sync.record-changes':
         return recordAsked(state, ctx, msg);
+      case 'imap-sync.record-changes-many':
+        return recordManyAsked(state, ctx, msg.asks);
       case 'imap-sync.record-append':
         return recordAppendAsked(state, ctx, msg);
       case 'imap-sync.record-removal':

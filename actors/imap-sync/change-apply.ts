@@ -111,7 +111,7 @@ async function storeFlags(deps: ApplyDeps, effect: ChangeEffect): Promise<ApplyR
 }
 
 /** The folder selected read-write, reusing the selection the writing session already holds. */
-async function select(client: ImapFlow, path: string): Promise<{ readOnly?: boolean; uidValidity: bigint; permanentFlags?: Set<string> }> {
+export async function select(client: ImapFlow, path: string): Promise<{ readOnly?: boolean; uidValidity: bigint; permanentFlags?: Set<string> }> {
   const held = client.mailbox;
   if (held && held.path === path && !held.readOnly) return held;
   return client.mailboxOpen(path);
@@ -270,7 +270,7 @@ function placementOf(progress: unknown): Placement | null {
   return placement && typeof placement.targetUidNext === 'number' ? placement : null;
 }
 
-function acceptsKeywords(permanent: Set<string> | undefined, keywords: readonly string[]): boolean {
+export function acceptsKeywords(permanent: Set<string> | undefined, keywords: readonly string[]): boolean {
   if (permanent === undefined || permanent.has('\\*')) return true;
   const held = new Set([...permanent].map((k) => k.toLowerCase()));
   return keywords.every((k) => held.has(k.toLowerCase()));
@@ -282,7 +282,7 @@ function acceptsKeywords(permanent: Set<string> | undefined, keywords: readonly 
  * from what the asker saw (the journal's own earlier changes included), so
  * neither the server as it was nor this journal's changes explain it.
  */
-function serverChangedIt(p: ChangePayload, current: ServerState, effect: ChangeEffect): boolean {
+export function serverChangedIt(p: ChangePayload, current: ServerState, effect: ChangeEffect): boolean {
   return movedPast(current.modseq, p.baseModseq) && touchedPartChanged(p.base, current, effect) && touchedPartChanged(p.shown, current, effect);
 }
 

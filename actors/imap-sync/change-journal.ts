@@ -45,10 +45,13 @@ import {
   type ChangeAsk,
   deadLetterChange,
   endChange,
+  endChanges,
+  flagBatch,
   headChange,
   type JournalEntry,
   recordChangeProgress,
   recordChanges,
+  recordChangesMany,
   relayOverlay,
   type ChangePayload,
 } from '../../runtime/store/mailbox/changes.ts';
@@ -68,13 +71,34 @@ import {
 import type { Database } from '../../runtime/store/open.ts';
 import { errorCode } from '../../runtime/store/open.ts';
 import { applyChange, REFUSALS, type RefusalReason } from './change-apply.ts';
+import { applyFlagBatch } from './change-batch.ts';
 import { classifyImapFailure, imapFailureFields } from './connection.ts';
 import { applyPlacement } from './placement-apply.ts';
-import type { ImapSyncConfig, JobDecisionReply, PlacementReply, RecordAppend, RecordChangesReply, RecordPlacementReply, RecordRemoval } from './protocol.ts';
+import type {
+  ImapSyncConfig,
+  JobDecisionReply,
+  PlacementReply,
+  RecordAppend,
+  RecordChangesManyReply,
+  RecordChangesReply,
+  RecordPlacementReply,
+  RecordRemoval,
+} from './protocol.ts';
 
 /** The actor's private messages of the journal. */
 export const JournalStep = z.strictObject({ type: z.literal('imap-sync.change-step') });
 export const WriterIdle = z.strictObject({ type: z.literal('imap-sync.change-writer-idle') });
+
+/** Changes carried by one `UID STORE` at most (docs/sync.md "Changes in batches"): a command line of a few kilobytes. */
+const BATCH_LIMIT = 500;
+
+/**
+ * How long changes recorded in bulk (a rule segment's) wait before the
+ * journal starts on them, so that the segments arriving meanwhile go to the
+ * server in batches too (docs/sync.md "Changes in batches"). An agent's
+ * change is started at once.
+ */
+const GATHER_MS = 1_000;
 
 /** A writing session unused this long is closed. */
 const WRITER_IDLE_MS = 30_000;
@@ -106,6 +130,23 @@ export function recordAsked(
     scheduleStep(state, ctx, 0);
   }
   return { outcome: 'recorded', changes: result.changes };
+}
+
+type Ask = { messageId: number; requester: string; requestId: string | null; changes: ChangeAsk[] };
+
+/** Several messages' asks in one transaction (`imap-sync.record-changes-many`), each answered as `recordAsked` answers it. */
+export function recordManyAsked(state: JournalState, ctx: ActorContext, asks: readonly Ask[]): RecordChangesManyReply {
+  const now = Date.now();
+  const results = recordChangesMany(
+    state.db,
+    asks.map((ask) => ({ accountId: state.config.account, ...ask, now })),
+  );
+  const recorded = results.flatMap((r) => (r.outcome === 'recorded' && !r.repeated ? r.changes.map((c) => c.changeId) : []));
+  if (recorded.length > 0) {
+    ctx.log.info({ event: 'journal.recorded', changes: recorded }, 'journal.recorded');
+    scheduleStep(state, ctx, GATHER_MS);
+  }
+  return { replies: results.map((r) => (r.outcome === 'recorded' ? { outcome: 'recorded', changes: r.changes } : { outcome: r.outcome })) };
 }
 
 /**
@@ -204,6 +245,7 @@ function isPlaced(entry: JournalEntry): entry is Placement {
 
 async function applyChangeStep(state: JournalState, ctx: ActorContext, client: ImapFlow, change: Change): Promise<void> {
   const { db } = state;
+  if (client.enabled.has('CONDSTORE') && (await applyBatchStep(state, ctx, client, change))) return;
   const job = jobIdOf(change.job.id);
   const kind = change.payload.effect.kind;
   const result = await applyChange({
@@ -219,6 +261,28 @@ async function applyChangeStep(state: JournalState, ctx: ActorContext, client: I
     endChange(db, change, { ...result.end, now: Date.now() });
     ctx.log.info({ event: 'journal.change-ended', job, change: kind, outcome: result.end.outcome }, 'journal.change-ended');
   }
+}
+
+/**
+ * The head and the changes that can go with it (changes.ts `flagBatch`) as
+ * one STORE (change-batch.ts); every ending in one transaction, each with
+ * its own audit entry and log line. True when the head ended; otherwise it
+ * goes alone, as any change (a refusal, a guard that kept refusing).
+ */
+async function applyBatchStep(state: JournalState, ctx: ActorContext, client: ImapFlow, head: Change): Promise<boolean> {
+  const batch = flagBatch(state.db, head, Date.now(), BATCH_LIMIT);
+  if (batch.length < 2) return false;
+  const ended = await applyFlagBatch(client, batch);
+  const now = Date.now();
+  endChanges(
+    state.db,
+    ended.map((e) => ({ change: e.change, end: { ...e.end, now } })),
+  );
+  for (const e of ended) {
+    const fields = { event: 'journal.change-ended', job: jobIdOf(e.change.job.id), change: e.change.payload.effect.kind, outcome: e.end.outcome };
+    ctx.log.info({ ...fields, batch: batch.length }, 'journal.change-ended');
+  }
+  return ended.some((e) => e.change.job.id === head.job.id);
 }
 
 async function applyPlacementStep(state: JournalState, ctx: ActorContext, client: ImapFlow, placement: Placement): Promise<void> {

@@ -90,6 +90,12 @@ export const RecordChangesReply = z.discriminatedUnion('outcome', [
 ]);
 export type RecordChangesReply = z.infer<typeof RecordChangesReply>;
 
+/** How many messages' asks one `imap-sync.record-changes-many` carries at most. */
+export const RECORD_MANY_MAX = 64;
+/** Each ask's answer, in the order asked. */
+export const RecordChangesManyReply = z.strictObject({ replies: z.array(RecordChangesReply) });
+export type RecordChangesManyReply = z.infer<typeof RecordChangesManyReply>;
+
 // ---------------------------------------------------------------- placements (the outbox's sent copies and drafts)
 
 /** Who asks, for the audit (the credential's name), and the asker's identifier: asking again with both answers the same job. */
@@ -185,6 +191,25 @@ export const SyncMessage = z.discriminatedUnion('type', [
     requestId: z.string().min(1).max(128).nullable(),
     changes: z.array(ChangeAsk).min(1).max(8),
   }),
+  /**
+   * From mail rules: several `record-changes` asks (each of one message, with its own request
+   * identifier) in one transaction, so a segment of arriving mail costs one commit; answered once
+   * durable, each ask's answer in order (`RecordChangesManyReply`).
+   */
+  z.strictObject({
+    type: z.literal('imap-sync.record-changes-many'),
+    asks: z
+      .array(
+        z.strictObject({
+          messageId: z.number().int().positive(),
+          requester: z.string().min(1).max(500),
+          requestId: z.string().min(1).max(128),
+          changes: z.array(ChangeAsk).min(1).max(8),
+        }),
+      )
+      .min(1)
+      .max(RECORD_MANY_MAX),
+  }),
   /** From the query path (55001): content found missing or damaged; answered once the requests are durable. */
   z.strictObject({
     type: z.literal('imap-sync.record-repairs'),
@@ -266,6 +291,7 @@ export type ImapSyncProtocol = ProtocolOf<
     'imap-sync.rederivation': RederivationReply;
     'imap-sync.store-refresh-token': z.infer<typeof StoreRefreshTokenReply>;
     'imap-sync.record-changes': RecordChangesReply;
+    'imap-sync.record-changes-many': RecordChangesManyReply;
     'imap-sync.record-repairs': z.infer<typeof RecordRepairsReply>;
     'imap-sync.job-decision': JobDecisionReply;
     'imap-sync.record-append': RecordPlacementReply;

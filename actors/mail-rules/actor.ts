@@ -7,10 +7,11 @@
  * segments, one step at a time, so asks (a run's status, the listing) are
  * answered between two.
  *
- * A message's changes are recorded (the sync actor answers once durable)
- * before its conclusions and the position past it are written, so a crash
- * repeats at most the message it was on, and the journal answers the
- * repeat with the same jobs (conclude.ts). A sync actor that is down or
+ * A segment's changes are recorded (the sync actor answers once durable,
+ * all of the segment's asks in one transaction) before its conclusions and
+ * the position past it are written (one transaction), so a crash repeats
+ * at most the segment it was on, and the journal answers the repeat with
+ * the same jobs (conclude.ts). A sync actor that is down or
  * slow is an outside failure: the step is tried again later, the cursor
  * unmoved. Anything else thrown is a defect and crashes the actor.
  *
@@ -37,13 +38,13 @@ import {
 } from '../../runtime/store/mail-rules/rule-records.ts';
 import { RecentWork } from '../../runtime/work-progress.ts';
 import { folderRoleOf } from '../derivation/protocol.ts';
-import { conclude } from './conclude.ts';
+import { type Planned, plan, record } from './conclude.ts';
 import { judge, type MessageFacts } from './judge.ts';
 import { listRules } from './listing.ts';
 import { MailRulesConfig, MailRulesMessage, type RuleRun as RuleRunView } from './protocol.ts';
 import { runView } from './run-view.ts';
 
-/** Messages judged per step: a step records a few changes at most, so asks wait little behind it. */
+/** Messages judged per step: a step records its changes in one ask, so asks wait little behind it. */
 const SEGMENT = 32;
 /** After a sync actor was down or slow, the next try. */
 const RETRY_MS = 5_000;
@@ -65,7 +66,7 @@ type State = {
   runTurn: boolean;
 };
 
-type Judged = { rows: HistoryRow[]; changes: number };
+type Judged = { rows: HistoryRow[]; changes: number; matched: number };
 
 function senderOf(fromJson: string | null): string | null {
   if (fromJson === null) return null;
@@ -73,34 +74,35 @@ function senderOf(fromJson: string | null): string | null {
   return first?.address ?? null;
 }
 
-/** Judges one message and records what its matching rules ask. Mail in folders rules do not judge (sent, drafts, junk, trash) concludes nothing. */
-async function judgeMessage(
-  state: State,
-  ctx: ActorContext,
-  account: string,
-  m: { id: number; alias: string; fromJson: string | null; subject: string | null },
-  runId: number | null,
-): Promise<Judged> {
-  if (folderRoleOf(m.alias) !== 'received') return { rows: [], changes: 0 };
+type Stored = { id: number; alias: string; fromJson: string | null; subject: string | null };
+
+/** One message's conclusions, with what each asks. Mail in folders rules do not judge (sent, drafts, junk, trash) concludes nothing. */
+function planMessage(state: State, account: string, m: Stored, runId: number | null): Planned[] {
+  if (folderRoleOf(m.alias) !== 'received') return [];
   const facts: MessageFacts = { account, folder: m.alias, sender: senderOf(m.fromJson), subject: m.subject };
-  const rows: HistoryRow[] = [];
+  return judge(state.config.rules, facts).map((conclusion) => plan(state.db, { account, messageId: m.id, folder: m.alias, runId }, conclusion));
+}
+
+/** Judges a segment and records what its matching rules ask, all of it in one ask to the sync actor (a few at most for long segments). */
+async function judgeSegment(state: State, ctx: ActorContext, account: string, segment: readonly Stored[], runId: number | null): Promise<Judged> {
+  const planned = segment.flatMap((m) => planMessage(state, account, m, runId));
+  const concluded = await record(ctx, account, planned);
   let changes = 0;
-  for (const conclusion of judge(state.config.rules, facts)) {
-    const done = await conclude(state.db, ctx, { account, messageId: m.id, folder: m.alias, runId }, conclusion);
-    rows.push(done.row);
+  for (const done of concluded) {
     changes += done.changeCount;
     ctx.log.debug(
-      { event: 'mail-rules.concluded', account, messageId: m.id, rule: conclusion.position, changes: done.changeCount, note: done.row.note },
+      { event: 'mail-rules.concluded', account, messageId: done.row.messageId, rule: done.row.position, changes: done.changeCount, note: done.row.note },
       'mail-rules.concluded',
     );
   }
-  return { rows, changes };
+  return { rows: concluded.map((c) => c.row), changes, matched: new Set(concluded.map((c) => c.row.messageId)).size };
 }
 
 /**
- * One segment of an account's arrivals. The account leaves the set only when
- * a read finds nothing, in the same turn: a doorbell rung while a segment
- * was being judged is never lost.
+ * One segment of an account's arrivals: its conclusions and the position
+ * past it in one commit. The account leaves the set only when a read finds
+ * nothing, in the same turn: a doorbell rung while a segment was being
+ * judged is never lost.
  */
 async function arrivalSegment(state: State, ctx: ActorContext, account: string): Promise<void> {
   const cursor = arrivalCursor(state.db, account) ?? 0;
@@ -109,14 +111,8 @@ async function arrivalSegment(state: State, ctx: ActorContext, account: string):
     state.arrivals.delete(account);
     return;
   }
-  for (const m of segment) {
-    const judged = await judgeMessage(state, ctx, account, m, null);
-    // A message no rule matched writes nothing of its own: the position moves with the next conclusion or at the
-    // segment's end (one commit, not one per message). A crash before then judges those messages again, which
-    // concludes nothing again.
-    if (judged.rows.length === 0 && m !== segment.at(-1)) continue;
-    concludeMessage(state.db, account, judged.rows, { kind: 'arrival', accountId: account, messageId: m.id }, Date.now());
-  }
+  const judged = await judgeSegment(state, ctx, account, segment, null);
+  concludeMessage(state.db, account, judged.rows, { kind: 'arrival', accountId: account, messageId: segment.at(-1)!.id }, Date.now());
 }
 
 /** One segment of a run; the run ends when its segment comes back short. */
@@ -125,21 +121,17 @@ async function runSegment(state: State, ctx: ActorContext, runId: number): Promi
   if (run === null || run.endedAt !== null) return;
   const started = Date.now();
   const segment = judgedSegment(state.db, run.accountId, run.lastMessageId, run.throughId, SEGMENT);
-  let judged = 0;
-  for (const m of segment) {
-    const verdict = await judgeMessage(state, ctx, run.accountId, m, run.id);
+  if (segment.length > 0) {
+    const verdict = await judgeSegment(state, ctx, run.accountId, segment, run.id);
     // Only mail in folders rules judge counts toward the run's total.
-    if (folderRoleOf(m.alias) === 'received') judged += 1;
-    if (verdict.rows.length === 0 && m !== segment.at(-1)) continue;
-    const matched = verdict.rows.length > 0 ? 1 : 0;
+    const judged = segment.filter((m) => folderRoleOf(m.alias) === 'received').length;
     concludeMessage(
       state.db,
       run.accountId,
       verdict.rows,
-      { kind: 'run', runId: run.id, messageId: m.id, judged, matched, changes: verdict.changes },
+      { kind: 'run', runId: run.id, messageId: segment.at(-1)!.id, judged, matched: verdict.matched, changes: verdict.changes },
       Date.now(),
     );
-    judged = 0;
   }
   const recent = state.recent.get(run.id) ?? new RecentWork();
   state.recent.set(run.id, recent);

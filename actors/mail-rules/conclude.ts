@@ -10,6 +10,9 @@
  *   nothing (`already-there`).
  * - Changes go in a fixed order, flags and keywords before the move (they
  *   apply to the message where it is, and the journal follows it).
+ * - A segment's asks go together (`imap-sync.record-changes-many`, one
+ *   transaction per RECORD_MANY_MAX messages' asks), each with its own
+ *   request identifier.
  * - The request identifier is deterministic: `rule:<Name>:<messageId>` for
  *   the arrival stage, with `:run<id>` for a rule run, so asking again after
  *   a crash is answered with the same jobs (exactly once). A name too long
@@ -22,7 +25,7 @@ import type { ActorContext } from '../../runtime/actor.ts';
 import type { Database } from '../../runtime/store/open.ts';
 import { boundPath } from '../../runtime/store/mail-rules/judged-mail.ts';
 import type { HistoryRow } from '../../runtime/store/mail-rules/rule-records.ts';
-import { type ChangeAsk, RecordChangesReply, syncActorId } from '../imap-sync/protocol.ts';
+import { type ChangeAsk, RECORD_MANY_MAX, RecordChangesManyReply, type RecordChangesReply, syncActorId } from '../imap-sync/protocol.ts';
 import type { Conclusion } from './judge.ts';
 import { ruleRequester } from './protocol.ts';
 
@@ -40,13 +43,13 @@ export function requestIdOf(rule: string, messageId: number, runId: number | nul
 
 export type Concluded = { row: HistoryRow; changeCount: number };
 
-/** Records one conclusion's changes and says what came of it. */
-export async function conclude(
-  db: Database,
-  ctx: ActorContext,
-  at: { account: string; messageId: number; folder: string; runId: number | null },
-  conclusion: Conclusion,
-): Promise<Concluded> {
+type At = { account: string; messageId: number; folder: string; runId: number | null };
+/** A conclusion with the journal's ask it makes, if any (`ask` null: nothing to record). */
+export type Planned = { row: HistoryRow; ask: RecordAsk | null };
+type RecordAsk = { messageId: number; requester: string; requestId: string; changes: ChangeAsk[] };
+
+/** What one conclusion asks of the journal, and its history row before the answer. */
+export function plan(db: Database, at: At, conclusion: Conclusion): Planned {
   const { ask } = conclusion;
   const changes: ChangeAsk[] = [];
   let note: string | null = null;
@@ -62,18 +65,32 @@ export async function conclude(
     }
   }
   const row: HistoryRow = { ruleName: conclusion.rule, position: conclusion.position, messageId: at.messageId, runId: at.runId, asked: ask, jobIds: [], note };
-  if (changes.length === 0) return { row, changeCount: 0 };
-  const reply = await ctx.ask(
-    syncActorId(at.account),
-    {
-      type: 'imap-sync.record-changes',
-      messageId: at.messageId,
-      requester: ruleRequester(conclusion.rule),
-      requestId: requestIdOf(conclusion.rule, at.messageId, at.runId),
-      changes,
-    },
-    { reply: RecordChangesReply, deadlineMs: RECORD_DEADLINE_MS },
-  );
-  if (reply.outcome !== 'recorded') return { row: { ...row, note: reply.outcome }, changeCount: 0 };
-  return { row: { ...row, jobIds: reply.changes.map((c) => Number(c.changeId.slice(1))) }, changeCount: reply.changes.length };
+  if (changes.length === 0) return { row, ask: null };
+  const requestId = requestIdOf(conclusion.rule, at.messageId, at.runId);
+  return { row, ask: { messageId: at.messageId, requester: ruleRequester(conclusion.rule), requestId, changes } };
+}
+
+/**
+ * Records the asks of several conclusions (one segment's) through the
+ * account's sync actor, RECORD_MANY_MAX a time, each ask in one transaction
+ * with the others of its call; says what came of each, in order.
+ */
+export async function record(ctx: ActorContext, account: string, planned: readonly Planned[]): Promise<Concluded[]> {
+  const asking = planned.filter((p) => p.ask !== null);
+  const answers = new Map<Planned, RecordChangesReply>();
+  for (let i = 0; i < asking.length; i += RECORD_MANY_MAX) {
+    const chunk = asking.slice(i, i + RECORD_MANY_MAX);
+    const reply = await ctx.ask(
+      syncActorId(account),
+      { type: 'imap-sync.record-changes-many', asks: chunk.map((p) => p.ask!) },
+      { reply: RecordChangesManyReply, deadlineMs: RECORD_DEADLINE_MS },
+    );
+    for (const [j, p] of chunk.entries()) answers.set(p, reply.replies[j]!);
+  }
+  return planned.map((p) => {
+    const reply = answers.get(p);
+    if (reply === undefined) return { row: p.row, changeCount: 0 };
+    if (reply.outcome !== 'recorded') return { row: { ...p.row, note: reply.outcome }, changeCount: 0 };
+    return { row: { ...p.row, jobIds: reply.changes.map((c) => Number(c.changeId.slice(1))) }, changeCount: reply.changes.length };
+  });
 }

@@ -112,7 +112,9 @@ export type Once = Timed & { visibleMs: number; cpuAtVisibleMs: number };
 
 export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<Once> {
   const runBefore = lastEndedRun(d.database);
-  const { command, args } = daemonCommand(d.config);
+  // BENCH_CPU_PROF: a profile per thread of the daemon (Node names each by pid and thread), as docs/benchmarks.md says.
+  const prof = process.env.BENCH_CPU_PROF;
+  const { command, args } = daemonCommand(d.config, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
   const t = spawnTimed(command, args);
   const pid = await t.targetPid();
   let cpuAtVisibleMs = NaN;

@@ -3,9 +3,9 @@
  * account, rule runs, and the rule history. Sole writer: the mail-rules
  * actor. The history is read by the query pool (actors/mail-query).
  *
- * A message's conclusions and the position past it are written in one
+ * A segment's conclusions and the position past it are written in one
  * transaction (`concludeMessage`), after the sync actor answered the
- * changes durable: a crash before it repeats the message, whose changes the
+ * changes durable: a crash before it repeats the segment, whose changes the
  * journal then answers as the same records (same request identifier), and
  * whose history rows are written once (unique per rule, message and run).
  *
@@ -135,7 +135,7 @@ export function endRuleRun(db: Database, runId: number, now: number): void {
   run(statements(db).endRun, [now, now, runId]);
 }
 
-/** A message's conclusions and the position past it, in one transaction. */
+/** Conclusions (a segment's) and the position past them, in one transaction. */
 export function concludeMessage(db: Database, accountId: string, rows: readonly HistoryRow[], advance: Advance, now: number): void {
   const s = statements(db);
   const apply = db.transaction(() => {

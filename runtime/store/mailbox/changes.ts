@@ -127,6 +127,11 @@ const statements = perConnection((db: Database) => ({
   overlay: db.prepare('UPDATE messages SET requested_flags = ?, requested_keywords = ? WHERE id = ?'),
   // Oldest first: changes are applied in the order they were recorded.
   head: db.prepare(`SELECT id FROM jobs WHERE type = 'mailbox-change' AND account_id = ? AND state IN ('queued', 'running') ORDER BY id LIMIT 1`),
+  // What follows the head, in the order it is applied: the candidates of a batch (flagBatch).
+  following: db.prepare(
+    `SELECT id, state, attempt_count, due_at, payload FROM jobs WHERE type = 'mailbox-change' AND account_id = ? AND state IN ('queued', 'running')
+       AND id > ? ORDER BY id LIMIT ?`,
+  ),
   progress: db.prepare("UPDATE jobs SET progress = ? WHERE id = ? AND state IN ('queued', 'running', 'done', 'dead')"),
   mergeProgress: db.prepare("UPDATE jobs SET progress = json_patch(ifnull(progress, '{}'), ?) WHERE id = ? AND state IN ('queued', 'running', 'done', 'dead')"),
   serverFlags: db.prepare(
@@ -172,54 +177,65 @@ function fingerprintOf(messageId: number, changes: readonly ChangeAsk[]): string
 
 /** Records the changes asked of one message, in one transaction (see the module comment). */
 export function recordChanges(db: Database, input: RecordInput): RecordResult {
+  return db.transaction(() => recordOne(db, input)).immediate();
+}
+
+/**
+ * Several messages' asks in one transaction, each exactly as `recordChanges`
+ * records it (its own request identifier, jobs and overlay), in order: a
+ * rule's conclusions for a segment of arriving mail cost one commit, not
+ * one per message (docs/rules-and-spam.md).
+ */
+export function recordChangesMany(db: Database, inputs: readonly RecordInput[]): RecordResult[] {
+  return db.transaction(() => inputs.map((input) => recordOne(db, input))).immediate();
+}
+
+function recordOne(db: Database, input: RecordInput): RecordResult {
   const s = statements(db);
-  const record = db.transaction((): RecordResult => {
-    const fingerprint = fingerprintOf(input.messageId, input.changes);
-    if (input.requestId !== null) {
-      const earlier = one<{ account_id: string; fingerprint: string; job_ids: string }>(s.request, [input.requester, input.requestId]);
-      if (earlier !== undefined) {
-        if (earlier.account_id !== input.accountId || earlier.fingerprint !== fingerprint) return { outcome: 'request-conflict' };
-        return { outcome: 'recorded', changes: views(db, JSON.parse(earlier.job_ids) as number[]), repeated: true };
-      }
+  const fingerprint = fingerprintOf(input.messageId, input.changes);
+  if (input.requestId !== null) {
+    const earlier = one<{ account_id: string; fingerprint: string; job_ids: string }>(s.request, [input.requester, input.requestId]);
+    if (earlier !== undefined) {
+      if (earlier.account_id !== input.accountId || earlier.fingerprint !== fingerprint) return { outcome: 'request-conflict' };
+      return { outcome: 'recorded', changes: views(db, JSON.parse(earlier.job_ids) as number[]), repeated: true };
     }
-    const message = one<MessageRow>(s.message, [input.messageId, input.accountId]);
-    if (message === undefined || message.remote_path === null) return { outcome: 'not-found' };
-    const base: FlagState = { flags: JSON.parse(message.flags) as string[], keywords: JSON.parse(message.keywords) as string[] };
-    // The overlay (outstanding changes laid over the server's state), then each change of this request in order.
-    let shown: FlagState = {
-      flags: message.requested_flags === null ? base.flags : (JSON.parse(message.requested_flags) as string[]),
-      keywords: message.requested_keywords === null ? base.keywords : (JSON.parse(message.requested_keywords) as string[]),
+  }
+  const message = one<MessageRow>(s.message, [input.messageId, input.accountId]);
+  if (message === undefined || message.remote_path === null) return { outcome: 'not-found' };
+  const base: FlagState = { flags: JSON.parse(message.flags) as string[], keywords: JSON.parse(message.keywords) as string[] };
+  // The overlay (outstanding changes laid over the server's state), then each change of this request in order.
+  let shown: FlagState = {
+    flags: message.requested_flags === null ? base.flags : (JSON.parse(message.requested_flags) as string[]),
+    keywords: message.requested_keywords === null ? base.keywords : (JSON.parse(message.requested_keywords) as string[]),
+  };
+  const jobIds = input.changes.map((effect) => {
+    const seen = shown;
+    shown = applyEffect(shown, effect);
+    const payload: ChangePayload = {
+      effect,
+      messageId: message.id,
+      bindingId: message.binding_id,
+      uidValidity: message.uidvalidity,
+      uid: message.uid,
+      sourcePath: message.remote_path!,
+      baseModseq: message.modseq,
+      base,
+      shown: seen,
+      requester: input.requester,
+      requestedAt: input.now,
     };
-    const jobIds = input.changes.map((effect) => {
-      const seen = shown;
-      shown = applyEffect(shown, effect);
-      const payload: ChangePayload = {
-        effect,
-        messageId: message.id,
-        bindingId: message.binding_id,
-        uidValidity: message.uidvalidity,
-        uid: message.uid,
-        sourcePath: message.remote_path!,
-        baseModseq: message.modseq,
-        base,
-        shown: seen,
-        requester: input.requester,
-        requestedAt: input.now,
-      };
-      const { job } = enqueueJob(db, {
-        type: CHANGE_JOB_TYPE,
-        accountId: input.accountId,
-        idempotencyKey: `${CHANGE_JOB_TYPE}:${randomUUID()}`,
-        payload,
-        now: input.now,
-      });
-      return job.id;
+    const { job } = enqueueJob(db, {
+      type: CHANGE_JOB_TYPE,
+      accountId: input.accountId,
+      idempotencyKey: `${CHANGE_JOB_TYPE}:${randomUUID()}`,
+      payload,
+      now: input.now,
     });
-    if (input.requestId !== null) run(s.insertRequest, [input.requester, input.requestId, input.accountId, fingerprint, JSON.stringify(jobIds), input.now]);
-    layOverlay(db, input.accountId, message.id);
-    return { outcome: 'recorded', changes: views(db, jobIds), repeated: false };
+    return job.id;
   });
-  return record.immediate();
+  if (input.requestId !== null) run(s.insertRequest, [input.requester, input.requestId, input.accountId, fingerprint, JSON.stringify(jobIds), input.now]);
+  layOverlay(db, input.accountId, message.id);
+  return { outcome: 'recorded', changes: views(db, jobIds), repeated: false };
 }
 
 /** The tool's view of the given changes, in id order. */
@@ -258,6 +274,57 @@ export function changeById(db: Database, jobId: number): JournalEntry | null {
   return job === null || job.type !== CHANGE_JOB_TYPE ? null : ({ job, payload: job.payload } as JournalEntry);
 }
 
+/** Changes a batch may carry: one STORE means the same for every message, whatever else each holds. */
+const BATCHABLE: ReadonlySet<ChangeKind> = new Set(['set-seen', 'set-flagged', 'add-keywords']);
+/** Outstanding changes looked at past the head for one batch. */
+const BATCH_SCAN = 1_000;
+
+/**
+ * The head change and the outstanding changes after it that can go to the
+ * server with it as one `UID STORE` over a UID set (docs/sync.md "Changes
+ * in batches"): the same effect in the same folder (same UIDVALIDITY), not
+ * yet attempted and due, each of another message, and none of a message
+ * that a change left out in between concerns (the order of two changes
+ * of one message is kept). A placement in between ends the scan. The head
+ * alone when it cannot be batched.
+ */
+export function flagBatch(db: Database, head: Change, now: number, limit: number): Change[] {
+  const p = head.payload;
+  if (!BATCHABLE.has(p.effect.kind) || head.job.attemptCount !== 0 || limit <= 1) return [head];
+  const effect = JSON.stringify(p.effect);
+  const batch: Change[] = [head];
+  const members = new Set([p.messageId]);
+  const passedOver = new Set<number>();
+  const rows = many<{ id: number; state: string; attempt_count: number; due_at: number; payload: string }>(statements(db).following, [
+    head.job.accountId,
+    head.job.id,
+    BATCH_SCAN,
+  ]);
+  for (const row of rows) {
+    const payload = JSON.parse(row.payload) as ChangePayload | PlacementPayload;
+    if (!('messageId' in payload)) break;
+    const fits =
+      row.state === 'queued' &&
+      row.attempt_count === 0 &&
+      row.due_at <= now &&
+      payload.sourcePath === p.sourcePath &&
+      payload.uidValidity === p.uidValidity &&
+      !members.has(payload.messageId) &&
+      !passedOver.has(payload.messageId) &&
+      JSON.stringify(payload.effect) === effect;
+    if (!fits) {
+      passedOver.add(payload.messageId);
+      continue;
+    }
+    const job = jobById(db, row.id);
+    if (job === null) continue;
+    batch.push({ job, payload });
+    members.add(payload.messageId);
+    if (batch.length >= limit) break;
+  }
+  return batch;
+}
+
 /** Progress durable before a command whose effect must be found again after a crash (the target's UIDNEXT before COPY or MOVE). */
 export function recordChangeProgress(db: Database, jobId: number, progress: Readonly<Record<string, unknown>>): void {
   run(statements(db).progress, [JSON.stringify(progress), jobId]);
@@ -292,32 +359,45 @@ export type ChangeEnd = {
  * overlay is laid again, and one audit entry is written. One transaction.
  */
 export function endChange(db: Database, change: Change, end: ChangeEnd): { targetMessageId: number | null } {
+  return db.transaction(() => endOne(db, change, end)).immediate();
+}
+
+/**
+ * The changes of one batch ended together, in one transaction: each as
+ * `endChange` ends it (its own outcome, overlay and audit entry), so a kill
+ * leaves either all of them ended or none, and none half.
+ */
+export function endChanges(db: Database, ended: ReadonlyArray<{ change: Change; end: ChangeEnd }>): void {
+  if (ended.length === 0) return;
+  db.transaction(() => {
+    for (const e of ended) endOne(db, e.change, e.end);
+  }).immediate();
+}
+
+function endOne(db: Database, change: Change, end: ChangeEnd): { targetMessageId: number | null } {
   const s = statements(db);
-  const apply = db.transaction(() => {
-    const p = change.payload;
-    let targetMessageId: number | null = null;
-    if (end.outcome === 'applied') targetMessageId = followLocally(db, change, end);
-    else if (end.outcome === 'gone') tombstoneMessage(db, p.messageId, 'expunged', end.now);
-    if (end.server && FLAG_KINDS.includes(p.effect.kind)) {
-      run(s.serverFlags, [
-        flagSet(end.server.flags),
-        flagSet(end.server.keywords),
-        end.server.modseq,
-        end.server.modseq,
-        end.now,
-        p.messageId,
-        p.bindingId,
-        p.uidValidity,
-        p.uid,
-      ]);
-    }
-    recordChangeProgress(db, change.job.id, { outcome: end.outcome, ...(end.target ? { targetUid: end.target.uid } : {}) });
-    completeJob(db, change.job.id, end.now);
-    layOverlay(db, change.job.accountId!, p.messageId);
-    audit(db, change, { outcome: end.outcome, targetUid: end.target?.uid ?? null, now: end.now });
-    return { targetMessageId };
-  });
-  return apply.immediate();
+  const p = change.payload;
+  let targetMessageId: number | null = null;
+  if (end.outcome === 'applied') targetMessageId = followLocally(db, change, end);
+  else if (end.outcome === 'gone') tombstoneMessage(db, p.messageId, 'expunged', end.now);
+  if (end.server && FLAG_KINDS.includes(p.effect.kind)) {
+    run(s.serverFlags, [
+      flagSet(end.server.flags),
+      flagSet(end.server.keywords),
+      end.server.modseq,
+      end.server.modseq,
+      end.now,
+      p.messageId,
+      p.bindingId,
+      p.uidValidity,
+      p.uid,
+    ]);
+  }
+  recordChangeProgress(db, change.job.id, { outcome: end.outcome, ...(end.target ? { targetUid: end.target.uid } : {}) });
+  completeJob(db, change.job.id, end.now);
+  layOverlay(db, change.job.accountId!, p.messageId);
+  audit(db, change, { outcome: end.outcome, targetUid: end.target?.uid ?? null, now: end.now });
+  return { targetMessageId };
 }
 
 /**

@@ -556,3 +556,86 @@ t.test('kill -9 at random moments after set_mail_flags: every recorded change ap
   reportKills(t, { actor: 'journal', kills: KILLS, ...sum(auditedOnce(t, s.database), ...differences) }, KILLS);
   await s.kill(last);
 });
+
+/** The `journal.change-ended` lines of changes ended in a batch of more than one (docs/sync.md "Changes in batches"). */
+function batchedEndings(daemon: Incarnation): Json[] {
+  return daemon.daemon.lines().filter((l) => l.event === 'journal.change-ended' && typeof l.batch === 'number' && l.batch > 1) as Json[];
+}
+
+t.test('kill -9 in the middle of a batch (one UID STORE over several messages): every change applied once, nothing else', async (t) => {
+  const s = await setup(t);
+  const id = (n: number): number => decodeStoredEmailId(s.ids.get(n)!)!;
+  const all = Array.from({ length: MESSAGES }, (_, i) => i + 1);
+  // Two batches: every message marked seen, then every message given one keyword.
+  for (const n of all) recordDirectly(s.database, id(n), { kind: 'set-seen', value: true });
+  for (const n of all) recordDirectly(s.database, id(n), { kind: 'add-keywords', keywords: ['Batched'] });
+  const rounds = [
+    { what: 'the seen batch', has: '\\Seen' },
+    { what: 'the keyword batch', has: 'Batched' },
+  ];
+  for (const round of rounds) {
+    // A delay on every chunk: the STORE lands well before the read back and the endings.
+    s.proxy.delay(150);
+    const daemon = await s.start();
+    await eventually(
+      `${round.what} to reach the server`,
+      async () => [...(await serverState(s.watcher)).values()].some((v) => v[0]!.flags.includes(round.has)),
+      90_000,
+    );
+    await s.kill(daemon);
+    s.proxy.delay(0);
+    const state = jobs(s.database);
+    t.comment(`${round.what}: killed with ${state.filter((j) => j.state === 'done').length} of ${state.length} changes ended`);
+  }
+  t.ok(
+    jobs(s.database).some((j) => j.state !== 'done'),
+    'killed before every ending was written',
+  );
+  const last = await s.start();
+  await allDone(t, s.database);
+  t.ok(batchedEndings(last).length > 0, 'the changes still outstanding after the kills ended in batches');
+  const server = await serverState(s.watcher);
+  const differences = all.map((n) => {
+    t.same(server.get(n)?.[0]?.flags, ['Batched', '\\Seen'].sort(), `message ${n} holds the seen flag and the keyword`);
+    return sum(flagDifference(['Batched', '\\Seen'], server.get(n)?.[0]?.flags), { lost: 0, duplicated: Math.max(0, (server.get(n)?.length ?? 0) - 1) });
+  });
+  reportKills(t, { actor: 'journal', kills: rounds.length, ...sum(auditedOnce(t, s.database), ...differences) }, rounds.length);
+  t.same(
+    audit(s.database).map((a) => a.requester),
+    all.flatMap(() => ['rule:kill9', 'rule:kill9']),
+    'each change audited on its own, under its requester',
+  );
+  await s.kill(last);
+});
+
+t.test('a batch in which one message was expunged meanwhile: that change ends gone, the others applied', async (t) => {
+  const s = await setup(t);
+  const id = (n: number): number => decodeStoredEmailId(s.ids.get(n)!)!;
+  const all = Array.from({ length: MESSAGES }, (_, i) => i + 1);
+  for (const n of all) recordDirectly(s.database, id(n), { kind: 'set-flagged', value: true });
+  // Message 3 leaves the server behind the mirror's back, before any change was applied.
+  const watcher = await s.watcher();
+  const uid3 = (await serverState(s.watcher)).get(3)![0]!.uid;
+  const lock = await watcher.getMailboxLock('INBOX');
+  try {
+    await watcher.messageDelete(String(uid3), { uid: true });
+  } finally {
+    lock.release();
+  }
+  const daemon = await s.start();
+  await allDone(t, s.database);
+  const byMessage = new Map(audit(s.database).map((a) => [a.message_id as number, a.outcome as string]));
+  t.same(
+    all.map((n) => byMessage.get(id(n))),
+    all.map((n) => (n === 3 ? 'gone' : 'applied')),
+    'the expunged message ends gone, every other applied',
+  );
+  t.equal(audit(s.database).length, MESSAGES, 'one audit entry per change');
+  const server = await serverState(s.watcher);
+  t.notOk(server.has(3), 'message 3 is not on the server');
+  for (const n of all.filter((n) => n !== 3)) t.same(server.get(n)?.[0]?.flags, ['\\Flagged'], `message ${n} flagged, once`);
+  const gone = batchedEndings(daemon).filter((l) => l.outcome === 'gone');
+  t.equal(gone.length, 1, 'the gone change ended within a batch');
+  t.ok(batchedEndings(daemon).filter((l) => l.outcome === 'applied').length >= 1, 'the others ended in the same batch');
+  await s.kill(daemon);
+});
