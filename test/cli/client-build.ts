@@ -1,0 +1,46 @@
+/**
+ * The release assets of this checkout's client (packaging/release.ts), built
+ * once and kept in the temporary directory under the SHA-256 of the bundle
+ * and of the Node binary: a later run with the same sources and the same Node
+ * reuses them (a single executable takes seconds to build), and a change
+ * to either builds anew and removes the older builds. The version baked in is
+ * the one these sources report (runtime/version.ts), so tests comparing
+ * versions agree with the bundle.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildClientBundle } from '../../packaging/client-bundle.ts';
+import { BUNDLE_ASSET, LINUX_X64, release, SUMS, type Release } from '../../packaging/release.ts';
+import { version } from '../../runtime/version.ts';
+
+const PREFIX = 'mailcairn-client-release-';
+
+function sha256(file: string): string {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
+}
+
+export async function builtClient(): Promise<Release & { reused: boolean }> {
+  const scratch = mkdtempSync(join(tmpdir(), 'mailcairn-client-bundle-'));
+  let key: string;
+  try {
+    const bundle = await buildClientBundle({ outfile: join(scratch, BUNDLE_ASSET), version });
+    key = createHash('sha256').update(sha256(bundle)).update(sha256(process.execPath)).digest('hex').slice(0, 16);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  const dir = join(tmpdir(), `${PREFIX}${key}`);
+  const assets = { dir, bundle: join(dir, BUNDLE_ASSET), binary: join(dir, LINUX_X64), sums: join(dir, SUMS) };
+  if (existsSync(assets.sums)) return { ...assets, reused: true };
+  for (const old of readdirSync(tmpdir()).filter((name) => name.startsWith(PREFIX))) rmSync(join(tmpdir(), old), { recursive: true, force: true });
+  // Built aside and renamed into place: an interrupted build is never taken for a finished one.
+  const building = mkdtempSync(join(tmpdir(), 'mailcairn-client-building-'));
+  try {
+    await release(building, { version });
+    renameSync(building, dir);
+  } finally {
+    rmSync(building, { recursive: true, force: true });
+  }
+  return { ...assets, reused: false };
+}
