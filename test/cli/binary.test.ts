@@ -36,10 +36,10 @@ t.test('SHA256SUMS names each asset and sha256sum -c accepts them', async (t) =>
   const lines = readFileSync(client.sums, 'utf8').trimEnd().split('\n');
   t.same(
     lines.map((l) => l.replace(/^[0-9a-f]{64} {2}/, '')),
-    ['mailcairn.cjs', 'mailcairn-linux-x64'],
+    ['mailcairn-linux-x64', 'mailcairn.cjs'],
   );
   const checked = await run('sha256sum', ['-c', 'SHA256SUMS'], { cwd: client.dir });
-  t.equal(checked.stdout, 'mailcairn.cjs: OK\nmailcairn-linux-x64: OK\n');
+  t.equal(checked.stdout, 'mailcairn-linux-x64: OK\nmailcairn.cjs: OK\n');
 
   // A copy whose bundle differs by one byte is refused.
   const copy = mkdtempSync(join(tmpdir(), 'mailcairn-sums-'));

@@ -1,7 +1,7 @@
 /**
  * The release assets of this checkout's client (packaging/release.ts), built
- * once and kept in the temporary directory under the SHA-256 of the bundle
- * and of the Node binary: a later run with the same sources and the same Node
+ * once and kept in the temporary directory under the SHA-256 of the bundle,
+ * the Node binary and the release script: a later run with the same sources and the same Node
  * reuses them (a single executable takes seconds to build), and a change
  * to either builds anew and removes the older builds. The version baked in is
  * the one these sources report (runtime/version.ts), so tests comparing
@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { buildClientBundle } from '../../packaging/client-bundle.ts';
 import { BUNDLE_ASSET, LINUX_X64, release, SUMS, type Release } from '../../packaging/release.ts';
 import { version } from '../../runtime/version.ts';
@@ -26,7 +27,13 @@ export async function builtClient(): Promise<Release & { reused: boolean }> {
   let key: string;
   try {
     const bundle = await buildClientBundle({ outfile: join(scratch, BUNDLE_ASSET), version });
-    key = createHash('sha256').update(sha256(bundle)).update(sha256(process.execPath)).digest('hex').slice(0, 16);
+    const script = fileURLToPath(new URL('../../packaging/release.ts', import.meta.url));
+    key = createHash('sha256')
+      .update(sha256(bundle))
+      .update(sha256(process.execPath))
+      .update(existsSync(script) ? sha256(script) : '')
+      .digest('hex')
+      .slice(0, 16);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
