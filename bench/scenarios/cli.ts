@@ -33,7 +33,8 @@
  *
  * Goal: `status` through the bundle under 100 ms wall.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,8 +73,13 @@ async function run(): Promise<Row[]> {
       bundle: { command: process.execPath, args: [client.bundle] },
       binary: { command: client.binary, args: [] },
     };
-    const login = spawnSync(client.binary, ['login', '--endpoint', svc.admin], { env, input: `${svc.keys.operator}\n`, encoding: 'utf8' });
-    if (login.status !== 0) throw new Error(`mailcairn login failed: ${login.stderr}`);
+    // Asynchronously: the deployment answers from this process's event loop.
+    const login = spawn(client.binary, ['login', '--endpoint', svc.admin], { env, stdio: ['pipe', 'ignore', 'pipe'] });
+    let loginErrors = '';
+    login.stderr.on('data', (d: Buffer) => (loginErrors += d.toString()));
+    login.stdin.end(`${svc.keys.operator}\n`);
+    const [loginCode] = (await once(login, 'close')) as [number | null];
+    if (loginCode !== 0) throw new Error(`mailcairn login failed: ${loginErrors}`);
 
     // Per command: the floor, then each way.
     const sides: Side[] = COMMANDS.flatMap((words) => [
