@@ -14,6 +14,7 @@ import { actorAsk } from './scenarios/actor-ask.ts';
 import { ask } from './scenarios/ask.ts';
 import { actorDensity } from './scenarios/actor-density.ts';
 import { authOverhead } from './scenarios/auth-overhead.ts';
+import { cli } from './scenarios/cli.ts';
 import { contacts } from './scenarios/contacts.ts';
 import { mailboxChanges } from './scenarios/mailbox-changes.ts';
 import { mimeParse } from './scenarios/mime-parse.ts';
@@ -45,6 +46,7 @@ const scenarios: Scenario[] = [
   ask,
   contacts,
   rulesSpam,
+  cli,
   soak,
 ];
 

@@ -6,4 +6,16 @@
  */
 import { main } from '../cli/main.ts';
 
-process.exitCode = await main({ argv: process.argv, env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+// No top-level await: the same entry is bundled as CommonJS (packaging/client-bundle.ts).
+main({
+  argv: process.argv,
+  env: process.env,
+  // Opening standard input costs milliseconds every command would pay; only a command reading it opens it.
+  get stdin() {
+    return process.stdin;
+  },
+  stdout: process.stdout,
+  stderr: process.stderr,
+}).then((code) => {
+  process.exitCode = code;
+});

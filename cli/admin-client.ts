@@ -1,5 +1,5 @@
 /**
- * The HTTP client of the administrative endpoint (undici). Every request
+ * The HTTP client of the administrative endpoint (node:http, http-exchange.ts). Every request
  * carries the profile's credential, has 30 seconds to be answered in full
  * (docs/cli.md "Conditions and their messages"), and every way it can fail
  * becomes one of the sentences that table lists:
@@ -9,13 +9,13 @@
  *
  * No sentence carries the credential or anything the request body held.
  */
-import { Agent, request } from 'undici';
 import { z } from 'zod';
-import { PinMismatch, UNTRUSTED_CODES, pinnedConnector } from './certificate.ts';
+import { PinMismatch, UNTRUSTED_CODES } from './certificate.ts';
 import { CliFailure, EXIT } from './failure.ts';
+import { createTransport, type Exchange } from './http-exchange.ts';
 
 export const ANSWER_LIMIT_MS = 30_000;
-const CONNECT_LIMIT_MS = 10_000;
+export const CONNECT_LIMIT_MS = 10_000;
 
 export const SessionReport = z.object({
   service: z.literal('mailcairn'),
@@ -55,8 +55,6 @@ export type AdminClient = {
   close(): Promise<void>;
 };
 
-type Exchange = { status: number; headers: Record<string, string | string[] | undefined>; text: string };
-
 function codeOf(err: unknown): string {
   let current: unknown = err;
   for (let depth = 0; depth < 4 && current && typeof current === 'object'; depth += 1) {
@@ -67,19 +65,8 @@ function codeOf(err: unknown): string {
   return err instanceof Error ? err.name : 'error';
 }
 
-const UNREACHABLE = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EHOSTDOWN',
-  'ENETDOWN',
-  'ETIMEDOUT',
-  'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
-const LOST = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNABORTED']);
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'ETIMEDOUT', 'EADDRNOTAVAIL']);
+const LOST = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 
 export function unreachable(endpoint: string, code: string): CliFailure {
   return new CliFailure(
@@ -112,11 +99,10 @@ export function networkFailure(err: unknown, endpoint: string, interrupted: bool
     );
   }
   const code = codeOf(err);
-  if (code === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'AbortError') return notInTime(endpoint);
+  if (code === 'TimeoutError' || code === 'AbortError' || code === 'ABORT_ERR') return notInTime(endpoint);
   if (UNTRUSTED_CODES.has(code)) return untrusted(endpoint, code);
   if (UNREACHABLE.has(code)) return unreachable(endpoint, code);
-  if (code.startsWith('HPE_') || code === 'UND_ERR_INFO' || (err instanceof Error && err.name === 'HTTPParserError'))
-    return notIdentified(endpoint, 'it does not speak HTTP');
+  if (code.startsWith('HPE_')) return notIdentified(endpoint, 'it does not speak HTTP');
   if (code.startsWith('ERR_SSL_') || code === 'EPROTO') return notIdentified(endpoint, 'no TLS was served there');
   if (LOST.has(code)) return new CliFailure(`The connection to ${endpoint} was lost before it answered (${code}).`);
   return new CliFailure(`The request to ${endpoint} failed (${code}).`);
@@ -143,13 +129,7 @@ function header(headers: Exchange['headers'], name: string): string | undefined 
 export function createAdminClient(options: AdminClientOptions): AdminClient {
   const { endpoint } = options;
   const timeoutMs = options.timeoutMs ?? ANSWER_LIMIT_MS;
-  const dispatcher = new Agent({
-    // The whole answer's limit is the request's signal; these only back it up.
-    headersTimeout: timeoutMs + 5_000,
-    bodyTimeout: timeoutMs + 5_000,
-    keepAliveTimeout: 5_000,
-    connect: options.certificateSha256 ? pinnedConnector(options.certificateSha256, CONNECT_LIMIT_MS) : { timeout: CONNECT_LIMIT_MS },
-  });
+  const transport = createTransport({ certificateSha256: options.certificateSha256, connectLimitMs: CONNECT_LIMIT_MS });
   const again = `log in again (mailcairn login --endpoint ${options.profile ?? endpoint})`;
 
   const exchange = async (
@@ -161,19 +141,16 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   ): Promise<Exchange> => {
     const url = new URL(`${endpoint}${path}`);
     for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
-    const signals = [AbortSignal.timeout(timeoutMs), ...(options.signal ? [options.signal] : [])];
+    // The whole answer's limit: from before the credential is presented to the answer's last byte.
+    const limit = AbortSignal.timeout(timeoutMs);
+    const signal = options.signal ? AbortSignal.any([limit, options.signal]) : limit;
     try {
       const headers = { accept: 'application/json', ...(await present()), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) };
-      const res = await request(url, {
-        method,
-        headers,
-        dispatcher,
-        signal: AbortSignal.any(signals),
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-      return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+      return await transport.send(method, url, headers, body !== undefined ? JSON.stringify(body) : undefined, signal);
     } catch (err) {
-      throw networkFailure(err, endpoint, options.signal?.aborted === true);
+      const interrupted = options.signal?.aborted === true;
+      if (limit.aborted && !interrupted) throw notInTime(endpoint);
+      throw networkFailure(err, endpoint, interrupted);
     }
   };
 
@@ -303,7 +280,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       return { status: answer.status, text: answer.text };
     },
     async close() {
-      await dispatcher.close().catch(() => dispatcher.destroy());
+      transport.close();
     },
   };
 }

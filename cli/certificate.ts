@@ -7,11 +7,11 @@
  * SHA-256 fingerprint is pinned in the profile. A pinned profile talks only to
  * that exact certificate: the fingerprint is the trust, so the chain and the
  * name are not checked again, and any other certificate, even a trusted one,
- * is refused until the operator logs in again.
+ * is refused until the operator logs in again (the pinned connection:
+ * http-exchange.ts).
  */
 import { connect, type TLSSocket } from 'node:tls';
 import { isIP } from 'node:net';
-import { buildConnector } from 'undici';
 
 export type Probe = { readonly trusted: boolean; readonly sha256: string; readonly reason: string | null };
 
@@ -69,20 +69,4 @@ export function probeCertificate(endpoint: string, timeoutMs: number): Promise<P
       reject(err);
     });
   });
-}
-
-/** A connector that accepts exactly the pinned certificate (sessions are not resumed, so every connection shows it). */
-export function pinnedConnector(sha256: string, timeoutMs: number): buildConnector.connector {
-  const base = buildConnector({ rejectUnauthorized: false, maxCachedSessions: 0, timeout: timeoutMs });
-  return (options, callback) => {
-    base(options, (err, socket) => {
-      if (err !== null) return callback(err, null);
-      const presented = (socket as TLSSocket).getPeerCertificate?.()?.fingerprint256;
-      if (presented !== sha256) {
-        socket.destroy();
-        return callback(new PinMismatch(presented ?? 'none'), null);
-      }
-      callback(null, socket);
-    });
-  };
 }

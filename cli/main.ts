@@ -8,18 +8,7 @@
  */
 import sade, { type LazyOutput, type Sade } from 'sade';
 import { version } from '../runtime/version.ts';
-import { registerCompletion } from './commands/completion.ts';
-import { registerContact } from './commands/contact.ts';
-import { registerEmbedding } from './commands/embedding.ts';
-import { registerFolder } from './commands/folder.ts';
-import { registerJobs } from './commands/jobs.ts';
-import { registerLogin } from './commands/login.ts';
-import { registerMailbox } from './commands/mailbox.ts';
-import { registerSpam } from './commands/spam.ts';
-import { registerOutbox } from './commands/outbox.ts';
-import { registerRules } from './commands/rules.ts';
 import type { Run } from './commands/run.ts';
-import { registerSession } from './commands/session.ts';
 import { configDir } from './config-dir.ts';
 import type { Context } from './context.ts';
 import { CliFailure, EXIT, usage } from './failure.ts';
@@ -36,6 +25,54 @@ export type MainIo = {
   /** Reported to the deployment's version check; the build's own unless a test says otherwise. */
   clientVersion?: string;
 };
+
+type Register = (program: Sade, run: Run) => void;
+
+/**
+ * The command modules, each loaded only when the command line names one of
+ * its commands: a command then loads what it uses and nothing else (zod,
+ * jose and the other commands' code cost start-up time every command would
+ * pay; docs/performance.md "Client start-up"). The key is a command's first
+ * word; the order is the order of `mailcairn --help`. This is the one place
+ * the client loads modules lazily.
+ */
+const COMMAND_MODULES: ReadonlyArray<readonly [readonly string[], () => Promise<Register>]> = [
+  [['login'], async () => (await import('./commands/login.ts')).registerLogin],
+  [['status', 'profiles', 'switch', 'logout'], async () => (await import('./commands/session.ts')).registerSession],
+  [['mailbox'], async () => (await import('./commands/mailbox.ts')).registerMailbox],
+  [['embedding'], async () => (await import('./commands/embedding.ts')).registerEmbedding],
+  [['folder'], async () => (await import('./commands/folder.ts')).registerFolder],
+  [['jobs'], async () => (await import('./commands/jobs.ts')).registerJobs],
+  [['spam'], async () => (await import('./commands/spam.ts')).registerSpam],
+  [['outbox'], async () => (await import('./commands/outbox.ts')).registerOutbox],
+  [['contact'], async () => (await import('./commands/contact.ts')).registerContact],
+  [['rules'], async () => (await import('./commands/rules.ts')).registerRules],
+  [['completion'], async () => (await import('./commands/completion.ts')).registerCompletion],
+];
+
+/** The command line's first word that is neither an option nor a value option's value; undefined when there is none. */
+function commandWord(argv: readonly string[]): string | undefined {
+  const values = new Set<string>(STRING_OPTIONS);
+  for (let i = 2; i < argv.length; i += 1) {
+    const arg = argv[i]!;
+    if (arg === '--') return argv[i + 1];
+    if (!arg.startsWith('-')) return arg;
+    if (arg.startsWith('--') && !arg.includes('=') && values.has(arg.slice(2))) i += 1;
+  }
+  return undefined;
+}
+
+/** The modules of the command named, or all of them (`--help`, a mistyped command: sade lists every command; `completion <shell>`). `--version` alone needs none. */
+async function registerCommands(program: Sade, run: Run, argv: readonly string[]): Promise<void> {
+  const word = commandWord(argv);
+  if (word === undefined && argv.length === 3 && (argv[2] === '--version' || argv[2] === '-v')) return;
+  // `completion <shell>` writes every command into its script, so it loads them all; `completion --profiles`
+  // (run at each completion of a profile name) needs only its own module.
+  const everything = word === 'completion' && !argv.includes('--profiles');
+  const named = everything ? [] : COMMAND_MODULES.filter(([words]) => word !== undefined && words.includes(word));
+  const loads = (named.length > 0 ? named : COMMAND_MODULES).map(([, load]) => load());
+  for (const register of await Promise.all(loads)) register(program, run);
+}
 
 /** sade reports a bad command line by exiting; this turns that exit into exit code 2 without leaving main. */
 class UsageExit extends Error {}
@@ -83,7 +120,13 @@ export async function main(io: MainIo): Promise<number> {
           env: io.env,
           dir: configDir(io.env),
           out: createOutput(parseFormat(optionalText(options, 'output')), io, io.env),
-          io: { stdin: io.stdin, stderr: io.stderr },
+          io: {
+            // Opened only by a command that reads it (bin/mailcairn.ts).
+            get stdin() {
+              return io.stdin;
+            },
+            stderr: io.stderr,
+          },
           clientVersion,
           endpointOption: optionalText(options, 'endpoint'),
         };
@@ -98,17 +141,7 @@ export async function main(io: MainIo): Promise<number> {
     .describe('Operator client of a Mailcairn deployment: every command is a request to its administrative endpoint.')
     .option('--endpoint', 'Profile name or endpoint address (else SERVICE_ENDPOINT, else the default profile)')
     .option('--output', 'table | json', 'table');
-  registerLogin(program, run);
-  registerSession(program, run);
-  registerMailbox(program, run);
-  registerEmbedding(program, run);
-  registerFolder(program, run);
-  registerJobs(program, run);
-  registerSpam(program, run);
-  registerOutbox(program, run);
-  registerContact(program, run);
-  registerRules(program, run);
-  registerCompletion(program, run);
+  await registerCommands(program, run, io.argv);
 
   let parsed;
   try {

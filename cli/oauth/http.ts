@@ -9,9 +9,9 @@
  * machine (the rule the deployment applies to `Issuer`): tokens and codes
  * cross these requests.
  */
-import { request } from 'undici';
-import { ANSWER_LIMIT_MS, networkFailure } from '../admin-client.ts';
+import { ANSWER_LIMIT_MS, CONNECT_LIMIT_MS, networkFailure, notInTime } from '../admin-client.ts';
 import { CliFailure } from '../failure.ts';
+import { createTransport } from '../http-exchange.ts';
 import { isLoopbackHost } from '../profiles.ts';
 
 export type ServerAnswer = { status: number; json: Record<string, unknown> | null };
@@ -41,18 +41,19 @@ function parse(text: string): Record<string, unknown> | null {
   }
 }
 
+/** One request and its whole answer, over the transport the administrative client uses (http-exchange.ts), one connection per request. */
 async function exchange(address: string, init: { method: 'GET' | 'POST'; body?: string }): Promise<ServerAnswer> {
-  const origin = new URL(address).origin;
+  const url = new URL(address);
+  const transport = createTransport({ connectLimitMs: CONNECT_LIMIT_MS });
+  const limit = AbortSignal.timeout(ANSWER_LIMIT_MS);
   try {
-    const res = await request(address, {
-      method: init.method,
-      headers: { accept: 'application/json', ...(init.body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-      signal: AbortSignal.timeout(ANSWER_LIMIT_MS),
-      ...(init.body !== undefined ? { body: init.body } : {}),
-    });
-    return { status: res.statusCode, json: parse(await res.body.text()) };
+    const headers = { accept: 'application/json', ...(init.body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) };
+    const answer = await transport.send(init.method, url, headers, init.body, limit);
+    return { status: answer.status, json: parse(answer.text) };
   } catch (err) {
-    throw networkFailure(err, origin, false);
+    throw limit.aborted ? notInTime(url.origin) : networkFailure(err, url.origin, false);
+  } finally {
+    transport.close();
   }
 }
 

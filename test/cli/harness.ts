@@ -2,12 +2,19 @@
  * What the client tests share: a Mailcairn service started for real
  * in-process (optionally mirroring a private Dovecot, optionally reporting
  * another version), its administrative credentials, and the client itself
- * run as a subprocess (`node --import tsx bin/mailcairn.ts`) with its own
- * HOME and XDG_CONFIG_HOME, so every test owns its credential file.
+ * run as a subprocess with its own HOME and XDG_CONFIG_HOME, so every test
+ * owns its credential file.
+ *
+ * Which client runs is MAILCAIRN_CLI_UNDER_TEST (docs/testing.md):
+ * `sources` (the default, `node --import tsx bin/mailcairn.ts`), `bundle`
+ * (`node <MAILCAIRN_CLI_BUNDLE>`, default dist/cli/mailcairn.cjs from
+ * `npm run build:client`) or `binary` (`<MAILCAIRN_CLI_BINARY>`, default
+ * release/mailcairn-linux-x64 from `npm run release`); test/cli/binary.test.ts
+ * runs some of these files against the bundle and the binary.
  */
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -148,6 +155,24 @@ export async function startCliService(t: Teardown, options: CliServiceOptions = 
   };
 }
 
+export type ClientUnderTest = 'sources' | 'bundle' | 'binary';
+
+/** The command that runs the client under test: executable and the arguments before the client's own. */
+export function clientCommand(env: NodeJS.ProcessEnv = process.env): { kind: ClientUnderTest; command: string; args: string[] } {
+  const kind = env.MAILCAIRN_CLI_UNDER_TEST ?? 'sources';
+  if (kind === 'sources') return { kind, command: process.execPath, args: ['--import', 'tsx', join(root, 'bin/mailcairn.ts')] };
+  if (kind === 'bundle' || kind === 'binary') {
+    const file =
+      kind === 'bundle'
+        ? (env.MAILCAIRN_CLI_BUNDLE ?? join(root, 'dist/cli/mailcairn.cjs'))
+        : (env.MAILCAIRN_CLI_BINARY ?? join(root, 'release/mailcairn-linux-x64'));
+    if (!existsSync(file))
+      throw new Error(`MAILCAIRN_CLI_UNDER_TEST=${kind}: ${file} does not exist (npm run ${kind === 'bundle' ? 'build:client' : 'release'})`);
+    return kind === 'bundle' ? { kind, command: process.execPath, args: [file] } : { kind, command: file, args: [] };
+  }
+  throw new Error(`MAILCAIRN_CLI_UNDER_TEST is ${kind}; it takes sources, bundle or binary`);
+}
+
 export type CliResult = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
 
 export type CliHome = { home: string; config: string; dir: string };
@@ -170,7 +195,8 @@ export type CliRun = {
 
 /** Runs the client once; stdin is a pipe carrying `input` (or nothing), so it is never a terminal. */
 export function cli(home: CliHome, args: string[], run: CliRun = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bin/mailcairn.ts'), ...args], {
+  const client = clientCommand();
+  const child = spawn(client.command, [...client.args, ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: home.home, XDG_CONFIG_HOME: home.config, ...run.env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -326,7 +352,8 @@ export function onTerminal(
   steps: Array<{ after: RegExp; send: string }>,
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; screen: string }> {
-  const quoted = ['node', '--import', 'tsx', 'bin/mailcairn.ts', ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  const client = clientCommand();
+  const quoted = [client.command, ...client.args, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
   const child = spawn('script', ['-qfec', quoted, '/dev/null'], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: home.home, XDG_CONFIG_HOME: home.config, TERM: 'xterm', ...env },
