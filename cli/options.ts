@@ -63,4 +63,13 @@ export const STRING_OPTIONS = [
   'from',
   'before',
 ] as const;
-export const BOOLEAN_OPTIONS = ['yes', 'allow-clear-text', 'trust-untrusted-certificate', 'despite-refusal', 'clear-note', 'watch', 'profiles', 'apply'] as const;
+export const BOOLEAN_OPTIONS = [
+  'yes',
+  'allow-clear-text',
+  'trust-untrusted-certificate',
+  'despite-refusal',
+  'clear-note',
+  'watch',
+  'profiles',
+  'apply',
+] as const;
