@@ -26,8 +26,14 @@ t.setTimeout(600_000);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
 
-/** The test files run again against the bundle and the executable: the command table, sign-in (both modes), the conditions, the profiles. */
-const PARITY_FILES = ['test/cli/command-line.test.ts', 'test/cli/sign-in.test.ts', 'test/cli/conditions.test.ts', 'test/cli/profiles.test.ts'];
+/** The test files run again against the bundle and the executable: the command table, sign-in (key, key pair and OAuth interactive), the conditions, the profiles. */
+const PARITY_FILES = [
+  'test/cli/command-line.test.ts',
+  'test/cli/sign-in.test.ts',
+  'test/cli/conditions.test.ts',
+  'test/cli/profiles.test.ts',
+  'test/cli/oauth-interactive.test.ts',
+];
 
 const client = await builtClient();
 t.comment(`client assets in ${client.dir}${client.reused ? ' (reused)' : ''}`);
