@@ -13,11 +13,9 @@
  *
  * Importable from anywhere.
  */
-import type { Context } from '@opentelemetry/api';
 import type { AskOptions, TellOptions } from './actor.ts';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
-import { isRecorded } from './telemetry/tracing.ts';
 import type { Router } from './router.ts';
 
 export type { AskOptions, TellOptions };
@@ -65,20 +63,6 @@ export type ActorRef<out P extends Protocol = AnyProtocol> = {
   ask<K extends keyof P & string, R extends P[K]['reply'] = P[K]['reply']>(msg: P[K]['msg'] & { readonly type: K }, options?: AskOptions<R>): Promise<R>;
   tell<K extends keyof P & string>(msg: P[K]['msg'] & { readonly type: K }, options?: TellOptions): void;
 };
-
-/**
- * `target`, its asks part of `parent`'s trace (the parent of their `ask
- * <kind>` spans: telemetry/actor-spans.ts): how a request hands its trace to
- * the asks its handler makes after an await. `target` itself when `parent`
- * records nothing (telemetry off: nothing is allocated).
- */
-export function askingWithin<P extends Protocol>(target: Askable<P>, parent: Context | undefined): Askable<P> {
-  if (!isRecorded(parent)) return target;
-  return {
-    id: target.id,
-    ask: (msg, options) => target.ask(msg, { ...options, parent }),
-  };
-}
 
 export function actorRef<P extends Protocol = AnyProtocol>(router: Router, id: ActorId<P>): ActorRef<P> {
   return {

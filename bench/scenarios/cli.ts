@@ -17,7 +17,7 @@
  *    packaged `mailcairn` command);
  *  - `binary`: `mailcairn-linux-x64` (packaging/release.ts: the single
  *    executable, with V8's code cache of the bundle).
- * The bundle and the executable are built as test/cli/client-build.ts builds
+ * The bundle and the executable are built as test/helpers/client-build.ts builds
  * them (cached in the temporary directory by their content).
  *
  * Measured: `status`, `mailbox status` and `outbox list` (each one session
@@ -39,7 +39,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { builtClient } from '../../test/cli/client-build.ts';
+import { builtClient } from '../../test/helpers/client-build.ts';
 import { startCliService } from '../../test/cli/harness.ts';
 import { goalRow, millis } from '../goals.ts';
 import { timed } from '../peers/process-stats.ts';

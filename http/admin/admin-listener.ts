@@ -26,7 +26,7 @@
  * and code (the logger reduces every error: runtime/log.ts).
  * Never a body, a credential or a refresh token.
  */
-import { askingWithin } from '../../runtime/ref.ts';
+import { askingWithin } from '../../runtime/telemetry/tracing.ts';
 import type { Context } from '@opentelemetry/api';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Config } from '../../config/schema.ts';
@@ -283,7 +283,7 @@ function isJson(req: IncomingMessage): boolean {
   return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';
 }
 
-/** `deps` whose asks are part of `trace` (runtime/ref.ts `askingWithin`); `deps` itself when `trace` records nothing. */
+/** `deps` whose asks are part of `trace` (runtime/telemetry/tracing.ts `askingWithin`); `deps` itself when `trace` records nothing. */
 function withinTrace(deps: AdminDeps, trace: Context): AdminDeps {
   if (!isRecorded(trace)) return deps;
   return { ...deps, queryPool: askingWithin(deps.queryPool, trace), actor: (id) => askingWithin(deps.actor(id), trace) };

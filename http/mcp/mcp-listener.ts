@@ -17,7 +17,7 @@
  * Imports of the SDK stay under http/mcp/.
  */
 import type { Context } from '@opentelemetry/api';
-import { askingWithin } from '../../runtime/ref.ts';
+import { askingWithin } from '../../runtime/telemetry/tracing.ts';
 import { isRecorded } from '../../runtime/telemetry/tracing.ts';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
@@ -220,7 +220,7 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
   });
 }
 
-/** `deps` whose asks are part of `trace` (runtime/ref.ts `askingWithin`); `deps` itself when `trace` records nothing. */
+/** `deps` whose asks are part of `trace` (runtime/telemetry/tracing.ts `askingWithin`); `deps` itself when `trace` records nothing. */
 function withinTrace(deps: McpListenerDeps, trace: Context): McpListenerDeps {
   if (!isRecorded(trace)) return deps;
   return {

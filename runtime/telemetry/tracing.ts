@@ -12,6 +12,7 @@
  * Importable from every layer.
  */
 import { type Attributes, type Context, context, propagation, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Askable, Protocol } from '../ref.ts';
 import { SCOPE } from './instruments.ts';
 
 export { SpanKind };
@@ -84,4 +85,18 @@ export function activeTraceId(): string | undefined {
 export function traceIdOf(traced: Context | undefined): string | undefined {
   const span = traced === undefined ? undefined : trace.getSpan(traced);
   return span?.isRecording() ? span.spanContext().traceId : undefined;
+}
+
+/**
+ * `target`, its asks part of `parent`'s trace (the parent of their `ask
+ * <kind>` spans: actor-spans.ts): how a request hands its trace to
+ * the asks its handler makes after an await. `target` itself when `parent`
+ * records nothing (telemetry off: nothing is allocated).
+ */
+export function askingWithin<P extends Protocol>(target: Askable<P>, parent: Context | undefined): Askable<P> {
+  if (!isRecorded(parent)) return target;
+  return {
+    id: target.id,
+    ask: (msg, options) => target.ask(msg, { ...options, parent }),
+  };
 }

@@ -1,7 +1,7 @@
 /**
  * The release assets of the client (issue 33, items 4 and 5; docs/cli.md
  * "Binaries"): packaging/release.ts builds the bundle and the Linux x64
- * single executable (once, cached by test/cli/client-build.ts); SHA256SUMS
+ * single executable (once, cached by test/helpers/client-build.ts); SHA256SUMS
  * names both and `sha256sum -c` accepts them, and refuses a changed file;
  * the executable, run with no Node and no checkout around it, prints its
  * version, signs in with an API key on standard input and reports the session
@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { version } from '../../runtime/version.ts';
-import { builtClient } from './client-build.ts';
+import { builtClient } from '../helpers/client-build.ts';
 import { cliHome, leaks, startCliService } from './harness.ts';
 
 t.setTimeout(600_000);
