@@ -117,19 +117,34 @@ export async function select(client: ImapFlow, path: string): Promise<{ readOnly
   return client.mailboxOpen(path);
 }
 
-async function store(client: ImapFlow, uid: number, effect: ChangeEffect, current: ServerState): Promise<void> {
-  const options = { uid: true, ...(current.modseq !== null ? { unchangedSince: BigInt(current.modseq) } : {}) };
-  const range = String(uid);
+type StoreOptions = { uid: true; unchangedSince?: bigint };
+
+/**
+ * The STORE of a change every message takes the same way whatever it holds
+ * (seen, flagged, keywords added), over one UID or a UID set (change-batch.ts);
+ * false for a change whose STORE depends on the message's own flags.
+ */
+export async function storeUniform(client: ImapFlow, range: string, effect: ChangeEffect, options: StoreOptions): Promise<boolean> {
   switch (effect.kind) {
     case 'set-seen':
     case 'set-flagged': {
       const flag = effect.kind === 'set-seen' ? '\\Seen' : '\\Flagged';
       await (effect.value ? client.messageFlagsAdd(range, [flag], options) : client.messageFlagsRemove(range, [flag], options));
-      return;
+      return true;
     }
     case 'add-keywords':
       await client.messageFlagsAdd(range, [...effect.keywords], options);
-      return;
+      return true;
+    default:
+      return false;
+  }
+}
+
+async function store(client: ImapFlow, uid: number, effect: ChangeEffect, current: ServerState): Promise<void> {
+  const options: StoreOptions = { uid: true, ...(current.modseq !== null ? { unchangedSince: BigInt(current.modseq) } : {}) };
+  const range = String(uid);
+  if (await storeUniform(client, range, effect, options)) return;
+  switch (effect.kind) {
     case 'remove-keywords': {
       // The server's own spelling of each keyword too: keywords compare case-insensitively, a server may not.
       const folded = new Set(effect.keywords);

@@ -28,7 +28,7 @@
 import type { ImapFlow } from 'imapflow';
 import type { Change, ChangeEnd, ServerState } from '../../runtime/store/mailbox/changes.ts';
 import { isSatisfied } from '../../runtime/store/mailbox/change-effect.ts';
-import { acceptsKeywords, select, serverChangedIt } from './change-apply.ts';
+import { acceptsKeywords, select, serverChangedIt, storeUniform } from './change-apply.ts';
 import { splitFlags } from './server-flags.ts';
 
 export type BatchEnding = { change: Change; end: Omit<ChangeEnd, 'now'> };
@@ -68,20 +68,7 @@ export async function applyFlagBatch(client: ImapFlow, batch: readonly Change[])
 }
 
 async function storeSet(client: ImapFlow, range: string, effect: Change['payload']['effect'], guard: bigint): Promise<void> {
-  const options = { uid: true, unchangedSince: guard };
-  switch (effect.kind) {
-    case 'set-seen':
-    case 'set-flagged': {
-      const flag = effect.kind === 'set-seen' ? '\\Seen' : '\\Flagged';
-      await (effect.value ? client.messageFlagsAdd(range, [flag], options) : client.messageFlagsRemove(range, [flag], options));
-      return;
-    }
-    case 'add-keywords':
-      await client.messageFlagsAdd(range, [...effect.keywords], options);
-      return;
-    default:
-      throw new Error(`not a batchable change: ${effect.kind}`);
-  }
+  if (!(await storeUniform(client, range, effect, { uid: true, unchangedSince: guard }))) throw new Error(`not a batchable change: ${effect.kind}`);
 }
 
 /** Each message's flags, keywords and MODSEQ by UID; a UID the server no longer holds is absent. */
