@@ -11,6 +11,13 @@
  * Installed on every connection `openStore` makes, with the same call shape
  * (`db.transaction(fn)`, `.deferred()`, `.immediate()`, `.exclusive()`), so
  * the store's modules are unchanged. Imported by open.ts only.
+ *
+ * One difference: `db.transaction(fn)()` without a mode begins IMMEDIATE
+ * (libsql's and SQLite's default is DEFERRED). A deferred transaction that
+ * reads and then writes cannot wait for the write lock: when another
+ * connection committed after its read, SQLite answers SQLITE_BUSY at once,
+ * whatever the busy timeout, and under a running mirror that is a crash of
+ * the asking actor. A read-only transaction says `.deferred()`.
  */
 import { namedStorageFull } from '../storage-full.ts';
 
@@ -47,7 +54,7 @@ export function installTransactions(db: Connection): void {
         }
       };
     const modes = {
-      default: { value: wrap('') },
+      default: { value: wrap('IMMEDIATE') },
       deferred: { value: wrap('DEFERRED') },
       immediate: { value: wrap('IMMEDIATE') },
       exclusive: { value: wrap('EXCLUSIVE') },

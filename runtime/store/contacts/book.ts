@@ -129,7 +129,7 @@ export function createAsserted(db: Database, record: ContactRecord, now: number)
     const row = Number(inserted.lastInsertRowid);
     writeAddresses(db, row, record.addresses);
     return contactOf(db, one<ContactRow>(statements(db).byId, [row])!);
-  })();
+  }).immediate();
 }
 
 export type Replaced = { readonly kind: 'replaced'; readonly contact: Contact } | { readonly kind: 'absent' } | { readonly kind: 'collected' };
@@ -146,7 +146,7 @@ export function replace(db: Database, id: string, record: ContactRecord, now: nu
     run(statements(db).deleteAddresses, [row]);
     writeAddresses(db, row, record.addresses);
     return { kind: 'replaced', contact: contactOf(db, one<ContactRow>(statements(db).byId, [row])!) };
-  })();
+  }).immediate();
 }
 
 export type Promoted =
@@ -164,7 +164,7 @@ export function promote(db: Database, id: string, now: number): Promoted {
     if (found.origin === 'asserted') return { kind: 'already-asserted', contact: contactOf(db, found) };
     run(statements(db).promote, [now, row]);
     return { kind: 'promoted', contact: contactOf(db, one<ContactRow>(statements(db).byId, [row])!) };
-  })();
+  }).immediate();
 }
 
 /** Everyone who uses one address (compared case-insensitively), asserted and collected. */
@@ -203,7 +203,7 @@ export function erase(db: Database, id: string): Erased {
     run(statements(db).remove, [row]);
     // A collected contact holds exactly one address.
     return { found: true, contacts: 1 + derived.length, addresses: keys.length + derived.length };
-  })();
+  }).immediate();
 }
 
 /** Erases every collected contact, keeps asserted ones; answers the two counts. */
@@ -213,7 +213,7 @@ export function eraseCollected(db: Database): { contacts: number; addresses: num
     const addresses = one<{ n: number }>(statements(db).countCollectedAddresses)!.n;
     run(statements(db).removeCollected);
     return { contacts, addresses };
-  })();
+  }).immediate();
 }
 
 /** A correspondent seen in mail: an address and the display name that came with it, if any. */

@@ -91,3 +91,35 @@ t.test('a libSQL server that does not answer is refused clearly, without the tok
   t.notMatch(err?.message, 'token-value');
   t.notMatch(err?.message, 'pw');
 });
+
+t.test('a transaction without a mode holds the write lock from its start; a deferred one does not', async (t) => {
+  const database = join(scratchDir(t), 'mail.db');
+  const db = openStore({ database, ...defaults });
+  const other = openStore({ database, busyTimeoutMs: 0, synchronous: 'Full' });
+  t.teardown(() => {
+    db.close();
+    other.close();
+  });
+  db.exec('CREATE TABLE note (text TEXT)');
+  /** Whether the other connection may begin writing now (no wait: busy timeout 0). */
+  const otherMayWrite = (): boolean => {
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      other.exec('ROLLBACK');
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+      return false;
+    }
+  };
+  // The read-then-write shape of a store function (contacts' erase was one): without IMMEDIATE, a commit
+  // by another connection between the read and the write is SQLITE_BUSY at once, whatever the busy timeout.
+  const readThenWrite = (): boolean => {
+    one(db.prepare('SELECT count(*) AS n FROM note'));
+    const free = otherMayWrite();
+    db.exec("INSERT INTO note VALUES ('x')");
+    return free;
+  };
+  t.equal(db.transaction(readThenWrite)(), false, 'no other writer between the read and the write');
+  t.equal(db.transaction(readThenWrite).deferred(), true, 'a deferred transaction leaves the lock free until it writes');
+});
