@@ -124,12 +124,14 @@ export function contactById(db: Database, id: string): Contact | undefined {
 
 /** Records an asserted contact; answers it. */
 export function createAsserted(db: Database, record: ContactRecord, now: number): Contact {
-  return db.transaction(() => {
-    const inserted = run(statements(db).insert, [record.name, nameKeyOf(record.name), 'asserted', record.note, now, now, null]);
-    const row = Number(inserted.lastInsertRowid);
-    writeAddresses(db, row, record.addresses);
-    return contactOf(db, one<ContactRow>(statements(db).byId, [row])!);
-  }).immediate();
+  return db
+    .transaction(() => {
+      const inserted = run(statements(db).insert, [record.name, nameKeyOf(record.name), 'asserted', record.note, now, now, null]);
+      const row = Number(inserted.lastInsertRowid);
+      writeAddresses(db, row, record.addresses);
+      return contactOf(db, one<ContactRow>(statements(db).byId, [row])!);
+    })
+    .immediate();
 }
 
 export type Replaced = { readonly kind: 'replaced'; readonly contact: Contact } | { readonly kind: 'absent' } | { readonly kind: 'collected' };
@@ -138,15 +140,17 @@ export type Replaced = { readonly kind: 'replaced'; readonly contact: Contact } 
 export function replace(db: Database, id: string, record: ContactRecord, now: number): Replaced {
   const row = contactIds.rowOf(id);
   if (row === null) return { kind: 'absent' };
-  return db.transaction((): Replaced => {
-    const found = one<ContactRow>(statements(db).byId, [row]);
-    if (found === undefined) return { kind: 'absent' };
-    if (found.origin === 'collected') return { kind: 'collected' };
-    run(statements(db).amend, [record.name, nameKeyOf(record.name), record.note, now, row]);
-    run(statements(db).deleteAddresses, [row]);
-    writeAddresses(db, row, record.addresses);
-    return { kind: 'replaced', contact: contactOf(db, one<ContactRow>(statements(db).byId, [row])!) };
-  }).immediate();
+  return db
+    .transaction((): Replaced => {
+      const found = one<ContactRow>(statements(db).byId, [row]);
+      if (found === undefined) return { kind: 'absent' };
+      if (found.origin === 'collected') return { kind: 'collected' };
+      run(statements(db).amend, [record.name, nameKeyOf(record.name), record.note, now, row]);
+      run(statements(db).deleteAddresses, [row]);
+      writeAddresses(db, row, record.addresses);
+      return { kind: 'replaced', contact: contactOf(db, one<ContactRow>(statements(db).byId, [row])!) };
+    })
+    .immediate();
 }
 
 export type Promoted =
@@ -158,13 +162,15 @@ export type Promoted =
 export function promote(db: Database, id: string, now: number): Promoted {
   const row = contactIds.rowOf(id);
   if (row === null) return { kind: 'absent' };
-  return db.transaction((): Promoted => {
-    const found = one<ContactRow>(statements(db).byId, [row]);
-    if (found === undefined) return { kind: 'absent' };
-    if (found.origin === 'asserted') return { kind: 'already-asserted', contact: contactOf(db, found) };
-    run(statements(db).promote, [now, row]);
-    return { kind: 'promoted', contact: contactOf(db, one<ContactRow>(statements(db).byId, [row])!) };
-  }).immediate();
+  return db
+    .transaction((): Promoted => {
+      const found = one<ContactRow>(statements(db).byId, [row]);
+      if (found === undefined) return { kind: 'absent' };
+      if (found.origin === 'asserted') return { kind: 'already-asserted', contact: contactOf(db, found) };
+      run(statements(db).promote, [now, row]);
+      return { kind: 'promoted', contact: contactOf(db, one<ContactRow>(statements(db).byId, [row])!) };
+    })
+    .immediate();
 }
 
 /** Everyone who uses one address (compared case-insensitively), asserted and collected. */
@@ -191,29 +197,33 @@ export type Erased = {
 export function erase(db: Database, id: string): Erased {
   const row = contactIds.rowOf(id);
   if (row === null) return { found: false, contacts: 0, addresses: 0 };
-  return db.transaction((): Erased => {
-    const found = one<ContactRow>(statements(db).byId, [row]);
-    if (found === undefined) return { found: false, contacts: 0, addresses: 0 };
-    const keys = addressesOf(db, row).map((a) => addressKeyOf(a.address));
-    const derived = keys.flatMap((key) => {
-      const collected = one<{ id: number }>(statements(db).collectedByKey, [key]);
-      return collected === undefined || collected.id === row ? [] : [collected.id];
-    });
-    for (const other of derived) run(statements(db).remove, [other]);
-    run(statements(db).remove, [row]);
-    // A collected contact holds exactly one address.
-    return { found: true, contacts: 1 + derived.length, addresses: keys.length + derived.length };
-  }).immediate();
+  return db
+    .transaction((): Erased => {
+      const found = one<ContactRow>(statements(db).byId, [row]);
+      if (found === undefined) return { found: false, contacts: 0, addresses: 0 };
+      const keys = addressesOf(db, row).map((a) => addressKeyOf(a.address));
+      const derived = keys.flatMap((key) => {
+        const collected = one<{ id: number }>(statements(db).collectedByKey, [key]);
+        return collected === undefined || collected.id === row ? [] : [collected.id];
+      });
+      for (const other of derived) run(statements(db).remove, [other]);
+      run(statements(db).remove, [row]);
+      // A collected contact holds exactly one address.
+      return { found: true, contacts: 1 + derived.length, addresses: keys.length + derived.length };
+    })
+    .immediate();
 }
 
 /** Erases every collected contact, keeps asserted ones; answers the two counts. */
 export function eraseCollected(db: Database): { contacts: number; addresses: number } {
-  return db.transaction(() => {
-    const contacts = one<{ n: number }>(statements(db).countCollected)!.n;
-    const addresses = one<{ n: number }>(statements(db).countCollectedAddresses)!.n;
-    run(statements(db).removeCollected);
-    return { contacts, addresses };
-  }).immediate();
+  return db
+    .transaction(() => {
+      const contacts = one<{ n: number }>(statements(db).countCollected)!.n;
+      const addresses = one<{ n: number }>(statements(db).countCollectedAddresses)!.n;
+      run(statements(db).removeCollected);
+      return { contacts, addresses };
+    })
+    .immediate();
 }
 
 /** A correspondent seen in mail: an address and the display name that came with it, if any. */
