@@ -9,7 +9,6 @@
  *
  * No sentence carries the credential or anything the request body held.
  */
-import { z } from 'zod';
 import { PinMismatch, UNTRUSTED_CODES } from './certificate.ts';
 import { CliFailure, EXIT } from './failure.ts';
 import { createTransport, type Exchange } from './http-exchange.ts';
@@ -17,13 +16,20 @@ import { createTransport, type Exchange } from './http-exchange.ts';
 export const ANSWER_LIMIT_MS = 30_000;
 export const CONNECT_LIMIT_MS = 10_000;
 
-export const SessionReport = z.object({
-  service: z.literal('mailcairn'),
-  version: z.string(),
-  credential: z.string(),
-  permissions: z.array(z.string()),
-});
-export type SessionReport = z.infer<typeof SessionReport>;
+export type SessionReport = { service: 'mailcairn'; version: string; credential: string; permissions: string[] };
+
+/** Checked by hand rather than with zod, which every command would then load (docs/performance.md "Client start-up"). Members beyond these are allowed. */
+function isSessionReport(value: unknown): value is SessionReport {
+  if (typeof value !== 'object' || value === null) return false;
+  const { service, version, credential, permissions } = value as Record<string, unknown>;
+  return (
+    service === 'mailcairn' &&
+    typeof version === 'string' &&
+    typeof credential === 'string' &&
+    Array.isArray(permissions) &&
+    permissions.every((permission) => typeof permission === 'string')
+  );
+}
 
 /** The headers presenting the credential; called once per request (a key-pair assertion is never reused). */
 export type Presenter = () => Promise<Record<string, string>>;
@@ -245,9 +251,8 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       } catch {
         throw notIdentified(endpoint, 'its answer is not JSON');
       }
-      const report = SessionReport.safeParse(value);
-      if (!report.success) throw notIdentified(endpoint, 'its answer is not a session report');
-      return report.data;
+      if (!isSessionReport(value)) throw notIdentified(endpoint, 'its answer is not a session report');
+      return value;
     },
     async get(path, query) {
       const route = `GET ${path}`;

@@ -6,13 +6,11 @@
  * sent nothing but the session request.
  */
 import { createAdminClient, type AdminClient, type Presenter, type SessionReport } from './admin-client.ts';
-import { loadSigningKey, signAssertion } from './assertion.ts';
 import type { Context } from './context.ts';
 import { readCredentialFile, unseal, type StoredProfile } from './credential-file.ts';
 import { CliFailure } from './failure.ts';
 import { chooseProfile } from './profiles.ts';
 import { judgeAgreement } from './version-agreement.ts';
-import { oauthPresenter } from './oauth/tokens.ts';
 
 export type Connection = {
   readonly name: string;
@@ -21,17 +19,36 @@ export type Connection = {
   readonly session: SessionReport;
 };
 
+/**
+ * A presenter whose module is loaded at its first use: signing an assertion needs jose, and an OAuth
+ * sign-in its renewal code, which a key-mode command never loads (docs/performance.md "Client start-up").
+ * A failure to build it (an unreadable private key) is raised by that first request, before anything is sent.
+ */
+function loadedAtFirstUse(build: () => Promise<Presenter>): Presenter {
+  let built: Promise<Presenter> | undefined;
+  return async () => {
+    built ??= build();
+    return (await built)();
+  };
+}
+
 /** The credential headers of a stored profile: the unsealed API key, a fresh assertion per request, or the OAuth access token (renewed when due). */
 export function presenterFor(dir: string, name: string, profile: StoredProfile): Presenter {
-  if (profile.mode === 'interactive' || profile.mode === 'device') return oauthPresenter(dir, name, profile);
+  if (profile.mode === 'interactive' || profile.mode === 'device') {
+    return loadedAtFirstUse(async () => (await import('./oauth/tokens.ts')).oauthPresenter(dir, name, profile));
+  }
   if (profile.mode === 'key') {
     if (profile.sealedKey === undefined) throw new CliFailure(`Profile ${name} holds no credential; log in again.`);
     const key = unseal(dir, profile.sealedKey, { profile: name, endpoint: profile.endpoint });
     return async () => ({ 'x-api-key': key });
   }
-  if (profile.privateKey === undefined) throw new CliFailure(`Profile ${name} names no private key; log in again.`);
-  const signing = loadSigningKey(profile.privateKey);
-  return async () => ({ authorization: `Bearer ${await signAssertion(signing)}` });
+  const { privateKey } = profile;
+  if (privateKey === undefined) throw new CliFailure(`Profile ${name} names no private key; log in again.`);
+  return loadedAtFirstUse(async () => {
+    const { loadSigningKey, signAssertion } = await import('./assertion.ts');
+    const signing = loadSigningKey(privateKey);
+    return async () => ({ authorization: `Bearer ${await signAssertion(signing)}` });
+  });
 }
 
 /** Warns of, or refuses, a version disagreement; the session report was the only request sent. */

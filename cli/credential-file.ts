@@ -21,50 +21,96 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
 import { CliFailure } from './failure.ts';
 
 export const CREDENTIAL_FILE = 'credentials.json';
 export const KEY_FILE = 'credentials.key';
 
+// The shapes below are checked by hand, not with zod: the credential file is read by every command,
+// and zod's own start-up is about half of what `status` adds to Node's (docs/performance.md "Client start-up").
+
+/** Members this build does not know, kept as written. */
+type Unknown = { [member: string]: unknown };
+
 /** What an OAuth sign-in needs to renew its access token; nothing here is secret (client rule 5). */
-const OAuthRenewal = z.looseObject({
-  issuer: z.string(),
-  tokenEndpoint: z.string(),
-  clientId: z.string(),
-  resource: z.string(),
-  scopes: z.array(z.string()),
+export type OAuthRenewal = Unknown & {
+  issuer: string;
+  tokenEndpoint: string;
+  clientId: string;
+  resource: string;
+  scopes: string[];
   /** When the stored access token expires (ISO 8601). */
-  accessTokenExpiresAt: z.string(),
-});
-export type OAuthRenewal = z.infer<typeof OAuthRenewal>;
+  accessTokenExpiresAt: string;
+};
 
-const StoredProfile = z.looseObject({
-  endpoint: z.string(),
-  mode: z.enum(['key', 'keypair', 'interactive', 'device']),
+export type StoredProfile = Unknown & {
+  endpoint: string;
+  mode: 'key' | 'keypair' | 'interactive' | 'device';
   /** Key mode: the API key, sealed. */
-  sealedKey: z.string().optional(),
+  sealedKey?: string | undefined;
   /** Key-pair mode: where the private key is; the key itself is never copied. */
-  privateKey: z.string().optional(),
+  privateKey?: string | undefined;
   /** OAuth modes: the access token and the refresh token issued at sign-in, sealed. */
-  sealedAccessToken: z.string().optional(),
-  sealedRefreshToken: z.string().optional(),
-  oauth: OAuthRenewal.optional(),
+  sealedAccessToken?: string | undefined;
+  sealedRefreshToken?: string | undefined;
+  oauth?: OAuthRenewal | undefined;
   /** SHA-256 of the certificate accepted with --trust-untrusted-certificate (colon-separated hex, upper case). */
-  certificateSha256: z.string().optional(),
+  certificateSha256?: string | undefined;
   /** The operator accepted clear text to a non-loopback http endpoint. */
-  clearText: z.boolean().optional(),
-  signedInAt: z.string(),
-});
-export type StoredProfile = z.infer<typeof StoredProfile>;
+  clearText?: boolean | undefined;
+  signedInAt: string;
+};
 
-const Document = z.looseObject({
-  format: z.literal(1),
+export type CredentialDocument = Unknown & {
+  format: 1;
   /** The profile last switched to (or logged in with); null when none is. */
-  current: z.string().nullable(),
-  profiles: z.record(z.string(), StoredProfile),
+  current: string | null;
+  profiles: Record<string, StoredProfile>;
+};
+
+type Check = (value: unknown) => boolean;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isText: Check = (value) => typeof value === 'string';
+const optional =
+  (check: Check): Check =>
+  (value) =>
+    value === undefined || check(value);
+/** An object whose named members pass their checks; other members are allowed and kept. */
+const shaped =
+  (members: Record<string, Check>): Check =>
+  (value) =>
+    isObject(value) && Object.entries(members).every(([name, check]) => check(value[name]));
+
+const isOAuthRenewal = shaped({
+  issuer: isText,
+  tokenEndpoint: isText,
+  clientId: isText,
+  resource: isText,
+  scopes: (value) => Array.isArray(value) && value.every((scope) => typeof scope === 'string'),
+  accessTokenExpiresAt: isText,
 });
-export type CredentialDocument = z.infer<typeof Document>;
+
+const MODES: ReadonlySet<unknown> = new Set(['key', 'keypair', 'interactive', 'device']);
+
+const isStoredProfile = shaped({
+  endpoint: isText,
+  mode: (value) => MODES.has(value),
+  sealedKey: optional(isText),
+  privateKey: optional(isText),
+  sealedAccessToken: optional(isText),
+  sealedRefreshToken: optional(isText),
+  oauth: optional(isOAuthRenewal),
+  certificateSha256: optional(isText),
+  clearText: optional((value) => typeof value === 'boolean'),
+  signedInAt: isText,
+});
+
+const isCredentialDocument = shaped({
+  format: (value) => value === 1,
+  current: (value) => value === null || typeof value === 'string',
+  profiles: (value) => isObject(value) && Object.values(value).every(isStoredProfile),
+}) as (value: unknown) => value is CredentialDocument;
 
 const posix = process.platform !== 'win32';
 
@@ -83,9 +129,8 @@ export function readCredentialFile(dir: string): CredentialDocument {
   } catch {
     parsed = undefined;
   }
-  const document = Document.safeParse(parsed);
-  if (!document.success) throw new CliFailure(`The credential file ${path} is damaged; move it aside and log in again.`);
-  return document.data;
+  if (!isCredentialDocument(parsed)) throw new CliFailure(`The credential file ${path} is damaged; move it aside and log in again.`);
+  return parsed;
 }
 
 function ensureDir(dir: string): void {

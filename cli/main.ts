@@ -33,8 +33,8 @@ type Register = (program: Sade, run: Run) => void;
  * its commands: a command then loads what it uses and nothing else (zod,
  * jose and the other commands' code cost start-up time every command would
  * pay; docs/performance.md "Client start-up"). The key is a command's first
- * word; the order is the order of `mailcairn --help`. This is the one place
- * the client loads modules lazily.
+ * word; the order is the order of `mailcairn --help`. The only other lazy
+ * load is a credential's presenter (connection.ts), by sign-in mode.
  */
 const COMMAND_MODULES: ReadonlyArray<readonly [readonly string[], () => Promise<Register>]> = [
   [['login'], async () => (await import('./commands/login.ts')).registerLogin],
