@@ -1,11 +1,15 @@
 /**
  * `npm run build:client`: the operator client (bin/mailcairn.ts and what it
- * imports, dependencies included) bundled by esbuild into one CommonJS file,
- * dist/cli/mailcairn.cjs, the packaged `mailcairn` command and the script of
- * the single-file executables (packaging/release.ts). One file, so Node
- * resolves and reads no module at start-up (docs/performance.md "Client
- * start-up"); CommonJS, because Node 20's single executable applications run
- * one CommonJS script.
+ * imports, dependencies included) bundled by esbuild into CommonJS:
+ * dist/cli/mailcairn.cjs, the packaged `mailcairn` command, with zod in
+ * dist/cli/zod.cjs beside it, loaded by the first command that checks an
+ * answer with it (zod is two thirds of the client's code, and Node compiles
+ * a whole file before running it: `status` never needs zod). The release's
+ * bundle (packaging/release.ts) is one file holding both: the script of the
+ * single-file executables, which run one CommonJS script and carry its
+ * compiled code, and an asset to run with `node` anywhere. Either way Node
+ * resolves and reads no module from node_modules at start-up
+ * (docs/performance.md "Client start-up").
  *
  * runtime/version.ts finds package.json and dist/COMMIT beside itself, which
  * a bundle (or an executable) does not have: the bundle gets the version as
@@ -52,7 +56,12 @@ export type BundleOptions = {
   outfile?: string;
   /** The version the client reports (default stampedVersion()); a test gives the one its own sources report. */
   version?: string;
+  /** One file holding zod too (the release's bundle), instead of zod in `zod.cjs` beside it (the packaged command; the default). */
+  single?: boolean;
 };
+
+/** The file beside the packaged command that holds zod. */
+export const ZOD_FILE = 'zod.cjs';
 
 /**
  * zod's namespace object carries its ~40 message locales (half the bundle's
@@ -75,21 +84,41 @@ function zodEnglishOnly(): Plugin {
   };
 }
 
-/** Builds the bundle; returns its path. */
+/** zod's imports in the client's own code, answered by `require('./zod.cjs')` at the importing module's first use. */
+function zodApart(): Plugin {
+  return {
+    name: 'zod-apart',
+    setup(b) {
+      b.onResolve({ filter: /^zod$/ }, (args) => (/[\\/]node_modules[\\/]/.test(args.importer) ? undefined : { path: `./${ZOD_FILE}`, external: true }));
+    },
+  };
+}
+
+const COMMON = {
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  // Every command pays for compiling the whole file: the smallest file compiles fastest. The client never prints a stack trace.
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+} as const;
+
+/** Builds the bundle (and zod's file beside it unless `single`); returns the bundle's path. */
 export async function buildClientBundle(options: BundleOptions = {}): Promise<string> {
   const outfile = options.outfile ?? CLIENT_BUNDLE;
+  const version = versionConstant(options.version ?? stampedVersion());
+  if (options.single) {
+    await build({ ...COMMON, entryPoints: [`${root}bin/mailcairn.ts`], outfile, plugins: [version, zodEnglishOnly()] });
+    return outfile;
+  }
+  await build({ ...COMMON, entryPoints: [`${root}bin/mailcairn.ts`], outfile, plugins: [version, zodApart()] });
   await build({
-    entryPoints: [`${root}bin/mailcairn.ts`],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    // Every command pays for parsing the whole file: the smallest file parses fastest. The client never prints a stack trace.
-    minify: true,
-    legalComments: 'none',
-    logLevel: 'warning',
-    plugins: [versionConstant(options.version ?? stampedVersion()), zodEnglishOnly()],
+    ...COMMON,
+    stdin: { contents: "export * from 'zod';\n", resolveDir: root, loader: 'js' },
+    outfile: join(dirname(outfile), ZOD_FILE),
+    plugins: [zodEnglishOnly()],
   });
   return outfile;
 }

@@ -76,7 +76,7 @@ export type Target = { name: string; node: string };
 
 export async function release(dir: string, options: ReleaseOptions & { targets?: readonly Target[] } = {}): Promise<Release> {
   mkdirSync(dir, { recursive: true });
-  const bundle = await buildClientBundle({ outfile: join(dir, BUNDLE_ASSET), ...(options.version ? { version: options.version } : {}) });
+  const bundle = await buildClientBundle({ outfile: join(dir, BUNDLE_ASSET), single: true, ...(options.version ? { version: options.version } : {}) });
   const binary = join(dir, LINUX_X64);
   buildExecutable(bundle, binary);
   for (const target of options.targets ?? []) buildExecutable(bundle, join(dir, target.name), target.node);

@@ -8,13 +8,14 @@
  * Setup: a test deployment in this process (test/cli/harness.ts
  * `startCliService`: the service for real, its administrative listener on
  * loopback, no account, no send), a HOME of the scenario's own signed in
- * with the operator's API key, and the client four ways:
+ * with the operator's API key, and the client five ways:
  *  - `sources`: `node --import tsx bin/mailcairn.ts` (the checkout, as the
  *    tests run it);
  *  - `dist`: `node dist/bin/mailcairn.js` (tsc's output, one file per module,
  *    dependencies from node_modules; this build compiles it);
  *  - `bundle`: `node mailcairn.cjs` (packaging/client-bundle.ts; the
- *    packaged `mailcairn` command);
+ *    packaged `mailcairn` command, zod in `zod.cjs` beside it);
+ *  - `asset`: the release's `mailcairn.cjs`, one file holding zod too;
  *  - `binary`: `mailcairn-linux-x64` (packaging/release.ts: the single
  *    executable, with V8's code cache of the bundle).
  * The bundle and the executable are built as test/helpers/client-build.ts builds
@@ -49,7 +50,7 @@ import { median, round } from '../stats.ts';
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const GOAL_MS = 100;
 
-type Way = 'sources' | 'dist' | 'bundle' | 'binary';
+type Way = 'sources' | 'dist' | 'bundle' | 'asset' | 'binary';
 const FLOOR = 'node -e 0';
 /** One process to time: a way and a command, or the floor (`node -e 0`, whose turns share one row). */
 type Side = { row: string; way: Way | typeof FLOOR; command: string; args: string[] };
@@ -70,7 +71,8 @@ async function run(): Promise<Row[]> {
     const ways: Record<Way, { command: string; args: string[] }> = {
       sources: { command: process.execPath, args: ['--import', 'tsx', join(root, 'bin/mailcairn.ts')] },
       dist: { command: process.execPath, args: [join(root, 'dist/bin/mailcairn.js')] },
-      bundle: { command: process.execPath, args: [client.bundle] },
+      bundle: { command: process.execPath, args: [client.packaged] },
+      asset: { command: process.execPath, args: [client.bundle] },
       binary: { command: client.binary, args: [] },
     };
     // Asynchronously: the deployment answers from this process's event loop.

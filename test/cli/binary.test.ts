@@ -6,9 +6,11 @@
  * the executable, run with no Node and no checkout around it, prints its
  * version, signs in with an API key on standard input and reports the session
  * of a test deployment, with the key in no output. Then the parity runs: some
- * of the client test files run again against the bundle and the executable
+ * of the client test files run again against the packaged bundle (zod in
+ * the file beside it, as `npm run build` makes it) and the executable
  * (MAILCAIRN_CLI_UNDER_TEST, test/cli/harness.ts), and must pass there as
- * they pass against the sources.
+ * they pass against the sources. The release's bundle is one file: copied
+ * alone, it loads every command.
  */
 import { execFile, spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -60,6 +62,16 @@ t.test('SHA256SUMS names each asset and sha256sum -c accepts them', async (t) =>
   t.ok(refused, 'sha256sum -c fails');
   t.match(refused?.stdout, /mailcairn\.cjs: FAILED/);
   t.match(refused?.stdout, /mailcairn-linux-x64: OK/);
+});
+
+t.test("the release's mailcairn.cjs alone loads every command", async (t) => {
+  const alone = mkdtempSync(join(tmpdir(), 'mailcairn-asset-'));
+  t.teardown(() => rmSync(alone, { recursive: true, force: true }));
+  copyFileSync(client.bundle, join(alone, 'mailcairn.cjs'));
+  // --help loads every command module, zod with them: nothing may be missing beside the file.
+  const help = await run(process.execPath, [join(alone, 'mailcairn.cjs'), '--help'], { cwd: alone, env: { PATH: process.env.PATH ?? '', HOME: alone } });
+  t.match(help.stdout, /rules list/);
+  t.match(help.stdout, /contact create/);
 });
 
 t.test('the executable alone: --version, login with a key on standard input, status', async (t) => {
@@ -116,7 +128,7 @@ function runFile(file: string, kind: 'bundle' | 'binary'): Promise<{ code: numbe
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import=tsx', file], {
       cwd: root,
-      env: { ...process.env, MAILCAIRN_CLI_UNDER_TEST: kind, MAILCAIRN_CLI_BUNDLE: client.bundle, MAILCAIRN_CLI_BINARY: client.binary, TAP: '1' },
+      env: { ...process.env, MAILCAIRN_CLI_UNDER_TEST: kind, MAILCAIRN_CLI_BUNDLE: client.packaged, MAILCAIRN_CLI_BINARY: client.binary, TAP: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let tap = '';

@@ -5,7 +5,9 @@
  * reuses them (a single executable takes seconds to build), and a change
  * to either builds anew and removes builds older than an hour. The version baked in is
  * the one these sources report (runtime/version.ts), so tests comparing
- * versions agree with the bundle.
+ * versions agree with the bundle. Beside them, under `packaged/`, the client
+ * as `npm run build` makes it (dist/cli: the bundle with zod in a file of
+ * its own beside it), which the benchmark times as the installed command.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
@@ -22,11 +24,13 @@ function sha256(file: string): string {
   return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
 
-export async function builtClient(): Promise<Release & { reused: boolean }> {
+export type BuiltClient = Release & { reused: boolean /** The packaged command's bundle (zod.cjs beside it). */; packaged: string };
+
+export async function builtClient(): Promise<BuiltClient> {
   const scratch = mkdtempSync(join(tmpdir(), 'mailcairn-client-bundle-'));
   let key: string;
   try {
-    const bundle = await buildClientBundle({ outfile: join(scratch, BUNDLE_ASSET), version });
+    const bundle = await buildClientBundle({ outfile: join(scratch, BUNDLE_ASSET), single: true, version });
     // The release script's source, from the sources or from their compiled copy under dist/ (the benchmarks).
     const script = fileURLToPath(new URL(`${import.meta.url.includes('/dist/') ? '../../../' : '../../'}packaging/release.ts`, import.meta.url));
     key = createHash('sha256')
@@ -39,7 +43,7 @@ export async function builtClient(): Promise<Release & { reused: boolean }> {
     rmSync(scratch, { recursive: true, force: true });
   }
   const dir = join(tmpdir(), `${PREFIX}${key}`);
-  const assets = { dir, bundle: join(dir, BUNDLE_ASSET), binary: join(dir, LINUX_X64), sums: join(dir, SUMS) };
+  const assets = { dir, bundle: join(dir, BUNDLE_ASSET), binary: join(dir, LINUX_X64), sums: join(dir, SUMS), packaged: join(dir, 'packaged', BUNDLE_ASSET) };
   if (existsSync(assets.sums)) return { ...assets, reused: true };
   // Older builds go once they are an hour old: a test run and a bench run beside it may each be using their own.
   for (const old of readdirSync(tmpdir()).filter((name) => name.startsWith(PREFIX))) {
@@ -50,6 +54,7 @@ export async function builtClient(): Promise<Release & { reused: boolean }> {
   const building = mkdtempSync(join(tmpdir(), 'mailcairn-client-building-'));
   try {
     await release(building, { version });
+    await buildClientBundle({ outfile: join(building, 'packaged', BUNDLE_ASSET), version });
     renameSync(building, dir);
   } finally {
     rmSync(building, { recursive: true, force: true });
