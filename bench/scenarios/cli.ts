@@ -5,7 +5,7 @@
  * own start-up, the floor every way but the executable stands on) in the
  * same run.
  *
- * Setup: a test deployment in this process (test/cli/harness.ts
+ * Setup: a test deployment in this process (test/helpers/cli-service.ts
  * `startCliService`: the service for real, its administrative listener on
  * loopback, no account, no send), a HOME of the scenario's own signed in
  * with the operator's API key, and the client five ways:
@@ -41,7 +41,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtClient } from '../../test/helpers/client-build.ts';
-import { startCliService } from '../../test/cli/harness.ts';
+import { startCliService } from '../../test/helpers/cli-service.ts';
 import { goalRow, millis } from '../goals.ts';
 import { timed } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';

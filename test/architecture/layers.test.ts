@@ -121,8 +121,6 @@ const BENCH_MEASURES: Record<string, string> = {
 const KNOWN_BENCH_REACH_INS: Record<string, string> = {
   'bench/store-batch-throughput.ts → test/runtime/store/mailbox/helpers.ts':
     "the store tests' fixtures (a fresh store, alice's folders); to go once they move to test/helpers/",
-  'bench/scenarios/cli.ts → test/cli/harness.ts':
-    "the client tests' in-process service (startCliService: keys, a key pair, the admin listener); to go once it moves to test/helpers/",
 };
 
 t.test('bench/ imports only test helpers, the kernel, configuration and protocols', async (t) => {
