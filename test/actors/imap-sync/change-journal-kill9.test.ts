@@ -29,7 +29,6 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ImapFlow } from 'imapflow';
-import Libsql from 'libsql';
 import t, { type Test } from 'tap';
 import { decodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { seededRandom } from '../../../runtime/clock.ts';
@@ -43,6 +42,8 @@ import { imapClient } from '../../harness/imap-client.ts';
 import { appendMessages } from '../../harness/place-mail.ts';
 import { compiledDaemon, listenerPort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
 import { reportKills } from '../../helpers/kill-tally.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { readRows as query } from '../../helpers/database.ts';
 
 // Every kill is followed by a restart of a real process: minutes on a small machine.
 t.setTimeout(1_200_000);
@@ -69,16 +70,6 @@ function message(n: number): Buffer {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 type Incarnation = { daemon: ReturnType<typeof spawnDaemon>; mcp: Client };
 
@@ -220,15 +211,6 @@ async function serverState(session: () => Promise<ImapFlow>, mailbox = 'INBOX'):
 
 async function flagsOf(watcher: () => Promise<ImapFlow>, n: number): Promise<string[] | null> {
   return (await serverState(watcher)).get(n)?.[0]?.flags ?? null;
-}
-
-function query<T = Json>(database: string, sql: string, params: unknown[] = []): T[] {
-  const db = new Libsql(database, { readonly: true, timeout: 5_000 });
-  try {
-    return db.prepare(sql).all(params) as T[];
-  } finally {
-    db.close();
-  }
 }
 
 const jobs = (database: string): Json[] =>

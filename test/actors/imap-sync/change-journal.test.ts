@@ -22,6 +22,7 @@ import { tempDir } from '../../helpers/daemon.ts';
 import { adminCall, adminEndpointSection, query } from '../../helpers/admin-client.ts';
 import { sensitiveStrings } from '../../helpers/privacy.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 t.setTimeout(300_000);
 
@@ -159,16 +160,6 @@ async function rawOf(dovecot: Dovecot, mailbox: string, uid: number): Promise<st
     text = msg && msg.source !== undefined ? msg.source.toString('latin1') : '';
   });
   return text;
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 function auditRows(database: string): Json[] {

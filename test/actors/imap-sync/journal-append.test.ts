@@ -46,6 +46,7 @@ import { adminCall, adminEndpointSection, query } from '../../helpers/admin-clie
 import { tempDir, writeConfig } from '../../helpers/daemon.ts';
 import { captureLog } from '../../helpers/log-capture.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 t.setTimeout(300_000);
 
@@ -117,16 +118,6 @@ async function ended(sync: SyncService, job: number, timeoutMs = 30_000): Promis
     if (['completed', 'dead-lettered', 'dropped'].includes(placement.state)) return placement;
     if (Date.now() > deadline) throw new Error(`job ${job} did not end: ${JSON.stringify(placement)}`);
     await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 

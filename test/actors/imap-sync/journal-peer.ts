@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import Libsql from 'libsql';
 import type { Test } from 'tap';
 import { RecordChangesReply, type ChangeAsk } from '../../../actors/imap-sync/protocol.ts';
 import { decodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
@@ -20,6 +19,7 @@ import { fetchAllOverImap, imapAdmin } from '../../harness/imap-admin.ts';
 import { type ImapPeer, withImap } from '../../harness/imap-client.ts';
 import { appendMessages } from '../../harness/place-mail.ts';
 import { tempDir } from '../../helpers/daemon.ts';
+import { readRows as query } from '../../helpers/database.ts';
 import { readMirror } from '../../helpers/mirror.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
 
@@ -156,15 +156,6 @@ export async function onServer(server: ImapPeer, mailbox: string): Promise<Map<s
 }
 
 export const mid = (n: number, folder = 'inbox'): string => `<cj-${folder}-${n}@example.net>`;
-
-export function query<T = Json>(database: string, sql: string, params: unknown[] = []): T[] {
-  const db = new Libsql(database, { readonly: true, timeout: 5_000 });
-  try {
-    return db.prepare(sql).all(params) as T[];
-  } finally {
-    db.close();
-  }
-}
 
 /** Asks the account's sync actor for changes the way mail rules will; answers the change ids. */
 export async function ask(s: Setup, n: number, changes: ChangeAsk[]): Promise<number[]> {

@@ -20,6 +20,7 @@ import { adminCall, adminEndpointSection, query } from '../../helpers/admin-clie
 import { tempDir } from '../../helpers/daemon.ts';
 import { sensitiveStrings } from '../../helpers/privacy.ts';
 import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 t.setTimeout(300_000);
 
@@ -136,16 +137,6 @@ async function onServer(dovecot: Dovecot, mailbox: string): Promise<Map<string, 
     }
     return found;
   });
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 function rows(database: string, sql: string, params: unknown[] = []): Json[] {

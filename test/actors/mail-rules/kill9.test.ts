@@ -12,7 +12,6 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Libsql from 'libsql';
 import t from 'tap';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { startFaultProxy } from '../../harness/fault-proxy.ts';
@@ -20,6 +19,8 @@ import { withImap } from '../../harness/imap-client.ts';
 import { appendMessages } from '../../harness/place-mail.ts';
 import { adminCall, adminEndpointSection } from '../../helpers/admin-client.ts';
 import { compiledDaemon, listenerPort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { readRows as query, writeRows as write } from '../../helpers/database.ts';
 
 t.setTimeout(900_000);
 
@@ -43,35 +44,7 @@ function message(n: number): Buffer {
   );
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-function query(database: string, sql: string, params: unknown[] = []): Json[] {
-  const db = new Libsql(database, { readonly: true, timeout: 5_000 });
-  try {
-    return db.prepare(sql).all(params) as Json[];
-  } finally {
-    db.close();
-  }
-}
-
-function write(database: string, sql: string, params: unknown[] = []): void {
-  const db = new Libsql(database, { timeout: 5_000 });
-  try {
-    db.prepare(sql).run(params);
-  } finally {
-    db.close();
-  }
-}
+const _sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const changes = (database: string): Json[] =>
   query(database, "SELECT id, state, json_extract(payload, '$.requester') AS requester FROM jobs WHERE type = 'mailbox-change' ORDER BY id");

@@ -54,6 +54,7 @@ import { startSmtpServer, type Delivery } from '../../harness/smtp-server.ts';
 import { compiledDaemon, listenerPort, spawnDaemon, tempDir, writeConfig } from '../../helpers/daemon.ts';
 import { reportKills } from '../../helpers/kill-tally.ts';
 import { reservePort } from '../../helpers/ports.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 t.setTimeout(720_000);
 
@@ -90,16 +91,6 @@ const SEND_BUDGET_MS = Number(process.env.OUTBOX_KILL9_SEND_BUDGET_MS ?? (proces
 const KILL_PHASE_LIMIT_MS = 540_000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(what: string, probe: () => T | null | undefined | false, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
 /** What one send asks of the SMTP server: its recipients name their fate. */
 type Plan = { kind: 'plain' | 'slow' | 'busy' | 'busy-mixed' | 'gone-mixed' | 'gone' | 'tempdata'; to: string[]; cancel: boolean };
