@@ -17,7 +17,7 @@
  * Imports of the SDK stay under http/mcp/.
  */
 import type { Context } from '@opentelemetry/api';
-import { askingWithin } from '../../runtime/telemetry/tracing.ts';
+import { askingWithin, untraced } from '../../runtime/telemetry/tracing.ts';
 import { isRecorded } from '../../runtime/telemetry/tracing.ts';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
@@ -116,6 +116,19 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
   };
 
   const limits = { limiter, timeout: endpoint.RequestTimeout };
+  /**
+   * Whether the last query placed found no generation serving (no embedding
+   * model active, or no embedding actor): the next is then placed outside
+   * the trace, as its `ask`/`handle embedding` spans would only say so
+   * again. The answer after it decides for the one after (docs/operations.md
+   * "Traces").
+   */
+  let placementInactive = false;
+  const placeQueryTraced = async (asking: McpListenerDeps, text: string, deadlineMs: number): Promise<PlacedQuery> => {
+    const placed = await (placementInactive ? untraced(() => placeQuery(deps, text, deadlineMs)) : placeQuery(asking, text, deadlineMs));
+    placementInactive = placed.semanticSearch === 'inactive';
+    return placed;
+  };
 
   // origin → client certificate → authenticate → limit → authorize → route → body
   const mcp = async (req: IncomingMessage, res: ExchangeResponse, trace: Context): Promise<void> => {
@@ -163,9 +176,11 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
         caller: { identity: principal.identity, permissions: [...principal.permissions] },
         outbox: asking.actor(OUTBOX_ID),
         contacts: asking.actor(CONTACTS_ID),
-        placeQuery: (text) => placeQuery(asking, text, admitted.deadlineMs),
+        placeQuery: (text) => placeQueryTraced(asking, text, admitted.deadlineMs),
         answering: {
-          availability: () => asking.actor(ANSWERING_ID).ask({ type: 'answering.availability' }, { reply: Availability, deadlineMs: AVAILABILITY_DEADLINE_MS }),
+          // A probe deciding whether `ask_mail` is listed: asked outside the trace (docs/operations.md "Traces"), its time is the request's.
+          availability: () =>
+            untraced(() => deps.actor(ANSWERING_ID).ask({ type: 'answering.availability' }, { reply: Availability, deadlineMs: AVAILABILITY_DEADLINE_MS })),
           ask: (input) => asking.actor(ANSWERING_ID).ask({ type: 'answering.ask', input, scope }, { reply: AskMailResult, deadlineMs: admitted.deadlineMs }),
         },
       };

@@ -14,7 +14,13 @@
  * subject, a query, a message id or a capability.
  */
 
-export type InstrumentKind = 'counter' | 'updown' | 'histogram' | 'gauge';
+/**
+ * `observed-counter` and `observed-updown` are read by a callback at each
+ * collection from figures the code keeps itself (plain integers): they
+ * export the same series as a counter or an up-down counter, without an SDK
+ * record (a label hash) on the request path (docs/performance.md "Telemetry").
+ */
+export type InstrumentKind = 'counter' | 'updown' | 'observed-counter' | 'observed-updown' | 'histogram' | 'gauge';
 
 export type MetricDefinition = {
   readonly name: string;
@@ -58,7 +64,7 @@ export const METRICS = define({
   },
   rateLimitRequests: {
     name: 'service.rate_limiting.requests',
-    kind: 'counter',
+    kind: 'observed-counter',
     unit: '{request}',
     description: 'Requests that reached the rate limiter, by result (every result but acquired is a rejection)',
     labels: ['policy', 'result'],
@@ -66,7 +72,7 @@ export const METRICS = define({
   },
   rateLimitActiveLeases: {
     name: 'service.rate_limiting.active_request_leases',
-    kind: 'updown',
+    kind: 'observed-updown',
     unit: '{request}',
     description: 'Requests holding a rate-limiter lease',
     labels: ['policy'],
@@ -74,7 +80,7 @@ export const METRICS = define({
   },
   rateLimitQueued: {
     name: 'service.rate_limiting.queued_requests',
-    kind: 'updown',
+    kind: 'observed-updown',
     unit: '{request}',
     description: 'Requests waiting for a token or a concurrency permit',
     labels: ['policy'],

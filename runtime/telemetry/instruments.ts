@@ -9,11 +9,24 @@
  * measurement costs a map lookup.
  *
  * Observable gauges (kind `gauge`) are registered by the one module that
- * observes them (runtime/telemetry/store-gauges.ts), not here.
+ * observes them (runtime/telemetry/store-gauges.ts), not here. Observed
+ * counters and up-down counters (`observed-counter`, `observed-updown`) are
+ * given a callback once (`observeAtCollection`), kept here and registered on
+ * the meter of every provider installed after, as `currentMeter` finds it.
  *
  * Importable from every layer.
  */
-import { type Attributes, type Counter, type Gauge, type Histogram, type Meter, type MeterProvider, metrics, type UpDownCounter } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Counter,
+  type Gauge,
+  type Histogram,
+  type Meter,
+  type MeterProvider,
+  metrics,
+  type ObservableCallback,
+  type UpDownCounter,
+} from '@opentelemetry/api';
 import { METRICS, type MetricDefinition, type MetricKey } from './catalogue.ts';
 
 /** The instrumentation scope every Mailcairn instrument and span belongs to. */
@@ -21,8 +34,11 @@ export const SCOPE = 'mailcairn';
 
 type KeysOf<K> = { [P in MetricKey]: (typeof METRICS)[P]['kind'] extends K ? P : never }[MetricKey];
 export type CounterKey = KeysOf<'counter'>;
-export type UpDownKey = KeysOf<'updown'>;
 export type HistogramKey = KeysOf<'histogram'>;
+export type ObservedKey = KeysOf<'observed-counter' | 'observed-updown'>;
+
+type Observer = { readonly def: MetricDefinition; readonly callback: ObservableCallback };
+const observers: Observer[] = [];
 
 let provider: MeterProvider | null = null;
 let meter: Meter | null = null;
@@ -35,8 +51,29 @@ export function currentMeter(): Meter {
     provider = installed;
     meter = installed.getMeter(SCOPE);
     made.clear();
+    for (const o of observers) register(meter, o);
   }
   return meter;
+}
+
+function register(m: Meter, o: Observer): void {
+  const made =
+    o.def.kind === 'observed-counter' ? m.createObservableCounter(o.def.name, options(o.def)) : m.createObservableUpDownCounter(o.def.name, options(o.def));
+  made.addCallback(o.callback);
+}
+
+/**
+ * Has `callback` observe an observed counter or up-down counter at every
+ * collection, on the provider installed now and on every one installed
+ * later (for the life of the process: the figures it reads are the
+ * process's). With telemetry off the meter is the API's no-op one, which
+ * never calls it.
+ */
+export function observeAtCollection(key: ObservedKey, callback: ObservableCallback): void {
+  const o: Observer = { def: METRICS[key], callback };
+  observers.push(o);
+  if (meter !== null && metrics.getMeterProvider() === provider) register(meter, o);
+  else currentMeter();
 }
 
 function instrument<T extends Counter | UpDownCounter | Histogram | Gauge>(def: MetricDefinition, make: (m: Meter) => T): T {
@@ -53,11 +90,6 @@ const options = (def: MetricDefinition) => ({ description: def.description, unit
 export function counter(key: CounterKey): Counter {
   const def = METRICS[key];
   return instrument(def, (m) => m.createCounter(def.name, options(def)));
-}
-
-export function upDownCounter(key: UpDownKey): UpDownCounter {
-  const def = METRICS[key];
-  return instrument(def, (m) => m.createUpDownCounter(def.name, options(def)));
 }
 
 export function histogram(key: HistogramKey): Histogram {
@@ -81,5 +113,9 @@ export function recordInto(def: MetricDefinition, value: number, attributes: Att
       return instrument<Histogram>(def, (m) => m.createHistogram(def.name, options(def))).record(value, attributes);
     case 'gauge':
       return instrument<Gauge>(def, (m) => m.createGauge(def.name, options(def))).record(value, attributes);
+    case 'observed-counter':
+    case 'observed-updown':
+      // Observed on the main thread at collection; nothing of it is forwarded.
+      return;
   }
 }

@@ -14,6 +14,8 @@ export const METRICS_TABLE_END = '<!-- end of metric table -->';
 const KIND: Readonly<Record<MetricDefinition['kind'], string>> = {
   counter: 'counter',
   updown: 'up-down counter',
+  'observed-counter': 'counter (observed at collection)',
+  'observed-updown': 'up-down counter (observed at collection)',
   histogram: 'histogram',
   gauge: 'gauge (observed at collection)',
 };
@@ -25,7 +27,7 @@ export function prometheusName(name: string): string {
 
 export function prometheusMetricName(def: MetricDefinition): string {
   const base = prometheusName(def.name);
-  return def.kind === 'counter' && !base.endsWith('_total') ? `${base}_total` : base;
+  return (def.kind === 'counter' || def.kind === 'observed-counter') && !base.endsWith('_total') ? `${base}_total` : base;
 }
 
 export function renderMetricTable(): string {

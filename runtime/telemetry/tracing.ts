@@ -11,7 +11,7 @@
  *
  * Importable from every layer.
  */
-import { type Attributes, type Context, context, propagation, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Attributes, type Context, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Askable, Protocol } from '../ref.ts';
 import { SCOPE } from './instruments.ts';
 
@@ -85,6 +85,15 @@ export function activeTraceId(): string | undefined {
 export function traceIdOf(traced: Context | undefined): string | undefined {
   const span = traced === undefined ? undefined : trace.getSpan(traced);
   return span?.isRecording() ? span.spanContext().traceId : undefined;
+}
+
+/**
+ * Runs `work` outside any trace: what it sends at once opens no span, even
+ * inside the synchronous stretch of a traced `with` (a probe whose span
+ * would tell an operator nothing: docs/operations.md "Traces").
+ */
+export function untraced<T>(work: () => T): T {
+  return context.with(ROOT_CONTEXT, work);
 }
 
 /**

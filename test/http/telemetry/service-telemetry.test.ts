@@ -160,6 +160,8 @@ t.test('templates only, a span per request with the caller as parent, refusals c
   const link = String((content.structuredContent as Json).emails[0].attachments[0].downloadUrl);
   const capability = link.split('/attachments/')[1]!;
   t.ok(capability.length > 20, 'a capability was issued');
+  // Two searches with no embedding model serving: the first places its query inside the trace, the second outside it.
+  for (let i = 0; i < 2; i++) await agent.callTool({ name: 'search_emails', arguments: { queryText: 'anything', resultLimit: 5 } });
   t.equal(await status(link), 200, 'the attachment downloads');
   t.equal(await status(`${mcp}/attachments/${capability.slice(0, -2)}xx`), 404, 'a forged capability is 404');
 
@@ -281,6 +283,16 @@ t.test('templates only, a span per request with the caller as parent, refusals c
       asked.every((s) => s.spanContext().traceId === listing?.spanContext().traceId),
       'in the same trace',
     );
+
+    // docs/operations.md "Traces": probes and placements that find nothing serving open no spans.
+    t.notOk(
+      spans.some((s) => s.name === 'ask answering' || s.name === 'handle answering'),
+      "the listing's availability probe is asked outside the trace",
+    );
+    const searches = spans.filter((s) => s.name === 'tools/call search_emails');
+    t.equal(searches.length, 2);
+    const placed = searches.map((call) => spans.filter((s) => s.name === 'ask embedding' && s.parentSpanContext?.spanId === call.spanContext().spanId).length);
+    t.same(placed, [1, 0], 'the first search places its query inside the trace; after an inactive answer, the next outside it');
 
     const refused = spans.find((s) => s.name === 'tools/call set_mail_flags');
     t.match(refused?.attributes, { 'mailcairn.outcome': 'refused', 'error.type': '-32602' });
