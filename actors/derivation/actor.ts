@@ -21,11 +21,11 @@
  * contacts (collect-correspondents.ts decides who; docs/contacts.md
  * "Collection"): the message's parsed headers exist here, once.
  */
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { isStorageFull, noteStorageFull, noteStorageWritable } from '../../runtime/storage-full.ts';
-import type { Database } from '../../runtime/store/open.ts';
+import { type Database, errorCode, isBusy } from '../../runtime/store/open.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
 import { deriveFirst, type FirstDerivation, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
 import { MIME_PARSE_IN_PLACE, type ParseInPlace } from '../mime-parse/protocol.ts';
@@ -47,6 +47,10 @@ const SEGMENT_BYTES = 4 * 1024 * 1024;
 
 const Msg = z.discriminatedUnion('type', [CatchUp]);
 
+/** Further attempts at a segment's write refused as busy, and the wait before each. */
+const BUSY_RETRIES = 5;
+const BUSY_RETRY_MS = 1_000;
+
 /** Where the derivation writer reports a full disk from. */
 const PLACE = 'derivation';
 
@@ -59,6 +63,28 @@ type State = {
   /** Each account's own addresses; null when collection is switched off. */
   collecting: ReadonlyMap<string, OwnAddresses> | null;
 };
+
+/**
+ * Writes one segment's derivations. The database still locked by another
+ * writer after the busy timeout (a heavily loaded machine) is not a defect:
+ * the write is tried again, BUSY_RETRIES times a second apart (its
+ * transaction begins IMMEDIATE, so a refused attempt leaves nothing held),
+ * before the writer fails and is restarted. A full disk is noted and fails
+ * at once: the segment stays underived (listed as not indexed yet), and a
+ * later catch-up takes it.
+ */
+async function writeSegment(state: State, ctx: ActorContext, results: FirstDerivation[]): Promise<number> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return deriveFirst(state.db, results, Date.now());
+    } catch (err) {
+      if (isStorageFull(err)) noteStorageFull(ctx.log, PLACE, err);
+      if (!isBusy(err) || attempt > BUSY_RETRIES || state.stopping) throw err;
+      ctx.log.info({ event: 'derivation.busy', attempt, code: errorCode(err) }, 'derivation.busy');
+      await sleep(BUSY_RETRY_MS);
+    }
+  }
+}
 
 async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<CatchUpReply> {
   const reply: CatchUpReply = { derived: 0, unreadable: [], missingRaw: 0 };
@@ -84,13 +110,7 @@ async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<C
         ...(parsed.ok && own !== undefined ? { correspondents: correspondentsOf(parsed.message, folderRoleOf(m.alias), own) } : {}),
       });
     }
-    try {
-      reply.derived += deriveFirst(state.db, results, Date.now());
-    } catch (err) {
-      // A full disk: the segment stays underived (listed as not indexed yet), and a later catch-up takes it.
-      if (isStorageFull(err)) noteStorageFull(ctx.log, PLACE, err);
-      throw err;
-    }
+    reply.derived += await writeSegment(state, ctx, results);
     noteStorageWritable(ctx.log, PLACE);
     await nextTurn();
   }

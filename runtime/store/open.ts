@@ -145,3 +145,9 @@ export function errorCode(err: unknown): string {
   if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' && err.code !== '') return err.code;
   return 'unknown error';
 }
+
+/** SQLite refused for a lock another connection holds (after the busy timeout): SQLITE_BUSY, its extended codes, or SQLITE_LOCKED. */
+export function isBusy(err: unknown): boolean {
+  const code = errorCode(err);
+  return code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED';
+}

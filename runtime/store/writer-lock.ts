@@ -29,7 +29,7 @@ import { dirname } from 'node:path';
 import Libsql from 'libsql';
 import { AppError } from '../errors.ts';
 import { storeLocation } from './location.ts';
-import { errorCode, type Database } from './open.ts';
+import { errorCode, isBusy, type Database } from './open.ts';
 import { one, run } from './rows.ts';
 
 export type WriterLock = { release(): void };
@@ -68,8 +68,7 @@ export function acquireWriterLock(database: string): WriterLock {
     db.exec('COMMIT');
   } catch (err) {
     unlock(db);
-    const code = errorCode(err);
-    if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED') {
+    if (isBusy(err)) {
       throw new AppError('E_STORE_LOCKED', {
         message:
           `another mailcairnd holds ${path} (it holds the lock on ${lockPath}); ` +
@@ -77,7 +76,7 @@ export function acquireWriterLock(database: string): WriterLock {
           'Stop the other process, or point Storage:Database at another file.',
       });
     }
-    throw new AppError('E_STORE_UNAVAILABLE', { message: `the writer lock ${lockPath} could not be taken (${code})`, cause: err });
+    throw new AppError('E_STORE_UNAVAILABLE', { message: `the writer lock ${lockPath} could not be taken (${errorCode(err)})`, cause: err });
   }
   let held = true;
   return {

@@ -7,10 +7,15 @@
  * underived — counted as not yet indexed, never shown half-made. Once the
  * fault is gone the next run catches up what was left: every message
  * derived once, the full-text index consistent.
+ *
+ * A database held by another writer past the busy timeout is not such a
+ * fault: the writer waits and tries again (`derivation.busy`) and is not
+ * restarted.
  */
 import Libsql from 'libsql';
 import { join } from 'node:path';
 import t from 'tap';
+import { DERIVATION_ID } from '../../../actors/derivation/protocol.ts';
 import { migrate } from '../../../runtime/store/migrate.ts';
 import { openStore } from '../../../runtime/store/open.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
@@ -73,5 +78,49 @@ t.test('a writer that crashes leaves mail underived and counted; the next run de
     { underived: 0, documents: after.stored, keys: after.stored, strayDocuments: 0, strayPassages: 0 },
     'every message derived once',
   );
+  t.ok(after.ftsConsistent, 'the full-text index agrees with its documents');
+});
+
+t.test('a database held past the busy timeout: the writer waits, tries again and derives everything, without a restart', async (t) => {
+  const dovecot = await startDovecot({ users: [{ user: 'dee', password: 'pw-dee' }] });
+  t.teardown(() => dovecot.stop());
+  await writeMaildir(
+    dovecot,
+    'dee',
+    'INBOX',
+    [...generateMailbox({ seed: 78, count: COUNT, profile: 'small' })].map((m) => ({ raw: m.raw })),
+  );
+  const dir = tempDir(t);
+  const database = join(dir, 'mailcairn.db');
+  const setup = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });
+  migrate(setup);
+  // The first run mirrors the mail and leaves it underived (the writer refused by a fault, as above).
+  setup.exec(`CREATE TRIGGER test_fault_on_index BEFORE INSERT ON search_documents BEGIN SELECT RAISE(ABORT, 'fault injected by the test'); END`);
+  setup.close();
+  const sync = await startSyncService(dir, dovecot, [{ id: 'dee', user: 'dee', folders: [{ Alias: 'inbox' }] }], {
+    Storage: { BusyTimeout: '00:00:01' },
+  });
+  t.teardown(() => sync.service.stop());
+  await sync.syncNow('dee', 120_000);
+  await until(() => sync.logs.events('actor.start', 'derivation').some((l) => l.reason === 'E_ACTOR_CRASHED'), 60_000, 'the writer to be restarted');
+  t.equal(indexState(database).underived, COUNT, 'the mail waits underived');
+  const crashes = (): number => sync.logs.events('actor.exit', 'derivation').filter((l) => l.reason === 'E_ACTOR_CRASHED').length;
+  const crashedBefore = crashes();
+
+  // Another writer holds the database while the writer catches up, and lets go once it was refused.
+  const holder = new Libsql(database);
+  holder.exec('DROP TRIGGER test_fault_on_index');
+  holder.exec('BEGIN IMMEDIATE');
+  const answer = sync.service.supervisor.ref(DERIVATION_ID).ask({ type: 'derivation.catch-up', account: 'dee', throughId: null }, { deadlineMs: 60_000 });
+  await until(() => sync.logs.events('derivation.busy').length > 0, 30_000, 'the writer to be refused as busy');
+  holder.exec('COMMIT');
+  holder.close();
+
+  const reply = await answer;
+  t.equal(reply.derived, COUNT, 'the catch-up derived every message');
+  t.equal(crashes(), crashedBefore, 'the writer was not restarted');
+  t.match(sync.logs.events('derivation.busy')[0], { attempt: 1, code: 'SQLITE_BUSY' }, 'the wait is logged with its code');
+  const after = indexState(database);
+  t.same({ underived: after.underived, documents: after.documents }, { underived: 0, documents: after.stored }, 'every message derived once');
   t.ok(after.ftsConsistent, 'the full-text index agrees with its documents');
 });
