@@ -44,8 +44,14 @@ import { listRules } from './listing.ts';
 import { MailRulesConfig, MailRulesMessage, type RuleRun as RuleRunView } from './protocol.ts';
 import { runView } from './run-view.ts';
 
-/** Messages judged per step: a step records its changes in one ask, so asks wait little behind it. */
-const SEGMENT = 32;
+/**
+ * Messages judged per step: a step records its changes in one ask and one
+ * transaction, and its conclusions and position in one more, so a larger
+ * segment costs fewer commits (docs/performance.md, "initial mirror CPU
+ * with 20 rules"); a step of this many still takes milliseconds, so asks
+ * wait little behind it.
+ */
+const SEGMENT = 128;
 /** After a sync actor was down or slow, the next try. */
 const RETRY_MS = 5_000;
 

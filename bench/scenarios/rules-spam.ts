@@ -45,7 +45,7 @@ const OWNER = { name: 'Alice Example', address: 'alice@example.org' };
 const ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
 const GTUBE = 'XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X';
 
-type Side = { cpuMs: number; wallMs: number; peakRssMiB: number; concluded: number };
+type Side = { cpuMs: number; wallMs: number; peakRssMiB: number; concluded: number; crashes: number };
 
 function count(database: string, sql: string): number {
   try {
@@ -124,7 +124,7 @@ async function initialMirrors(dir: string, dovecot: Dovecot, stored: number, rep
       const daemon = mirrorConfig(repDir, dovecot, on);
       const measured = await mailcairnOnce(daemon, { stored, ...(on ? { also: rulesSettled } : {}) });
       const concluded = on ? count(daemon.database, 'SELECT count(*) AS n FROM mail_rule_history') : 0;
-      sides[side].push({ cpuMs: measured.cpuMs, wallMs: measured.wallMs, peakRssMiB: measured.peakRssMiB, concluded });
+      sides[side].push({ cpuMs: measured.cpuMs, wallMs: measured.wallMs, peakRssMiB: measured.peakRssMiB, concluded, crashes: measured.crashes });
       rmSync(repDir, { recursive: true, force: true });
     };
     const onFirst = i % 2 === 0;
@@ -141,7 +141,10 @@ async function initialMirrors(dir: string, dovecot: Dovecot, stored: number, rep
       'CPU s (median)': round(median(s.map((x) => x.cpuMs)) / 1000, 2),
       'CPU s (each)': s.map((x) => round(x.cpuMs / 1000, 2)).join(' / '),
       'wall s (median)': round(median(s.map((x) => x.wallMs)) / 1000, 2),
+      'wall s (each)': s.map((x) => round(x.wallMs / 1000, 1)).join(' / '),
       'peak MiB (median)': round(median(s.map((x) => x.peakRssMiB))),
+      // Actors restarted after a crash in each round (sync-sides.ts `crashesIn`): such a round costs more for that alone.
+      'crashes (each)': s.map((x) => x.crashes).join(' / '),
       ...(side === 'on' ? { 'conclusions (each)': s.map((x) => x.concluded).join(' / ') } : {}),
     };
   };

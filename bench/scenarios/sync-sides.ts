@@ -107,15 +107,35 @@ export function daemonConfig(dir: string, dovecot: Dovecot): DaemonConfig {
   });
 }
 
-/** A one-shot process: spawn to exit, CPU and peak from wait4; `visibleMs` from spawn to the result seen in the database, `cpuAtVisibleMs` the CPU by then (/proc). */
-export type Once = Timed & { visibleMs: number; cpuAtVisibleMs: number };
+/**
+ * A one-shot process: spawn to exit, CPU and peak from wait4; `visibleMs` from spawn to the result seen in the database, `cpuAtVisibleMs` the CPU by then (/proc).
+ * `crashes`: actors the supervisor restarted after a crash (its `actor.exit` lines at warn): a round with one is
+ * slower and costlier for that reason alone (a sync actor's crash interrupts the run), so a scenario can say so.
+ */
+export type Once = Timed & { visibleMs: number; cpuAtVisibleMs: number; crashes: number };
+
+/** Supervisor lines of actors that ended on an error (reason E_ACTOR_CRASHED or another code, not `shutdown`), in the daemon's JSON log. */
+export function crashesIn(log: string): number {
+  let n = 0;
+  for (const line of log.split('\n')) {
+    if (!line.includes('"event":"actor.exit"')) continue;
+    try {
+      const entry = JSON.parse(line) as { reason?: string };
+      if (entry.reason?.startsWith('E_')) n++;
+    } catch {
+      // not a JSON line
+    }
+  }
+  return n;
+}
 
 export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<Once> {
   const runBefore = lastEndedRun(d.database);
   // BENCH_CPU_PROF: a profile per thread of the daemon (Node names each by pid and thread), as docs/benchmarks.md says.
   const prof = process.env.BENCH_CPU_PROF;
   const { command, args } = daemonCommand(d.config, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
-  const t = spawnTimed(command, args);
+  // Its output is kept (the bench configurations log at warn: a few lines) to count crashes.
+  const t = spawnTimed(command, args, { stdout: true });
   const pid = await t.targetPid();
   let cpuAtVisibleMs = NaN;
   let visibleAt: number;
@@ -141,6 +161,7 @@ export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<On
     peakRssMiB: done.peakRssMiB,
     visibleMs: visibleAt - t.startedAt,
     cpuAtVisibleMs,
+    crashes: crashesIn(done.stdout),
   };
 }
 

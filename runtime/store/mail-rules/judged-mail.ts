@@ -20,9 +20,12 @@ export type JudgedMessage = { id: number; alias: string; fromJson: string | null
 type Row = { id: number; alias: string; from_json: string | null; subject: string | null };
 
 const statements = perConnection((db: Database) => ({
+  // `+m.account_id`: the id range is the index here. Left to itself the planner read every message of the
+  // account through messages_listing (account_id first) and sorted them, each segment: quadratic over a mirror
+  // (docs/performance.md, "initial mirror CPU with 20 rules").
   segment: db.prepare(
     `SELECT m.id, b.alias, m.from_json, m.subject FROM messages m JOIN folder_bindings b ON b.id = m.binding_id
-     WHERE m.account_id = ? AND m.id > ? AND m.id <= ? AND m.state <> 'tombstoned' AND m.derived_at IS NOT NULL AND b.retired_at IS NULL
+     WHERE +m.account_id = ? AND m.id > ? AND m.id <= ? AND m.state <> 'tombstoned' AND m.derived_at IS NOT NULL AND b.retired_at IS NULL
      ORDER BY m.id LIMIT ?`,
   ),
   // The highest id whose headers exist: the stage never passes an underived message (derivation goes in id order).
