@@ -16,6 +16,7 @@ import Libsql from 'libsql';
 import { AppError } from '../errors.ts';
 import { storeLocation, type StoreLocation } from './location.ts';
 import { one } from './rows.ts';
+import { installAutocommitWrites } from './autocommit-writes.ts';
 import { installTransactions } from './transaction.ts';
 
 export type Database = Libsql.Database;
@@ -58,6 +59,8 @@ export function openStore(options: StoreOptions): Database {
   const db = where.kind === 'server' ? openServer(where, options) : openEmbedded(where, options);
   // A full disk keeps its name through a transaction's rollback (transaction.ts).
   installTransactions(db);
+  // A write outside a transaction cannot leave the connection refusing every later one (autocommit-writes.ts).
+  installAutocommitWrites(db);
   return db;
 }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { storeLocation } from '../../../runtime/store/location.ts';
 import { openStore, type Database, type StoreOptions } from '../../../runtime/store/open.ts';
-import { one } from '../../../runtime/store/rows.ts';
+import { one, run } from '../../../runtime/store/rows.ts';
 import { refusal, scratchDir } from './fixtures/scratch.ts';
 
 const defaults: Omit<StoreOptions, 'database'> = { busyTimeoutMs: 5000, synchronous: 'Full' };
@@ -122,4 +122,35 @@ t.test('a transaction without a mode holds the write lock from its start; a defe
   };
   t.equal(db.transaction(readThenWrite)(), false, 'no other writer between the read and the write');
   t.equal(db.transaction(readThenWrite).deferred(), true, 'a deferred transaction leaves the lock free until it writes');
+});
+
+t.test('a write refused as busy outside a transaction leaves the connection able to write once the lock is free', async (t) => {
+  const dir = scratchDir(t);
+  const options: StoreOptions = { database: join(dir, 'poison.db'), busyTimeoutMs: 100, synchronous: 'Normal' };
+  const db = openStore(options);
+  t.teardown(() => db.close());
+  db.exec('CREATE TABLE note (body TEXT)');
+  const other = openStore(options);
+  t.teardown(() => other.close());
+  const insert = db.prepare('INSERT INTO note VALUES (?)');
+
+  // Another writer holds the lock past the busy timeout: the autocommit write is refused.
+  other.exec('BEGIN IMMEDIATE');
+  other.exec("INSERT INTO note VALUES ('held')");
+  t.throws(() => run(insert, ['refused']), { code: 'SQLITE_BUSY' }, 'refused while the other writer holds the lock');
+  other.exec('COMMIT');
+  // The other connection commits again, so this connection's view is behind the database.
+  other.exec("INSERT INTO note VALUES ('later')");
+
+  // libsql-js 0.5 left the refused statement holding a read snapshot: every BEGIN IMMEDIATE then failed at once.
+  t.doesNotThrow(() => db.transaction(() => db.exec("INSERT INTO note VALUES ('next')"))(), 'a transaction on the same connection writes');
+  t.doesNotThrow(() => run(db.prepare('INSERT INTO note VALUES (?)'), ['another']), 'and so does another statement');
+  t.same(
+    db
+      .prepare('SELECT body FROM note ORDER BY rowid')
+      .all()
+      .map((r) => (r as { body: string }).body),
+    ['held', 'later', 'next', 'another'],
+    'the refused write left nothing, the others are stored once',
+  );
 });
