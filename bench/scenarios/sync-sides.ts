@@ -107,7 +107,7 @@ async function until(what: string, predicate: () => boolean | Promise<boolean>, 
 }
 
 /** The parts of `GET /api/admin/mailbox/synchronization` the bench reads (docs/admin-api.md). */
-type SynchronizationStatus = {
+export type SynchronizationStatus = {
   accounts: Array<{
     phase: string;
     lastRun: { outcome: string } | null;
@@ -115,7 +115,7 @@ type SynchronizationStatus = {
   }>;
 };
 
-async function synchronizationStatus(port: number): Promise<SynchronizationStatus | null> {
+export async function synchronizationStatus(port: number): Promise<SynchronizationStatus | null> {
   try {
     const res = await fetch(`http://127.0.0.1:${port}/api/admin/mailbox/synchronization`, { headers: { 'X-API-Key': ADMIN_KEY } });
     if (!res.ok) {
