@@ -1,13 +1,14 @@
 /**
  * The peers of the sync benchmarks, run as the user would: `mbsync` pulling
- * one folder into a Maildir, and `notmuch new` indexing that Maildir. Both
+ * the folders into a Maildir, and `notmuch new` indexing that Maildir. Both
  * are Debian packages (isync, notmuch) installed by .ci/run; they are run
  * under GNU time (peers/process-stats.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export function mbsyncConfig(dir: string, server: { port: number; user: string; password: string }): string {
+/** `folders`: the server folders pulled (top-level names; default the INBOX alone). */
+export function mbsyncConfig(dir: string, server: { port: number; user: string; password: string }, folders: readonly string[] = ['INBOX']): string {
   const maildir = join(dir, 'maildir');
   mkdirSync(maildir, { recursive: true });
   const file = join(dir, 'mbsyncrc');
@@ -28,11 +29,13 @@ export function mbsyncConfig(dir: string, server: { port: number; user: string; 
       'MaildirStore local',
       `Path ${maildir}/`,
       `Inbox ${maildir}/INBOX`,
+      // Past the INBOX mbsync lists the local folders too, and must be told what notmuch's `.notmuch/xapian` is.
+      ...(folders.length > 1 ? ['SubFolders Verbatim'] : []),
       '',
       'Channel bench',
       'Far :remote:',
       'Near :local:',
-      'Patterns INBOX',
+      `Patterns ${folders.join(' ')}`,
       'Create Near',
       'Sync Pull',
       'SyncState *',

@@ -29,9 +29,26 @@
  *
  * Then issue 14's goals as `goal / measured / peer / met?` rows (goalRows).
  *
- * Mailbox: BENCH_MESSAGES generated messages (default 10000, `bench` profile
- * ≈ 63 KB average), or BENCH_CORPUS=real for every message of
- * `../shared/corpus/real/`.
+ * Mailboxes (BENCH_CORPUS, comma-separated, default `bench,realistic`; each
+ * run through all of the above in a Dovecot of its own, its goal rows
+ * labelled with it): `bench`, BENCH_MESSAGES generated messages (default
+ * 10000, ≈ 63 KB average, all in the INBOX); `realistic`, as many in issue
+ * 34's measured shape (generator-shape.ts: p50 10 KB, p99 1.1 MB, 35% plain,
+ * 32% alternative, 15% HTML, 17% + 1% with attachments; INBOX, Archive and
+ * Sent 60/30/10, all three mirrored by both sides); `real`, every message of
+ * `../shared/corpus/real/`. The 1% changes are made in the INBOX.
+ *
+ * Completion, Mailcairn's one-shot side: what an operator sees, `GET
+ * /api/admin/mailbox/synchronization` on the daemon's admin listener, polled
+ * every 100 ms over a kept-alive connection (sync-sides.ts `synchronized`:
+ * a run ended in this process, none under way, the folders' completed
+ * counts sum to the mailbox, nothing left to index). The daemon answers
+ * those polls, so their CPU is in its CPU-seconds and its peak (the count
+ * is in the row's note; docs/performance.md gives a poll's measured cost);
+ * the first answer after completion can come up to 100 ms late, which is
+ * in its wall. The flag half of the 1% change and the running service's
+ * rows still read the daemon's database (no operator surface reports a
+ * message's flags).
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,7 +59,8 @@ import { startDovecot, type Dovecot } from '../../test/harness/dovecot.ts';
 import { mailAdmin } from '../../test/harness/doveadm.ts';
 import { loadCorpus, withoutEnvelope } from '../../test/harness/corpus.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
-import { appendMessages, writeMaildir } from '../../test/harness/place-mail.ts';
+import { appendMessages, writeMaildirs } from '../../test/harness/place-mail.ts';
+import { reservePort } from '../../test/helpers/ports.ts';
 import { mbsyncConfig, notmuchConfig } from '../peers/mbsync.ts';
 import { interval, timed, type ProcessStats } from '../peers/process-stats.ts';
 import { boundGoal, mebibytes, ratioGoal, seconds } from '../goals.ts';
@@ -56,15 +74,17 @@ const IDLE_SETTLE_MS = 3_000;
 /** One side's figures for one row: wall, CPU and peak, each a median of the repetitions. */
 type Side = { wallMs: number; cpuMs: number; peakRssMiB: number };
 
-/** The ceiling, in this process: wall, and this process's CPU over the fetch (nothing else runs meanwhile); no peak of its own. */
-async function fetchAndDiscard(dovecot: Dovecot): Promise<Side> {
+/** The ceiling, in this process: wall, and this process's CPU over the fetch of every folder (nothing else runs meanwhile); no peak of its own. */
+async function fetchAndDiscard(dovecot: Dovecot, folders: readonly string[]): Promise<Side> {
   const started = performance.now();
   const cpu = process.cpuUsage();
   const client = new ImapFlow({ host: '127.0.0.1', port: dovecot.port, secure: false, auth: { user: USER, pass: PASSWORD }, logger: false });
   await client.connect();
-  await client.mailboxOpen('INBOX', { readOnly: true });
   let bytes = 0;
-  for await (const msg of client.fetch('1:*', { uid: true, source: true }, { uid: true })) bytes += msg.source?.length ?? 0;
+  for (const folder of folders) {
+    await client.mailboxOpen(folder, { readOnly: true });
+    for await (const msg of client.fetch('1:*', { uid: true, source: true }, { uid: true })) bytes += msg.source?.length ?? 0;
+  }
   await client.logout();
   if (bytes === 0) throw new Error('fetched nothing');
   const used = process.cpuUsage(cpu);
@@ -105,246 +125,258 @@ export const syncInitial: Scenario = {
   description:
     'mirror a Dovecot mailbox: Mailcairn vs fetch-and-discard, mbsync, mbsync + notmuch; then incremental runs (one-shot processes, and the running service)',
   async run() {
-    const repeat = Math.max(1, Number(process.env.BENCH_REPEAT ?? '3'));
-    const initialRepeat = Math.max(1, Number(process.env.BENCH_INITIAL_REPEAT ?? '2'));
-    const { label, count, messages } = benchMailbox();
-    const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-'));
-    const dovecot = await startDovecot({ users: [{ user: USER, password: PASSWORD }] });
-    const log = (line: string): void => void process.stderr.write(`[sync] ${line}\n`);
     const rows: Row[] = [];
-    try {
-      // Streamed into the Maildir: 50,000 generated messages are ≈ 3 GB, more than this process should hold.
-      let bytes = 0;
-      const total = await writeMaildir(
-        dovecot,
-        USER,
-        'INBOX',
-        (function* () {
-          for (const m of messages()) {
-            bytes += m.raw.length;
-            yield m;
-          }
-        })(),
-      );
-      if (total !== count) throw new Error(`placed ${total} messages, expected ${count}`);
-      const mb = round(bytes / 2 ** 20);
-      const row = (scenario: string, order: string, ours: Side | null, peer: string, theirs: Side | null, note = ''): Row => ({
-        scenario,
-        mailbox: label,
-        messages: total,
-        MB: mb,
-        order,
-        'Mailcairn wall s': ours ? s(ours.wallMs) : null,
-        'Mailcairn CPU s': ours ? s(ours.cpuMs) : null,
-        'Mailcairn peak MiB': ours ? mib(ours.peakRssMiB) : null,
-        peer,
-        'peer wall s': theirs ? s(theirs.wallMs) : null,
-        'peer CPU s': theirs ? s(theirs.cpuMs) : null,
-        'peer peak MiB': theirs ? mib(theirs.peakRssMiB) : null,
-        'wall ratio': ours && theirs ? ratio(ours.wallMs, theirs.wallMs) : null,
-        'CPU ratio': ours && theirs ? ratio(ours.cpuMs, theirs.cpuMs) : null,
-        note,
-      });
-
-      // 1. Initial mirror, each repetition on fresh state for both sides; the last repetition's state carries on.
-      const initial = {
-        ours: [] as Side[],
-        visible: [] as number[],
-        ceiling: [] as Side[],
-        mbsync: [] as Side[],
-        notmuch: [] as Side[],
-        order: [] as string[],
-      };
-      let state: { daemon: ReturnType<typeof daemonConfig>; mbsyncDir: string; rc: string } | null = null;
-      for (let i = 0; i < initialRepeat; i++) {
-        const repDir = join(dir, `initial-${i}`);
-        mkdirSync(repDir, { recursive: true });
-        const daemon = daemonConfig(join(repDir, 'mailcairn'), dovecot);
-        const mbsyncDir = join(repDir, 'mbsync');
-        const rc = mbsyncConfig(mbsyncDir, { port: dovecot.port, user: USER, password: PASSWORD });
-        log(`initial mirror ${i + 1}/${initialRepeat}`);
-        const order = await inTurn(
-          i,
-          async () => {
-            const once = await mailcairnOnce(daemon, { stored: total });
-            initial.ours.push(once);
-            initial.visible.push(once.visibleMs);
-          },
-          async () => {
-            initial.ceiling.push(await fetchAndDiscard(dovecot));
-            initial.mbsync.push(await mbsyncOnce(rc, mbsyncDir, { stored: total }));
-            initial.notmuch.push(await timed('notmuch', ['new', '--quiet'], { ...process.env, NOTMUCH_CONFIG: notmuchConfig(mbsyncDir) }));
-          },
-        );
-        initial.order.push(order);
-        if (i > 0) rmSync(join(dir, `initial-${i - 1}`), { recursive: true, force: true });
-        state = { daemon, mbsyncDir, rc };
-      }
-      const ours0 = medianSide(initial.ours);
-      const oursNote = `Mailcairn spawn → exit ${list(initial.ours.map((x) => x.wallMs))} s (stopped once mirrored), mirrored and visible at ${list(initial.visible)} s`;
-      const order0 = initial.order.join(' ');
-      rows.push(
-        row(
-          'initial mirror',
-          order0,
-          ours0,
-          'mbsync (bare copy)',
-          medianSide(initial.mbsync),
-          `${oursNote}; mbsync ${list(initial.mbsync.map((x) => x.wallMs))} s`,
-        ),
-      );
-      rows.push(
-        row(
-          'initial mirror',
-          order0,
-          ours0,
-          'mbsync + notmuch new',
-          medianSide(initial.mbsync.map((m, i) => sum(m, initial.notmuch[i]!))),
-          `notmuch new ${list(initial.notmuch.map((x) => x.wallMs))} s`,
-        ),
-      );
-      rows.push(
-        row(
-          'initial mirror',
-          order0,
-          ours0,
-          'imapflow fetch+discard (ceiling)',
-          medianSide(initial.ceiling),
-          'ceiling in the bench process: its CPU over the fetch, no peak of its own',
-        ),
-      );
-
-      // 2. Incremental, one-shot processes on both sides.
-      const { daemon, mbsyncDir, rc } = state!;
-      let expected: Expect = { stored: total };
-      const incremental = async (name: string, before: (i: number) => Promise<Expect>): Promise<{ ours: Side[]; mbsync: Side[] }> => {
-        const ours: Side[] = [];
-        const visibleAt: number[] = [];
-        const cpuByVisible: number[] = [];
-        const theirs: Side[] = [];
-        const order: string[] = [];
-        for (let i = 0; i < repeat; i++) {
-          log(`${name} ${i + 1}/${repeat}`);
-          const e = await before(i);
-          order.push(
-            await inTurn(
-              i,
-              async () => {
-                const once = await mailcairnOnce(daemon, e);
-                ours.push(once);
-                visibleAt.push(once.visibleMs);
-                cpuByVisible.push(once.cpuAtVisibleMs);
-              },
-              async () => void theirs.push(await mbsyncOnce(rc, mbsyncDir, e)),
-            ),
-          );
-        }
-        rows.push(
-          row(
-            `${name}, one-shot processes (median)`,
-            order.join(' '),
-            medianSide(ours),
-            'mbsync',
-            medianSide(theirs),
-            `Mailcairn spawn → exit ${list(ours.map((x) => x.wallMs))} s, visible at ${list(visibleAt)} s (CPU by then ${list(cpuByVisible)} s); mbsync ${list(theirs.map((x) => x.wallMs))} s`,
-          ),
-        );
-        return { ours, mbsync: theirs };
-      };
-      const admin = mailAdmin(dovecot);
-      const changes = Math.max(1, Math.floor(total / 100));
-      // Flags first, then the new mail: a daemon woken by the new mail (IDLE) must see both in its run.
-      const change = async (n: number): Promise<Expect & { madeMs: number }> => {
-        const started = performance.now();
-        const uids = [...new Set(Array.from({ length: changes }, (_, i) => 1 + ((i * 97 + n) % total)))];
-        const flag = n % 2 === 0 ? '\\Flagged' : '\\Answered';
-        await admin.addFlags(USER, 'INBOX', uids, [flag]);
-        await appendMessages(dovecot, USER, 'INBOX', generateMailbox({ seed: 7 + n, count: changes, profile: 'bench' }));
-        expected = { stored: expected.stored + changes, flagged: { uids, flag } };
-        return { ...expected, madeMs: performance.now() - started };
-      };
-      const noChange = await incremental('no-change incremental', async () => expected);
-      const onePercent = await incremental('1% new + 1% flags', (i) => change(i));
-      const serviceSides = { serviceChange: [] as Side[], servicePeriodic: [] as Side[] };
-
-      // 3. The service running: change → visible, and the periodic no-change run.
-      log('service: 1% new + 1% flags, change → visible');
-      const service = await startService(daemon);
-      try {
-        const latency: Side[] = [];
-        const made: number[] = [];
-        serviceSides.serviceChange = latency;
-        let peakReset = true;
-        for (let i = 0; i < repeat; i++) {
-          await service.settled();
-          // Mail arrives between runs, when the daemon sits in IDLE: imapflow enters IDLE up to 2 s after its
-          // last command, so a change made at once after a run would wait for that, not for the daemon's reaction.
-          await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
-          const runBefore = lastEndedRun(daemon.database);
-          const measured = interval(service.pid);
-          peakReset &&= measured.peakReset;
-          const e = await change(repeat + i);
-          const changedAt = performance.now();
-          const seenAt = await service.waitVisible(e);
-          await service.settled(runBefore);
-          const usage: ProcessStats = measured.end();
-          latency.push({ wallMs: seenAt - changedAt, cpuMs: usage.cpuMs, peakRssMiB: usage.peakRssMiB });
-          made.push(e.madeMs);
-        }
-        rows.push(
-          row(
-            '1% new + 1% flags, service running (median)',
-            'M',
-            medianSide(latency),
-            'mbsync started at the change',
-            medianSide(onePercent.mbsync),
-            `Mailcairn wall = change on the server, ${IDLE_SETTLE_MS / 1000} s after the last run → in the database (${list(latency.map((x) => x.wallMs))} s; making the change took ${list(made)} s, the daemon may start on it meanwhile); ` +
-              `CPU and peak over change + run from /proc${peakReset ? ' (peak reset at the start)' : ' (lifetime peak: reset refused)'}; peer = the one-shot mbsync runs above`,
-          ),
-        );
-
-        log('service: periodic no-change runs');
-        const periodic: Side[] = [];
-        serviceSides.servicePeriodic = periodic;
-        for (let i = 0; i < repeat; i++) {
-          const runBefore = await service.settled().then(() => lastEndedRun(daemon.database));
-          const measured = interval(service.pid);
-          await service.settled(runBefore);
-          const usage = measured.end();
-          periodic.push({ wallMs: lastRunMs(daemon.database), cpuMs: usage.cpuMs, peakRssMiB: usage.peakRssMiB });
-        }
-        rows.push(
-          row(
-            'no-change, service running: one interval (median)',
-            'M',
-            medianSide(periodic),
-            'mbsync',
-            medianSide(noChange.mbsync),
-            `Mailcairn wall = the run as the daemon records it (no process start or login: the session stays open; not comparable, no wall ratio); CPU = the whole interval between two run ends; peer = the one-shot mbsync no-change runs above`,
-          ),
-        );
-        rows[rows.length - 1]!['wall ratio'] = null;
-      } finally {
-        await service.stop();
-      }
-      rows.push(
-        ...goalRows(`${total} messages, ${label}`, {
-          initial: ours0,
-          mbsync: medianSide(initial.mbsync),
-          ceiling: medianSide(initial.ceiling),
-          noChange: { ours: medianSide(noChange.ours), mbsync: medianSide(noChange.mbsync) },
-          onePercent: { ours: medianSide(onePercent.ours), mbsync: medianSide(onePercent.mbsync) },
-          serviceChange: medianSide(serviceSides.serviceChange),
-          servicePeriodic: medianSide(serviceSides.servicePeriodic),
-        }),
-      );
-    } finally {
-      await dovecot.stop();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    for (const corpus of benchCorpora()) rows.push(...(await mirrorCorpus(corpus)));
     return rows;
   },
 };
+
+/** Every part of the scenario on one mailbox, in a Dovecot of its own. */
+async function mirrorCorpus({ label, count, folders, messages }: Corpus): Promise<Row[]> {
+  const repeat = Math.max(1, Number(process.env.BENCH_REPEAT ?? '3'));
+  const initialRepeat = Math.max(1, Number(process.env.BENCH_INITIAL_REPEAT ?? '2'));
+  const adminPort = await reservePort();
+  const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-'));
+  const dovecot = await startDovecot({ users: [{ user: USER, password: PASSWORD }] });
+  const log = (line: string): void => void process.stderr.write(`[sync] ${line}\n`);
+  const rows: Row[] = [];
+  try {
+    // Streamed into the Maildir: 50,000 generated messages are ≈ 3 GB, more than this process should hold.
+    let bytes = 0;
+    const placed = await writeMaildirs(
+      dovecot,
+      USER,
+      (function* () {
+        for (const m of messages()) {
+          bytes += m.raw.length;
+          yield { ...m, folder: m.folder ?? 'INBOX' };
+        }
+      })(),
+      folders,
+    );
+    const total = [...placed.values()].reduce((a, b) => a + b, 0);
+    if (total !== count) throw new Error(`placed ${total} messages, expected ${count}`);
+    const inboxCount = placed.get('INBOX') ?? 0;
+    log(`${label}: ${total} messages, ${[...placed].map(([f, n]) => `${f} ${n}`).join(', ')}`);
+    const mb = round(bytes / 2 ** 20);
+    const row = (scenario: string, order: string, ours: Side | null, peer: string, theirs: Side | null, note = ''): Row => ({
+      scenario,
+      mailbox: label,
+      messages: total,
+      MB: mb,
+      order,
+      'Mailcairn wall s': ours ? s(ours.wallMs) : null,
+      'Mailcairn CPU s': ours ? s(ours.cpuMs) : null,
+      'Mailcairn peak MiB': ours ? mib(ours.peakRssMiB) : null,
+      peer,
+      'peer wall s': theirs ? s(theirs.wallMs) : null,
+      'peer CPU s': theirs ? s(theirs.cpuMs) : null,
+      'peer peak MiB': theirs ? mib(theirs.peakRssMiB) : null,
+      'wall ratio': ours && theirs ? ratio(ours.wallMs, theirs.wallMs) : null,
+      'CPU ratio': ours && theirs ? ratio(ours.cpuMs, theirs.cpuMs) : null,
+      note,
+    });
+
+    // 1. Initial mirror, each repetition on fresh state for both sides; the last repetition's state carries on.
+    const initial = {
+      ours: [] as Side[],
+      visible: [] as number[],
+      polls: [] as number[],
+      ceiling: [] as Side[],
+      mbsync: [] as Side[],
+      notmuch: [] as Side[],
+      order: [] as string[],
+    };
+    let state: { daemon: ReturnType<typeof daemonConfig>; mbsyncDir: string; rc: string } | null = null;
+    for (let i = 0; i < initialRepeat; i++) {
+      const repDir = join(dir, `initial-${i}`);
+      mkdirSync(repDir, { recursive: true });
+      const daemon = daemonConfig(join(repDir, 'mailcairn'), dovecot, { folders, adminPort });
+      const mbsyncDir = join(repDir, 'mbsync');
+      const rc = mbsyncConfig(mbsyncDir, { port: dovecot.port, user: USER, password: PASSWORD }, folders);
+      log(`initial mirror ${i + 1}/${initialRepeat}`);
+      const order = await inTurn(
+        i,
+        async () => {
+          const once = await mailcairnOnce(daemon, { stored: total });
+          initial.ours.push(once);
+          initial.visible.push(once.visibleMs);
+          initial.polls.push(once.polls);
+        },
+        async () => {
+          initial.ceiling.push(await fetchAndDiscard(dovecot, folders));
+          initial.mbsync.push(await mbsyncOnce(rc, mbsyncDir, { stored: total }, folders));
+          initial.notmuch.push(await timed('notmuch', ['new', '--quiet'], { ...process.env, NOTMUCH_CONFIG: notmuchConfig(mbsyncDir) }));
+        },
+      );
+      initial.order.push(order);
+      if (i > 0) rmSync(join(dir, `initial-${i - 1}`), { recursive: true, force: true });
+      state = { daemon, mbsyncDir, rc };
+    }
+    const ours0 = medianSide(initial.ours);
+    const oursNote = `Mailcairn spawn → exit ${list(initial.ours.map((x) => x.wallMs))} s (stopped once mirrored), mirrored and indexed per the admin synchronization route at ${list(initial.visible)} s (${initial.polls.join(' / ')} polls, answered inside its CPU)`;
+    const order0 = initial.order.join(' ');
+    rows.push(
+      row(
+        'initial mirror',
+        order0,
+        ours0,
+        'mbsync (bare copy)',
+        medianSide(initial.mbsync),
+        `${oursNote}; mbsync ${list(initial.mbsync.map((x) => x.wallMs))} s`,
+      ),
+    );
+    rows.push(
+      row(
+        'initial mirror',
+        order0,
+        ours0,
+        'mbsync + notmuch new',
+        medianSide(initial.mbsync.map((m, i) => sum(m, initial.notmuch[i]!))),
+        `notmuch new ${list(initial.notmuch.map((x) => x.wallMs))} s`,
+      ),
+    );
+    rows.push(
+      row(
+        'initial mirror',
+        order0,
+        ours0,
+        'imapflow fetch+discard (ceiling)',
+        medianSide(initial.ceiling),
+        'ceiling in the bench process: its CPU over the fetch, no peak of its own',
+      ),
+    );
+
+    // 2. Incremental, one-shot processes on both sides.
+    const { daemon, mbsyncDir, rc } = state!;
+    let expected: Expect = { stored: total };
+    const incremental = async (name: string, before: (i: number) => Promise<Expect>): Promise<{ ours: Side[]; mbsync: Side[] }> => {
+      const ours: Side[] = [];
+      const visibleAt: number[] = [];
+      const cpuByVisible: number[] = [];
+      const theirs: Side[] = [];
+      const order: string[] = [];
+      for (let i = 0; i < repeat; i++) {
+        log(`${name} ${i + 1}/${repeat}`);
+        const e = await before(i);
+        order.push(
+          await inTurn(
+            i,
+            async () => {
+              const once = await mailcairnOnce(daemon, e);
+              ours.push(once);
+              visibleAt.push(once.visibleMs);
+              cpuByVisible.push(once.cpuAtVisibleMs);
+            },
+            async () => void theirs.push(await mbsyncOnce(rc, mbsyncDir, e, folders)),
+          ),
+        );
+      }
+      rows.push(
+        row(
+          `${name}, one-shot processes (median)`,
+          order.join(' '),
+          medianSide(ours),
+          'mbsync',
+          medianSide(theirs),
+          `Mailcairn spawn → exit ${list(ours.map((x) => x.wallMs))} s, visible at ${list(visibleAt)} s (CPU by then ${list(cpuByVisible)} s); mbsync ${list(theirs.map((x) => x.wallMs))} s`,
+        ),
+      );
+      return { ours, mbsync: theirs };
+    };
+    const admin = mailAdmin(dovecot);
+    const changes = Math.max(1, Math.floor(total / 100));
+    // Flags first, then the new mail: a daemon woken by the new mail (IDLE) must see both in its run.
+    const change = async (n: number): Promise<Expect & { madeMs: number }> => {
+      const started = performance.now();
+      const uids = [...new Set(Array.from({ length: changes }, (_, i) => 1 + ((i * 97 + n) % inboxCount)))];
+      const flag = n % 2 === 0 ? '\\Flagged' : '\\Answered';
+      await admin.addFlags(USER, 'INBOX', uids, [flag]);
+      await appendMessages(dovecot, USER, 'INBOX', generateMailbox({ seed: 7 + n, count: changes, profile: 'bench' }));
+      expected = { stored: expected.stored + changes, flagged: { uids, flag } };
+      return { ...expected, madeMs: performance.now() - started };
+    };
+    const noChange = await incremental('no-change incremental', async () => expected);
+    const onePercent = await incremental('1% new + 1% flags', (i) => change(i));
+    const serviceSides = { serviceChange: [] as Side[], servicePeriodic: [] as Side[] };
+
+    // 3. The service running: change → visible, and the periodic no-change run.
+    log('service: 1% new + 1% flags, change → visible');
+    const service = await startService(daemon);
+    try {
+      const latency: Side[] = [];
+      const made: number[] = [];
+      serviceSides.serviceChange = latency;
+      let peakReset = true;
+      for (let i = 0; i < repeat; i++) {
+        await service.settled();
+        // Mail arrives between runs, when the daemon sits in IDLE: imapflow enters IDLE up to 2 s after its
+        // last command, so a change made at once after a run would wait for that, not for the daemon's reaction.
+        await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
+        const runBefore = lastEndedRun(daemon.database);
+        const measured = interval(service.pid);
+        peakReset &&= measured.peakReset;
+        const e = await change(repeat + i);
+        const changedAt = performance.now();
+        const seenAt = await service.waitVisible(e);
+        await service.settled(runBefore);
+        const usage: ProcessStats = measured.end();
+        latency.push({ wallMs: seenAt - changedAt, cpuMs: usage.cpuMs, peakRssMiB: usage.peakRssMiB });
+        made.push(e.madeMs);
+      }
+      rows.push(
+        row(
+          '1% new + 1% flags, service running (median)',
+          'M',
+          medianSide(latency),
+          'mbsync started at the change',
+          medianSide(onePercent.mbsync),
+          `Mailcairn wall = change on the server, ${IDLE_SETTLE_MS / 1000} s after the last run → in the database (${list(latency.map((x) => x.wallMs))} s; making the change took ${list(made)} s, the daemon may start on it meanwhile); ` +
+            `CPU and peak over change + run from /proc${peakReset ? ' (peak reset at the start)' : ' (lifetime peak: reset refused)'}; peer = the one-shot mbsync runs above`,
+        ),
+      );
+
+      log('service: periodic no-change runs');
+      const periodic: Side[] = [];
+      serviceSides.servicePeriodic = periodic;
+      for (let i = 0; i < repeat; i++) {
+        const runBefore = await service.settled().then(() => lastEndedRun(daemon.database));
+        const measured = interval(service.pid);
+        await service.settled(runBefore);
+        const usage = measured.end();
+        periodic.push({ wallMs: lastRunMs(daemon.database), cpuMs: usage.cpuMs, peakRssMiB: usage.peakRssMiB });
+      }
+      rows.push(
+        row(
+          'no-change, service running: one interval (median)',
+          'M',
+          medianSide(periodic),
+          'mbsync',
+          medianSide(noChange.mbsync),
+          `Mailcairn wall = the run as the daemon records it (no process start or login: the session stays open; not comparable, no wall ratio); CPU = the whole interval between two run ends; peer = the one-shot mbsync no-change runs above`,
+        ),
+      );
+      rows[rows.length - 1]!['wall ratio'] = null;
+    } finally {
+      await service.stop();
+    }
+    rows.push(
+      ...goalRows(`${total} messages, ${label}`, {
+        initial: ours0,
+        mbsync: medianSide(initial.mbsync),
+        ceiling: medianSide(initial.ceiling),
+        noChange: { ours: medianSide(noChange.ours), mbsync: medianSide(noChange.mbsync) },
+        onePercent: { ours: medianSide(onePercent.ours), mbsync: medianSide(onePercent.mbsync) },
+        serviceChange: medianSide(serviceSides.serviceChange),
+        servicePeriodic: medianSide(serviceSides.servicePeriodic),
+      }),
+    );
+  } finally {
+    await dovecot.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
 
 /** Issue 14's peak-memory bound, 300 MB (10^6 bytes), in the MiB the rows use. */
 const PEAK_BOUND_MIB = 300e6 / 2 ** 20;
@@ -410,13 +442,39 @@ function goalRows(size: string, m: Measured): Row[] {
   ];
 }
 
-/** The mailbox to mirror: generated at BENCH_MESSAGES (made as it is written, never held whole), or the shared corpus's real mail. */
-function benchMailbox(): { label: string; count: number; messages: () => Iterable<{ raw: Buffer }> } {
-  if (process.env.BENCH_CORPUS === 'real') {
-    const real = loadCorpus('real').map((m) => ({ raw: withoutEnvelope(m.raw) }));
-    return { label: 'corpus real/', count: real.length, messages: () => real };
-  }
+/** A mailbox to mirror: its messages made as they are written (never held whole), each in its folder (default INBOX). */
+type Corpus = {
+  label: string;
+  count: number;
+  folders: readonly string[];
+  messages: () => Iterable<{ raw: Buffer; flags?: string[]; internalDate?: Date; folder?: string }>;
+};
+
+const CORPORA = ['bench', 'realistic', 'real'] as const;
+
+/**
+ * The mailboxes BENCH_CORPUS names, comma-separated, in that order (default `bench,realistic`):
+ * `bench` and `realistic` are generated at BENCH_MESSAGES (generator.ts profiles; realistic is
+ * issue 34's shape over INBOX, Archive and Sent), `real` is every message of the shared corpus.
+ */
+function benchCorpora(): Corpus[] {
+  const names = (process.env.BENCH_CORPUS ?? 'bench,realistic').split(',').map((n) => n.trim());
+  const unknown = names.filter((n) => !(CORPORA as readonly string[]).includes(n));
+  if (unknown.length > 0 || names.length === 0) throw new Error(`BENCH_CORPUS names ${CORPORA.join(', ')}, comma-separated`);
   const count = Number(process.env.BENCH_MESSAGES ?? '10000');
   if (!Number.isInteger(count) || count < 100) throw new Error('BENCH_MESSAGES must be a whole number ≥ 100');
-  return { label: 'generated', count, messages: () => generateMailbox({ seed: 42, count, profile: 'bench' }) };
+  return names.map((name): Corpus => {
+    if (name === 'real') {
+      const real = loadCorpus('real').map((m) => ({ raw: withoutEnvelope(m.raw) }));
+      return { label: 'corpus real/', count: real.length, folders: ['INBOX'], messages: () => real };
+    }
+    if (name === 'realistic')
+      return {
+        label: 'generated, realistic',
+        count,
+        folders: ['INBOX', 'Archive', 'Sent'],
+        messages: () => generateMailbox({ seed: 42, count, profile: 'realistic' }),
+      };
+    return { label: 'generated', count, folders: ['INBOX'], messages: () => generateMailbox({ seed: 42, count, profile: 'bench' }) };
+  });
 }

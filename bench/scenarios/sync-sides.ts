@@ -11,16 +11,28 @@
  *    from /proc (peers/process-stats.ts `interval`).
  *  - `mbsyncOnce`: one `mbsync` process pulling the folder, under the same
  *    wrapper.
- * "Visible" means in the daemon's database, read from this process by
- * polling every POLL_MS: stored (raw MIME and derived text) and, for a flag
- * change, the flag on every message it was set on.
+ * A one-shot daemon given an admin listener (`daemonConfig`'s `adminPort`,
+ * as sync-initial does) is seen done the way an operator sees it:
+ * `GET /api/admin/mailbox/synchronization` (docs/admin-api.md) polled every
+ * ADMIN_POLL_MS over one kept-alive connection, done when a run has ended in
+ * this process (`lastRun` is null until then), none is under way, and every
+ * folder's `progress.completedEmailCount` sums to the expected count with
+ * `notYetIndexedEmailCount` 0 everywhere (`synchronized`). The daemon
+ * answers those polls, so their CPU is inside its CPU-seconds: the count is
+ * returned (`polls`) for the row's note. A flag change and `also` are not
+ * on that route (no operator surface reports a message's flags): those
+ * parts still read the database. Without an admin listener (contacts,
+ * rules-spam, profile-ingest) and for the running service (`startService`),
+ * "visible" is read from the daemon's database by polling every POLL_MS:
+ * stored (raw MIME and derived text) and, for a flag change, the flag on
+ * every message it was set on.
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Libsql from 'libsql';
 import type { Dovecot } from '../../test/harness/dovecot.ts';
-import { writeBenchConfig } from '../peers/daemon-config.ts';
+import { apiKeyEntry, writeBenchConfig } from '../peers/daemon-config.ts';
 import { daemonCommand, startBenchDaemon } from '../peers/daemon.ts';
 import { readStats, spawnTimed, timed, type Timed } from '../peers/process-stats.ts';
 
@@ -29,6 +41,10 @@ export const PASSWORD = 'pw-bench';
 const WAIT_LIMIT_MS = 30 * 60_000;
 /** How often the database is polled for "visible"; a one-shot daemon's wall can include up to this much of the poll. */
 export const POLL_MS = 20;
+/** How often the admin route is asked: a request every 100 ms is ≈ 10 a second of the daemon's own work. */
+export const ADMIN_POLL_MS = 100;
+/** The bench operator's key for the admin listener (`service.admin.read` only). */
+const ADMIN_KEY = 'bench-sync-admin-key-0123456789abcdef';
 
 /** What a side must show once it has synchronized. */
 export type Expect = {
@@ -72,47 +88,103 @@ export function visible(database: string, e: Expect): boolean {
   const { uids, flag } = e.flagged;
   const flagged = query(
     database,
-    `SELECT count(*) AS n FROM messages WHERE state <> 'tombstoned' AND uid IN (${uids.map(Number).join(',')}) AND EXISTS (SELECT 1 FROM json_each(messages.flags) WHERE value = ?)`,
+    // The changes are made in the INBOX; other folders hold the same UIDs.
+    `SELECT count(*) AS n FROM messages WHERE state <> 'tombstoned' AND uid IN (${uids.map(Number).join(',')}) AND binding_id IN (SELECT id FROM folder_bindings WHERE alias = 'inbox' AND retired_at IS NULL) AND EXISTS (SELECT 1 FROM json_each(messages.flags) WHERE value = ?)`,
     flag,
   );
   return flagged === uids.length;
 }
 
-/** Poll until `predicate` holds; returns the moment it did (performance.now()). */
-async function until(what: string, predicate: () => boolean, alive: () => boolean): Promise<number> {
+/** Poll until `predicate` holds, every `everyMs`; returns the moment it did (performance.now()). */
+async function until(what: string, predicate: () => boolean | Promise<boolean>, alive: () => boolean, everyMs = POLL_MS): Promise<number> {
   const started = performance.now();
   for (;;) {
-    if (predicate()) return performance.now();
+    if (await predicate()) return performance.now();
     if (!alive()) throw new Error(`mailcairnd exited before ${what}`);
     if (performance.now() - started > WAIT_LIMIT_MS) throw new Error(`mailcairnd: no ${what} after ${WAIT_LIMIT_MS / 60_000} min`);
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
-export type DaemonConfig = { config: string; database: string };
+/** The parts of `GET /api/admin/mailbox/synchronization` the bench reads (docs/admin-api.md). */
+export type SynchronizationStatus = {
+  accounts: Array<{
+    phase: string;
+    lastRun: { outcome: string } | null;
+    folders: Array<{ mirrored: boolean; notYetIndexedEmailCount: number; progress: { completedEmailCount: number } | null }>;
+  }>;
+};
 
-export function daemonConfig(dir: string, dovecot: Dovecot): DaemonConfig {
+export async function synchronizationStatus(port: number): Promise<SynchronizationStatus | null> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/api/admin/mailbox/synchronization`, { headers: { 'X-API-Key': ADMIN_KEY } });
+    if (!res.ok) {
+      await res.body?.cancel();
+      // A refusal is a bench defect (key, permission, limiter), not "not yet": it would delay the signal unseen.
+      throw new Error(`admin synchronization route answered ${res.status}`);
+    }
+    return (await res.json()) as SynchronizationStatus;
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith('admin synchronization route')) throw err;
+    return null; // not listening yet
+  }
+}
+
+/** What the route shows once `stored` messages are mirrored and indexed by a run of this process. */
+export function synchronized(status: SynchronizationStatus | null, stored: number): boolean {
+  const account = status?.accounts[0];
+  if (!account || account.lastRun === null || account.phase === 'running') return false;
+  const mirrored = account.folders.filter((f) => f.mirrored);
+  const completed = mirrored.reduce((n, f) => n + (f.progress?.completedEmailCount ?? 0), 0);
+  return completed >= stored && mirrored.every((f) => f.notYetIndexedEmailCount === 0);
+}
+
+/** A folder the bench account mirrors: the INBOX by its alias, others by their path (no SPECIAL-USE in the harness). */
+function folderEntry(name: string): Record<string, string> {
+  return name === 'INBOX' ? { Alias: 'inbox' } : { Alias: name.toLowerCase(), Path: name };
+}
+
+export type DaemonConfig = { config: string; database: string; adminPort?: number };
+
+/** `folders`: the server folders mirrored (default the INBOX); `adminPort`: the admin listener, for the operator's completion signal. */
+export function daemonConfig(dir: string, dovecot: Dovecot, options: { folders?: readonly string[]; adminPort?: number } = {}): DaemonConfig {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'pw'), PASSWORD);
-  return writeBenchConfig(dir, {
+  const { adminPort } = options;
+  if (adminPort !== undefined) writeFileSync(join(dir, 'admin.key'), ADMIN_KEY);
+  const written = writeBenchConfig(dir, {
     Logging: { Level: 'warn', Format: 'Json' },
     MailSynchronization: { Interval: '00:00:10' },
+    ...(adminPort === undefined
+      ? {}
+      : {
+          AdminEndpoint: {
+            Enabled: true,
+            BindAddress: '127.0.0.1',
+            Port: adminPort,
+            Authentication: [{ ...apiKeyEntry('bench-operator', `file:${join(dir, 'admin.key')}`), Permissions: ['service.admin.read'] }],
+            // The limiter stays in the path but never refuses: its default (60 a minute) would answer most 100 ms polls 429.
+            RateLimiting: { TokenCapacity: 1_000_000, TokensPerReplenishmentPeriod: 1_000_000 },
+          },
+        }),
     Accounts: [
       {
         Id: 'bench',
         Imap: { Host: '127.0.0.1', Port: dovecot.port, Security: 'None', Username: USER, Password: `file:${join(dir, 'pw')}` },
-        Folders: [{ Alias: 'inbox' }],
+        Folders: (options.folders ?? ['INBOX']).map(folderEntry),
       },
     ],
   });
+  return { ...written, ...(adminPort === undefined ? {} : { adminPort }) };
 }
 
 /**
- * A one-shot process: spawn to exit, CPU and peak from wait4; `visibleMs` from spawn to the result seen in the database, `cpuAtVisibleMs` the CPU by then (/proc).
+ * A one-shot process: spawn to exit, CPU and peak from wait4; `visibleMs` from spawn to the result seen
+ * (admin route or database), `cpuAtVisibleMs` the CPU by then (/proc); `polls` the admin requests made (0: database).
  * `crashes`: actors the supervisor restarted after a crash (its `actor.exit` lines at warn): a round with one is
  * slower and costlier for that reason alone (a sync actor's crash interrupts the run), so a scenario can say so.
  */
-export type Once = Timed & { visibleMs: number; cpuAtVisibleMs: number; crashes: number };
+export type Once = Timed & { visibleMs: number; cpuAtVisibleMs: number; polls: number; crashes: number };
 
 /** Supervisor lines of actors that ended on an error (reason E_ACTOR_CRASHED or another code, not `shutdown`), in the daemon's JSON log. */
 export function crashesIn(log: string): number {
@@ -139,12 +211,26 @@ export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<On
   const pid = await t.targetPid();
   let cpuAtVisibleMs = NaN;
   let visibleAt: number;
+  let polls = 0;
+  const { adminPort } = d;
+  const extra = expect.flagged !== undefined || expect.also !== undefined;
   try {
-    visibleAt = await until(
-      'a run that shows the change',
-      () => lastEndedRun(d.database) > runBefore && visible(d.database, expect),
-      () => t.child.exitCode === null,
-    );
+    visibleAt =
+      adminPort === undefined
+        ? await until(
+            'a run that shows the change',
+            () => lastEndedRun(d.database) > runBefore && visible(d.database, expect),
+            () => t.child.exitCode === null,
+          )
+        : await until(
+            'a run that shows the change (admin synchronization route)',
+            async () => {
+              polls++;
+              return synchronized(await synchronizationStatus(adminPort), expect.stored) && (!extra || visible(d.database, expect));
+            },
+            () => t.child.exitCode === null,
+            ADMIN_POLL_MS,
+          );
     cpuAtVisibleMs = readStats(pid)?.cpuMs ?? NaN;
   } catch (err) {
     if (t.child.exitCode === null) process.kill(pid, 'SIGTERM');
@@ -162,14 +248,18 @@ export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<On
     visibleMs: visibleAt - t.startedAt,
     cpuAtVisibleMs,
     crashes: crashesIn(done.stdout),
+    polls,
   };
 }
 
-/** One `mbsync` run to its end; checks the Maildir then holds `expect.stored` messages. */
-export async function mbsyncOnce(rc: string, mbsyncDir: string, expect: Expect): Promise<Timed> {
+/** One `mbsync` run to its end; checks the Maildir then holds `expect.stored` messages over `folders`. */
+export async function mbsyncOnce(rc: string, mbsyncDir: string, expect: Expect, folders: readonly string[] = ['INBOX']): Promise<Timed> {
   const t = await timed('mbsync', ['-c', rc, '-a', '-q']);
-  const inbox = join(mbsyncDir, 'maildir', 'INBOX');
-  const held = readdirSync(join(inbox, 'cur')).length + readdirSync(join(inbox, 'new')).length;
+  let held = 0;
+  for (const folder of folders) {
+    const dir = join(mbsyncDir, 'maildir', folder);
+    held += readdirSync(join(dir, 'cur')).length + readdirSync(join(dir, 'new')).length;
+  }
   if (held < expect.stored) throw new Error(`mbsync left ${held} messages in the Maildir, expected ${expect.stored}`);
   return t;
 }

@@ -9,6 +9,7 @@ import { createCipheriv, createHash } from 'node:crypto';
 import { seededRandom } from '../../runtime/clock.ts';
 import { base64Lines, encodable, encodeText, encodeWords, header, quotedPrintable, type Charset } from './mime-encode.ts';
 import * as W from './generator-words.ts';
+import { type Folder, type MimeKind, type Planned, planRealistic } from './generator-shape.ts';
 
 export type GeneratedMessage = {
   raw: Buffer;
@@ -19,13 +20,19 @@ export type GeneratedMessage = {
   subject: string;
   inReplyTo?: string;
   attachments: number;
+  /** `realistic` only: the folder the message belongs in, and its MIME kind (generator-shape.ts). */
+  folder?: Folder;
+  kind?: MimeKind;
 };
 
 export type GeneratorOptions = {
   seed: number;
   count: number;
-  /** `small` (default): ~5 KB average, no attachment over 60 KB, for fast tests. `bench`: ~63 KB average, up to 5 MB. */
-  profile?: 'small' | 'bench';
+  /**
+   * `small` (default): ~5 KB average, no attachment over 60 KB, for fast tests. `bench`: ~63 KB average, up to 5 MB.
+   * `realistic`: issue 34's measured shape (generator-shape.ts): sizes by percentile, MIME kinds and folders in stated shares.
+   */
+  profile?: 'small' | 'bench' | 'realistic';
   owner?: { name: string; address: string };
   /** Date headers are spread, in order, between these (defaults 2019-01-01 … 2025-12-31). */
   start?: Date;
@@ -49,6 +56,17 @@ const PROFILES: Record<'small' | 'bench', Profile> = {
 };
 
 const CRLF = Buffer.from('\r\n');
+type AttachmentKind = 'pdf' | 'png' | 'jpeg' | 'zip' | 'docx' | 'csv' | 'ics';
+const ATTACHMENT_KINDS: readonly AttachmentKind[] = ['pdf', 'pdf', 'pdf', 'png', 'jpeg', 'jpeg', 'zip', 'docx', 'csv', 'ics'];
+/** `realistic`: binary types only past 150 KB (a CSV is capped at 200 KB of rows), and no calendar invitation (its size is fixed). */
+const REALISTIC_ATTACHMENTS: readonly AttachmentKind[] = ['pdf', 'pdf', 'pdf', 'png', 'jpeg', 'jpeg', 'zip', 'docx', 'csv'];
+const REALISTIC_LARGE_ATTACHMENTS: readonly AttachmentKind[] = ['pdf', 'pdf', 'pdf', 'png', 'jpeg', 'jpeg', 'zip', 'docx'];
+/** `realistic`: what a message's header block weighs, about (Received hops, DKIM, addresses); its body is sized to the rest. */
+const HEAD_GUESS = 1_500;
+/** `realistic`: body bytes per byte of paragraph text, by kind (the HTML's markup; the second pass corrects the rest). */
+const TEXT_FACTOR = { plain: 1.4, html: 2.3, alternative: 4.5 } as const;
+/** Bytes of base64 (76-character lines and CRLF) per byte encoded. */
+const BASE64_GROWTH = 78 / 57;
 const ZONES = [0, 0, -300, -420, -480, 60, 60, 120, 330, 540, 600, -180];
 const DAY = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 const MON = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -60,6 +78,11 @@ function rfcDate(t: number, offset: number): string {
   const sign = offset < 0 ? '-' : '+';
   const abs = Math.abs(offset);
   return `${DAY[d.getUTCDay()]}, ${p(d.getUTCDate())} ${MON[d.getUTCMonth()]} ${d.getUTCFullYear()} ${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} ${sign}${p(Math.floor(abs / 60))}${p(abs % 60)}`;
+}
+
+/** A part's size as written: its header block, the blank line and its body. */
+function partBytes(p: Part): number {
+  return p.headers.length + 2 + p.body.reduce((n, b) => n + b.length, 0);
 }
 
 type Person = { name: string; address: string };
@@ -85,7 +108,9 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
         .padStart(8, '0');
     return s.slice(0, n);
   };
-  const profile = PROFILES[o.profile ?? 'small'];
+  const profile = PROFILES[o.profile === 'realistic' ? 'bench' : (o.profile ?? 'small')];
+  // Its own stream, so the plan's shuffle leaves the messages' draws as they are.
+  const plan = o.profile === 'realistic' ? planRealistic(o.count, seededRandom(o.seed ^ 0x5a5a5a5a)) : undefined;
   const owner = o.owner ?? { name: 'Alice Example', address: 'alice@example.org' };
   const start = (o.start ?? new Date('2019-01-01T00:00:00Z')).getTime();
   const end = (o.end ?? new Date('2025-12-31T23:59:59Z')).getTime();
@@ -199,8 +224,8 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
     return { headers: `Content-Type: multipart/${subtype};\r\n boundary="${boundary}"\r\n`, body: chunks };
   };
 
-  const attachment = (size: number, charset: Charset): Part => {
-    const kind = pick(['pdf', 'pdf', 'pdf', 'png', 'jpeg', 'jpeg', 'zip', 'docx', 'csv', 'ics'] as const);
+  const attachment = (size: number, charset: Charset, choices: readonly AttachmentKind[] = ATTACHMENT_KINDS): Part => {
+    const kind = pick(choices);
     const baseName = pick(['report', 'invoice', 'scan', 'photo', 'slides', 'notes', 'Präsentation März', 'résumé', '請求書', 'budget 2024']);
     const types = {
       pdf: ['application/pdf', '%PDF-1.7\n%\xe2\xe3\xcf\xd3\n'],
@@ -258,10 +283,12 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
   };
 
   for (let index = 0; index < o.count; index++) {
+    const planned = plan?.(index);
     t = Math.min(end, t + Math.max(1000, Math.round(-Math.log(1 - rnd()) * gap)));
     const zone = pick(ZONES);
     let charset = charsetFor();
-    const kind = chance(0.08) ? 'newsletter' : chance(0.2) ? 'list' : 'personal';
+    let kind = chance(0.08) ? 'newsletter' : chance(0.2) ? 'list' : 'personal';
+    if (planned?.folder === 'Sent') kind = 'personal';
     let parent: Conversation | undefined;
     if (kind !== 'newsletter' && chance(replyRate)) {
       const recent = open.slice(-40).filter((c) => t - c.lastAt < 60 * 86_400_000);
@@ -311,6 +338,11 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
       extraHeaders.push(`List-Id: ${list.title} <${list.name}.${list.domain}>\r\n`, `List-Post: <mailto:${list.name}@${list.domain}>\r\n`);
       extraHeaders.push(header('List-Unsubscribe', `<mailto:${list.name}-leave@${list.domain}>`), 'Precedence: list\r\n');
     }
+    if (planned?.folder === 'Sent') {
+      // The owner's own mail: to the person who would have written, the thread's others on copy.
+      to = [from];
+      from = owner;
+    }
     if (!encodable(subject, charset) && charset !== 'utf-8') charset = 'utf-8';
 
     const domain = from.address.split('@')[1]!;
@@ -321,68 +353,127 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
     const inReplyTo = references.at(-1);
     const deliveredAt = Math.floor((t + int(1, 600) * 1000) / 1000) * 1000;
 
-    // Body text.
-    const textBytes = logUniform(profile.text[0], profile.text[1]);
-    const paras = paragraphs(textBytes, charset);
-    const greeting = charset === 'iso-2022-jp' ? `${from.name.split(' ')[0]}様` : `Hi ${owner.name.split(' ')[0]},`;
-    const lines: string[] = [greeting, ''];
-    for (const p of paras) lines.push(...wrap(p), '');
-    const signature = pick(W.SIGNATURES);
-    lines.push(signature, from.name);
-    if (parent) {
-      lines.push('', `On ${rfcDate(parent.lastAt, zone)}, ${parent.people[0]!.name} wrote:`);
-      for (const l of parent.snippet) lines.push(`> ${l}`);
-    }
-    let text = `${lines.join('\r\n')}\r\n`;
-    if (!encodable(text, charset)) {
-      charset = 'utf-8';
-      text = `${lines.join('\r\n')}\r\n`;
-    }
+    // Body text: paragraphs of about `bytes`, as plain text and (on demand) as HTML.
+    const compose = (bytes: number) => {
+      const paras = paragraphs(bytes, charset);
+      const greeting = charset === 'iso-2022-jp' ? `${from.name.split(' ')[0]}様` : `Hi ${owner.name.split(' ')[0]},`;
+      const lines: string[] = [greeting, ''];
+      for (const p of paras) lines.push(...wrap(p), '');
+      const signature = pick(W.SIGNATURES);
+      lines.push(signature, from.name);
+      if (parent) {
+        lines.push('', `On ${rfcDate(parent.lastAt, zone)}, ${parent.people[0]!.name} wrote:`);
+        for (const l of parent.snippet) lines.push(`> ${l}`);
+      }
+      let text = `${lines.join('\r\n')}\r\n`;
+      if (!encodable(text, charset)) {
+        charset = 'utf-8';
+        text = `${lines.join('\r\n')}\r\n`;
+      }
+      const html = () => {
+        const news = kind === 'newsletter';
+        const body = paras.map(
+          (p) => `<p style="margin:0 0 12px 0;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:20px;color:#333333;">${escapeHtml(p)}</p>`,
+        );
+        const blocks = news
+          ? body
+              .map(
+                (p, i) =>
+                  `<tr><td style="padding:16px 24px;border-bottom:1px solid #eeeeee;">${p}<a href="https://news.example.com/item/${i}?utm_source=newsletter&amp;utm_medium=email&amp;id=${hex(10)}" style="color:#1a73e8;text-decoration:none;">Read more</a></td></tr>`,
+              )
+              .join('\r\n')
+          : body.join('\r\n');
+        const content = news
+          ? `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="max-width:640px;margin:0 auto;background:#ffffff;">\r\n${blocks}\r\n</table>`
+          : `<div dir="ltr">\r\n<p>${escapeHtml(greeting)}</p>\r\n${blocks}\r\n<p>${escapeHtml(signature)}<br>${escapeHtml(from.name)}</p>\r\n</div>`;
+        const quoted = parent
+          ? `\r\n<blockquote type="cite" style="margin:0 0 0 .8ex;border-left:1px solid #ccc;padding-left:1ex">${parent.snippet.map(escapeHtml).join('<br>\r\n')}</blockquote>`
+          : '';
+        return `<!DOCTYPE html>\r\n<html>\r\n<head>\r\n<meta http-equiv="Content-Type" content="text/html; charset=${charset}">\r\n<style type="text/css">body{margin:0;padding:0}p{margin:0}</style>\r\n</head>\r\n<body>\r\n${content}${quoted}\r\n</body>\r\n</html>\r\n`;
+      };
+      return { paras, text, html };
+    };
+    const plainOf = (c: ReturnType<typeof compose>) => textPart('plain', c.text, charset, chance(0.15) && charset !== 'iso-2022-jp' ? '; format=flowed' : '');
 
-    const html = () => {
-      const news = kind === 'newsletter';
-      const body = paras.map(
-        (p) => `<p style="margin:0 0 12px 0;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:20px;color:#333333;">${escapeHtml(p)}</p>`,
-      );
-      const blocks = news
-        ? body
-            .map(
-              (p, i) =>
-                `<tr><td style="padding:16px 24px;border-bottom:1px solid #eeeeee;">${p}<a href="https://news.example.com/item/${i}?utm_source=newsletter&amp;utm_medium=email&amp;id=${hex(10)}" style="color:#1a73e8;text-decoration:none;">Read more</a></td></tr>`,
-            )
-            .join('\r\n')
-        : body.join('\r\n');
-      const content = news
-        ? `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="max-width:640px;margin:0 auto;background:#ffffff;">\r\n${blocks}\r\n</table>`
-        : `<div dir="ltr">\r\n<p>${escapeHtml(greeting)}</p>\r\n${blocks}\r\n<p>${escapeHtml(signature)}<br>${escapeHtml(from.name)}</p>\r\n</div>`;
-      const quoted = parent
-        ? `\r\n<blockquote type="cite" style="margin:0 0 0 .8ex;border-left:1px solid #ccc;padding-left:1ex">${parent.snippet.map(escapeHtml).join('<br>\r\n')}</blockquote>`
-        : '';
-      return `<!DOCTYPE html>\r\n<html>\r\n<head>\r\n<meta http-equiv="Content-Type" content="text/html; charset=${charset}">\r\n<style type="text/css">body{margin:0;padding:0}p{margin:0}</style>\r\n</head>\r\n<body>\r\n${content}${quoted}\r\n</body>\r\n</html>\r\n`;
+    /** `realistic`: the kind the plan names, its body sized so that the message comes to the planned size. */
+    const realisticBody = (want: Planned): { root: Part; composed: ReturnType<typeof compose>; attachments: number } => {
+      const budget = Math.max(300, want.size - HEAD_GUESS);
+      if (want.kind === 'plain' || want.kind === 'html' || want.kind === 'alternative') {
+        const textKind = want.kind;
+        const build = (c: ReturnType<typeof compose>): Part =>
+          textKind === 'plain'
+            ? plainOf(c)
+            : textKind === 'html'
+              ? textPart('html', c.html(), charset)
+              : multipart('alternative', [plainOf(c), textPart('html', c.html(), charset)]);
+        let bytes = Math.max(100, budget / TEXT_FACTOR[textKind]);
+        let composed = compose(bytes);
+        let root = build(composed);
+        // One correction: the transfer encoding (base64, quoted-printable) and the markup are known only once built.
+        const got = partBytes(root);
+        if (Math.abs(got - budget) > budget * 0.08) {
+          bytes = Math.max(100, (bytes * budget) / got);
+          composed = compose(bytes);
+          root = build(composed);
+        }
+        return { root, composed, attachments: 0 };
+      }
+      const composed = compose(int(300, 3_000));
+      const inner = chance(0.5) ? plainOf(composed) : multipart('alternative', [plainOf(composed), textPart('html', composed.html(), charset)]);
+      // What the attachments must weigh once encoded, less their part headers (~300 bytes each).
+      const fill = Math.max(1_000, budget - partBytes(inner) - 200);
+      const encoded =
+        want.kind === 'large-attachment'
+          ? chance(0.7)
+            ? [fill]
+            : [fill * 0.9, fill * 0.1]
+          : chance(0.7)
+            ? [fill]
+            : (() => {
+                const shares = Array.from({ length: int(2, 3) }, () => 0.2 + rnd());
+                const sum = shares.reduce((a, b) => a + b, 0);
+                return shares.map((x) => (fill * x) / sum);
+              })();
+      const parts = encoded.map((e) => {
+        const raw = Math.max(200, Math.round((e - 300) / BASE64_GROWTH));
+        return attachment(raw, charset, raw > 150_000 ? REALISTIC_LARGE_ATTACHMENTS : REALISTIC_ATTACHMENTS);
+      });
+      return { root: multipart('mixed', [inner, ...parts]), composed, attachments: parts.length };
     };
 
     let root: Part;
-    const plain = textPart('plain', text, charset, chance(0.15) && charset !== 'iso-2022-jp' ? '; format=flowed' : '');
-    const wantsHtml = kind === 'newsletter' || chance(0.45);
-    if (!wantsHtml) root = plain;
-    else if (kind === 'newsletter' && chance(0.3)) root = textPart('html', html(), charset);
-    else root = multipart('alternative', [plain, textPart('html', html(), charset)]);
-    if (wantsHtml && root.headers.startsWith('Content-Type: multipart/alternative') && chance(0.08)) {
-      const cid = `${hex(12)}@${domain}`;
-      const logo = attachment(int(2_000, 20_000), charset);
-      root = multipart('related', [
-        root,
-        { headers: `${logo.headers.replace(/Content-Disposition: attachment/, 'Content-Disposition: inline')}Content-ID: <${cid}>\r\n`, body: logo.body },
-      ]);
-    }
+    let composed: ReturnType<typeof compose>;
     let attachments = 0;
-    const sizes: number[] = [];
-    if (chance(profile.largeAttach)) sizes.push(logUniform(profile.largeRange[0], profile.largeRange[1]));
-    if (chance(profile.smallAttach)) for (let i = chance(0.7) ? 1 : int(2, 3); i > 0; i--) sizes.push(logUniform(profile.smallRange[0], profile.smallRange[1]));
-    if (sizes.length > 0) {
-      attachments = sizes.length;
-      root = multipart('mixed', [root, ...sizes.map((s) => attachment(s, charset))]);
+    if (planned) {
+      const built = realisticBody(planned);
+      root = built.root;
+      composed = built.composed;
+      attachments = built.attachments;
+    } else {
+      composed = compose(logUniform(profile.text[0], profile.text[1]));
+      const plain = plainOf(composed);
+      const wantsHtml = kind === 'newsletter' || chance(0.45);
+      if (!wantsHtml) root = plain;
+      else if (kind === 'newsletter' && chance(0.3)) root = textPart('html', composed.html(), charset);
+      else root = multipart('alternative', [plain, textPart('html', composed.html(), charset)]);
+      if (wantsHtml && root.headers.startsWith('Content-Type: multipart/alternative') && chance(0.08)) {
+        const cid = `${hex(12)}@${domain}`;
+        const logo = attachment(int(2_000, 20_000), charset);
+        root = multipart('related', [
+          root,
+          { headers: `${logo.headers.replace(/Content-Disposition: attachment/, 'Content-Disposition: inline')}Content-ID: <${cid}>\r\n`, body: logo.body },
+        ]);
+      }
+      const sizes: number[] = [];
+      if (chance(profile.largeAttach)) sizes.push(logUniform(profile.largeRange[0], profile.largeRange[1]));
+      if (chance(profile.smallAttach))
+        for (let i = chance(0.7) ? 1 : int(2, 3); i > 0; i--) sizes.push(logUniform(profile.smallRange[0], profile.smallRange[1]));
+      if (sizes.length > 0) {
+        attachments = sizes.length;
+        root = multipart('mixed', [root, ...sizes.map((s) => attachment(s, charset))]);
+      }
     }
+    const paras = composed.paras;
 
     // Headers, outermost hop first.
     const received = rfcDate(deliveredAt, 0);
@@ -440,7 +531,7 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
     }
     const age = (end - t) / Math.max(1, end - start);
     const flags: string[] = [];
-    if (chance(age < 0.03 ? 0.4 : 0.92)) flags.push('\\Seen');
+    if (chance(age < 0.03 ? 0.4 : 0.92) || planned?.folder === 'Sent') flags.push('\\Seen');
     if (kind === 'personal' && chance(0.1)) flags.push('\\Answered');
     if (chance(0.03)) flags.push('\\Flagged');
     if (chance(0.02)) flags.push('$Forwarded');
@@ -454,6 +545,7 @@ function* messages(o: GeneratorOptions): Generator<GeneratedMessage> {
       subject,
       ...(inReplyTo ? { inReplyTo } : {}),
       attachments,
+      ...(planned ? { folder: planned.folder, kind: planned.kind } : {}),
     };
   }
 }

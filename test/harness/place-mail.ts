@@ -98,34 +98,59 @@ function virtualSize(raw: Buffer): number {
  * Returns the number written. The mailbox is created first if missing.
  */
 export async function writeMaildir(dovecot: Dovecot, user: string, mailbox: string, messages: Messages): Promise<number> {
-  const dir = mailboxDir(dovecot, user, mailbox);
-  if (!existsSync(join(dir, 'cur'))) {
-    if (mailbox.toUpperCase() === 'INBOX') await dovecot.doveadm(['mailbox', 'status', '-u', user, 'messages', 'INBOX']);
-    else await dovecot.doveadm(['mailbox', 'create', '-s', '-u', user, mailbox]);
-  }
+  const counts = await writeMaildirs(dovecot, user, withFolder(messages, mailbox), [mailbox]);
+  return counts.get(mailbox) ?? 0;
+}
+
+async function* withFolder(messages: Messages, folder: string): AsyncIterable<MessageToPlace & { folder: string }> {
+  for await (const m of messages) yield { ...m, folder };
+}
+
+/**
+ * `writeMaildir` for messages that name their folder each (a generated mailbox of several folders,
+ * written as it is generated): every folder is created at its first message (those in `create` before
+ * any) and all are resynced at the end. Returns the number written per folder.
+ */
+export async function writeMaildirs(
+  dovecot: Dovecot,
+  user: string,
+  messages: Iterable<MessageToPlace & { folder: string }> | AsyncIterable<MessageToPlace & { folder: string }>,
+  create: readonly string[] = [],
+): Promise<Map<string, number>> {
   const owner = process.getuid?.() === 0 ? dovecot.mailOwner : undefined;
-  const letterFor = keywordLetters(dir, owner);
-  let n = 0;
+  const folders = new Map<string, { dir: string; letterFor: (keyword: string) => string; n: number }>();
+  const prepare = async (name: string) => {
+    const dir = mailboxDir(dovecot, user, name);
+    if (!existsSync(join(dir, 'cur'))) {
+      if (name.toUpperCase() === 'INBOX') await dovecot.doveadm(['mailbox', 'status', '-u', user, 'messages', 'INBOX']);
+      else await dovecot.doveadm(['mailbox', 'create', '-s', '-u', user, name]);
+    }
+    const folder = { dir, letterFor: keywordLetters(dir, owner), n: 0 };
+    folders.set(name, folder);
+    return folder;
+  };
+  for (const name of create) await prepare(name);
   for await (const m of messages) {
+    const folder = folders.get(m.folder) ?? (await prepare(m.folder));
     const raw = typeof m.raw === 'string' ? Buffer.from(m.raw, 'utf8') : m.raw;
     const letters = new Set<string>();
     for (const flag of m.flags ?? []) {
       if (flag === '\\Recent') continue;
-      letters.add(SYSTEM_FLAG_LETTERS[flag] ?? (flag.startsWith('\\') ? '' : letterFor(flag)));
+      letters.add(SYSTEM_FLAG_LETTERS[flag] ?? (flag.startsWith('\\') ? '' : folder.letterFor(flag)));
     }
     letters.delete('');
     const info = [...letters].sort().join('');
     // Dovecot numbers new files by the time in their name: keep it increasing, and unique per process.
     const serial = nextSerial++;
     const name = `${fileTimeBase + serial}.M${serial}P${process.pid}.mailcairn,S=${raw.length},W=${virtualSize(raw)}`;
-    const tmp = join(dir, 'tmp', name);
+    const tmp = join(folder.dir, 'tmp', name);
     writeFileSync(tmp, raw);
     if (owner) chownSync(tmp, owner.uid, owner.gid);
     const when = m.internalDate ?? new Date();
     utimesSync(tmp, when, when);
-    renameSync(tmp, join(dir, 'cur', `${name}:2,${info}`));
-    n++;
+    renameSync(tmp, join(folder.dir, 'cur', `${name}:2,${info}`));
+    folder.n++;
   }
-  await dovecot.doveadm(['force-resync', '-u', user, mailbox]);
-  return n;
+  for (const name of folders.keys()) await dovecot.doveadm(['force-resync', '-u', user, name]);
+  return new Map([...folders].map(([name, f]) => [name, f.n]));
 }
