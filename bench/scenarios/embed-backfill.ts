@@ -1,0 +1,145 @@
+/**
+ * embed-backfill: what the semantic backfill of a mailbox costs with the
+ * local model (issue 34, item 4: 50,000 messages within one hour on two
+ * cores), from its two factors, each measured:
+ *
+ * - model runs per passage: a generated mailbox (`MAILCAIRN_BENCH_BACKFILL_MESSAGES`,
+ *   default 2,000, seed 34, profile `bench`) stored as the sync actor stores
+ *   it; the texts the embedding actor would send read by its own query
+ *   (`unembeddedSegment`, cut at the model's input bound), and how many of
+ *   them are distinct once normalised (actors/embedding/repeats.ts): a repeat
+ *   takes the vector of its first and costs no model run.
+ * - CPU-seconds per model run: USE-lite in this thread (its only one: tfjs in
+ *   Node has no WebAssembly threads) over the first 64 distinct texts, in
+ *   batches of `BATCH_TEXTS`, after a warm-up batch (process CPU time).
+ *
+ * Passages per CPU-second is their quotient; the one-hour goal needs 50,000 ×
+ * (passages per message) ÷ 3,600 passages/s from two cores, i.e. half that
+ * per CPU-second. Wall time on a shared machine says little; CPU-seconds do.
+ * What this does not measure: the actor's own overhead (SQLite reads and
+ * writes, hashing), and searches served meanwhile.
+ *
+ *   npm run bench -- embed-backfill
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashKey, textHash } from '../../actors/embedding/repeats.ts';
+import { BATCH_TEXTS, LOCAL_DIMENSIONS, LOCAL_DISTANCE, LOCAL_MAX_INPUT_CHARACTERS, LOCAL_MODEL, LocalUseLite } from '../../actors/embedding/local-use-lite.ts';
+import { parseMessage } from '../../actors/mime-parse/parse-message.ts';
+import { reconcileAccounts } from '../../runtime/store/accounts.ts';
+import { syncBindings } from '../../runtime/store/mailbox/bindings.ts';
+import { unembeddedSegment } from '../../runtime/store/mailbox/embedding-work.ts';
+import { type FetchedMessage, storeBatch } from '../../runtime/store/mailbox/store-batch.ts';
+import { beginGeneration } from '../../runtime/store/mailbox/vectors.ts';
+import { migrate } from '../../runtime/store/migrate.ts';
+import { type Database, openStore } from '../../runtime/store/open.ts';
+import { generateMailbox } from '../../test/harness/generator.ts';
+import type { Row, Scenario } from '../scenario.ts';
+
+const ACCOUNT = 'backfill';
+const GOAL_MESSAGES = 50_000;
+const GOAL_SECONDS = 3_600;
+const CORES = 2;
+const SAMPLE_TEXTS = 64;
+
+function storeGenerated(db: Database, count: number): void {
+  reconcileAccounts(db, [ACCOUNT], 1);
+  const binding = syncBindings(db, ACCOUNT, [{ alias: 'inbox', path: 'INBOX' }], 1)[0]!;
+  const batch: FetchedMessage[] = [];
+  for (const m of generateMailbox({ seed: 34, count, profile: 'bench' })) {
+    const reply = parseMessage(m.raw, ACCOUNT);
+    if (!reply.ok) continue;
+    batch.push({
+      uid: batch.length + 1,
+      flags: [],
+      keywords: [],
+      modseq: null,
+      internalDate: m.internalDate.getTime(),
+      size: m.raw.length,
+      state: 'stored',
+      raw: m.raw,
+      parsed: reply.message,
+    });
+  }
+  const result = storeBatch(db, {
+    accountId: ACCOUNT,
+    bindingId: binding.id,
+    uidValidity: 1,
+    expectedEpoch: null,
+    messages: batch,
+    advanceTo: { lastUid: batch.length, highestModseq: null },
+    now: Date.now(),
+  });
+  if (!result.ok) throw new Error('the generated mailbox was refused');
+}
+
+/** CPU-seconds of one model run, over `texts` in batches as the provider runs them (a warm-up batch first). */
+async function cpuPerRun(texts: readonly string[]): Promise<number> {
+  const model = new LocalUseLite();
+  try {
+    await model.embed(texts.slice(0, BATCH_TEXTS));
+    const before = process.cpuUsage();
+    for (let i = 0; i < texts.length; i += BATCH_TEXTS) await model.embed(texts.slice(i, i + BATCH_TEXTS));
+    const used = process.cpuUsage(before);
+    return (used.user + used.system) / 1e6 / texts.length;
+  } finally {
+    await model.close();
+  }
+}
+
+const round = (x: number, places = 2): number => Math.round(x * 10 ** places) / 10 ** places;
+
+export const embedBackfill: Scenario = {
+  name: 'embed-backfill',
+  description:
+    'semantic backfill with the local model: model runs per passage (repeats embedded once), CPU-seconds per run, passages per CPU-second, and 50,000 messages on two cores against one hour',
+  async run() {
+    const count = Number(process.env.MAILCAIRN_BENCH_BACKFILL_MESSAGES ?? 2_000);
+    const dir = mkdtempSync(join(tmpdir(), 'mailcairn-backfill-'));
+    const db = openStore({ database: join(dir, 'backfill.db'), busyTimeoutMs: 1_000, synchronous: 'Normal' });
+    try {
+      migrate(db);
+      storeGenerated(db, count);
+      const generation = beginGeneration(db, { provider: 'local', model: LOCAL_MODEL, dimensions: LOCAL_DIMENSIONS, distance: LOCAL_DISTANCE }, Date.now());
+      const segment = unembeddedSegment(db, generation.id, { afterMessageId: 0, maxMessages: count, maxCharacters: LOCAL_MAX_INPUT_CHARACTERS });
+      const passages = segment.passages.length;
+      const messages = new Set(segment.passages.map((p) => p.messageId)).size;
+      const distinct = new Map<string, string>();
+      for (const p of segment.passages) {
+        const key = hashKey(textHash(p.text));
+        if (!distinct.has(key)) distinct.set(key, p.text);
+      }
+      const runsPerPassage = distinct.size / passages;
+      const cpuRun = await cpuPerRun([...distinct.values()].slice(0, SAMPLE_TEXTS));
+      const perCpuBefore = 1 / cpuRun;
+      const perCpuAfter = 1 / (cpuRun * runsPerPassage);
+      const passagesPerMessage = passages / messages;
+      const neededPerCpu = (GOAL_MESSAGES * passagesPerMessage) / GOAL_SECONDS / CORES;
+      const hours = (perCpu: number) => (GOAL_MESSAGES * passagesPerMessage) / (perCpu * CORES) / 3_600;
+      const rows: Row[] = [
+        { row: `passages of ${messages} generated messages`, goal: null, measured: passages, peer: null, 'met?': null },
+        { row: 'model runs per passage (repeats reuse a vector)', goal: null, measured: round(runsPerPassage, 3), peer: 1, 'met?': null },
+        { row: 'CPU-seconds per model run (USE-lite, one thread)', goal: null, measured: round(cpuRun, 3), peer: null, 'met?': null },
+        {
+          row: 'passages per CPU-second',
+          goal: round(neededPerCpu, 1),
+          measured: round(perCpuAfter, 1),
+          peer: round(perCpuBefore, 1),
+          'met?': perCpuAfter >= neededPerCpu ? 'yes' : 'no',
+        },
+        {
+          row: `${GOAL_MESSAGES} messages on ${CORES} cores, fully busy (hours)`,
+          goal: 1,
+          measured: round(hours(perCpuAfter)),
+          peer: round(hours(perCpuBefore)),
+          'met?': hours(perCpuAfter) <= 1 ? 'yes' : 'no',
+        },
+      ];
+      return rows;
+    } finally {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+};
