@@ -93,7 +93,7 @@ export function sources(generated: Record<string, { seed: number; count: number;
 type Stored = { keys: Map<number, string>; bindingId: number; from: Map<number, string[]> };
 
 /** Stores every source in one folder; returns stored id → key, the binding, and stored id → From addresses. */
-function store(db: Database, all: readonly Source[]): Stored {
+export function store(db: Database, all: readonly Source[]): Stored {
   reconcileAccounts(db, [ACCOUNT], 1);
   const binding = syncBindings(db, ACCOUNT, [{ alias: FOLDER, path: 'INBOX' }], 1)[0]!;
   const keys: string[] = [];
