@@ -3,7 +3,8 @@
  * generation (actors/embedding/repeats.ts): a copy of a message forwarded by
  * someone else, its lines quoted with `>` and wrapped differently, is not
  * sent again; it takes the vector of the text it repeats, and `search_emails`
- * through `/mcp` still finds it by meaning alone. Real Dovecot, the running
+ * through `/mcp` still finds it by meaning alone; a later arrival repeating
+ * it takes the vector stored with the text's hash. Real Dovecot, the running
  * service, the OpenAI-compatible stand-in counting what it receives.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,7 +14,7 @@ import t from 'tap';
 import { EMBEDDING_ID } from '../../../actors/embedding/protocol.ts';
 import { startDovecot } from '../../harness/dovecot.ts';
 import { startEmbeddingStandin } from '../../harness/embedding-standin.ts';
-import { writeMaildir } from '../../harness/place-mail.ts';
+import { saveMessage, writeMaildir } from '../../harness/place-mail.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { reservePort } from '../../helpers/ports.ts';
@@ -77,6 +78,25 @@ t.test('a repeated passage is sent once and its copy is found by search', async 
     [SUBJECT],
     'the forwarded copy is found by meaning alone, with the vector of the text it repeats',
   );
+
+  // A later arrival repeating it is embedded by another pass: it takes the vector stored with the text's hash.
+  await saveMessage(
+    dovecot,
+    'ivo',
+    'INBOX',
+    message(4, 'Mo <mo@household.example>', SUBJECT, '>> Your balance remains outstanding after sixty days.\r\n>> Please settle it this week.').raw,
+  );
+  await sync.syncNow('ivo', 120_000);
+  await eventually('the arrival embedded', async () => {
+    const s = await embedding.ask({ type: 'embedding.status' });
+    return s.serving?.emailCount === 4 && s.serving.embeddedEmailCount === 4;
+  });
+  const sentSince = standin.requests
+    .filter((r) => r.answered === 'ok')
+    .flatMap((r) => r.inputs)
+    .filter((text) => text !== QUERY);
+  t.same(sentSince, sent, 'the arrival repeating stored text sent nothing (the query placed for the search aside)');
+
   await sync.service.stop();
   t.notOk(sync.logs.raw().includes('sixty days'), 'no passage reaches a log line');
 });
