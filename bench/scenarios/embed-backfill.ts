@@ -11,7 +11,10 @@
  *   takes the vector of its first and costs no model run. The peer column
  *   counts identical texts only. The same for the retrieval scenario's
  *   evaluation mailbox (real corpus and generated mail), when the corpus is
- *   present: real mail repeats itself more than the generator's.
+ *   present: real mail repeats itself more than the generator's. And how
+ *   many passages are almost wholly quoted lines: the most a rule leaving
+ *   quoted text out could save (a model run costs the same whatever the
+ *   length, so only whole passages saved count).
  * - CPU-seconds per model run: USE-lite in this thread (its only one: tfjs in
  *   Node has no WebAssembly threads) over the first 64 distinct texts, in
  *   batches of `BATCH_TEXTS`, after a warm-up batch (process CPU time).
@@ -96,7 +99,14 @@ async function cpuPerRun(texts: readonly string[]): Promise<number> {
 
 const round = (x: number, places = 2): number => Math.round(x * 10 ** places) / 10 ** places;
 
-type Passages = { messages: number; passages: number; distinctRaw: number; distinct: Map<string, string> };
+type Passages = { messages: number; passages: number; distinctRaw: number; distinct: Map<string, string>; quoted: number };
+
+const QUOTED_LINE = /^[ \t]*>/;
+/** At least 90 % of its non-blank lines start with `>` (the first passage's subject line is one line of it). */
+function mostlyQuoted(text: string): boolean {
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  return lines.length > 0 && lines.filter((l) => QUOTED_LINE.test(l)).length >= 0.9 * lines.length;
+}
 
 /** The texts the embedding actor would send for the whole store, and how many are distinct as sent and once normalised. */
 function passagesToSend(db: Database): Passages {
@@ -116,6 +126,7 @@ function passagesToSend(db: Database): Passages {
     passages: segment.passages.length,
     distinctRaw: new Set(segment.passages.map((p) => p.text)).size,
     distinct,
+    quoted: segment.passages.filter((p) => mostlyQuoted(p.text)).length,
   };
 }
 
@@ -142,6 +153,7 @@ function repeatRows(label: string, p: Passages): Row[] {
       peer: round(p.distinctRaw / p.passages, 3),
       'met?': null,
     },
+    { row: `${label}: passages ≥ 90 % quoted lines (\`>\`)`, goal: null, measured: p.quoted, peer: null, 'met?': null },
   ];
 }
 
