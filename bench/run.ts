@@ -15,6 +15,7 @@ import { ask } from './scenarios/ask.ts';
 import { actorDensity } from './scenarios/actor-density.ts';
 import { authOverhead } from './scenarios/auth-overhead.ts';
 import { cli } from './scenarios/cli.ts';
+import { embedBackfill } from './scenarios/embed-backfill.ts';
 import { contacts } from './scenarios/contacts.ts';
 import { mailboxChanges } from './scenarios/mailbox-changes.ts';
 import { mimeParse } from './scenarios/mime-parse.ts';
@@ -43,6 +44,7 @@ const scenarios: Scenario[] = [
   outbox,
   accounts100,
   retrieval,
+  embedBackfill,
   ask,
   contacts,
   rulesSpam,

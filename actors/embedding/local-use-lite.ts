@@ -10,7 +10,8 @@
  * resident), once per thread; concurrent first calls share the load, and a
  * failed load is tried again by the next call. Inference runs on the calling
  * thread (tfjs in Node has no WebAssembly threads), `BATCH_TEXTS` texts per
- * run, one call at a time; the embedding actor runs it on its own thread(s).
+ * run, one run at a time, concurrent calls taking turns run by run; the
+ * embedding actor runs it on its own thread(s).
  * Measured ~11 texts per second per core; each text is cut to
  * `LOCAL_MAX_INPUT_CHARACTERS` (the caller trims too, to count what it
  * sends: `EmbeddingProvider.maxInputCharacters`).
@@ -47,8 +48,13 @@ export const LOCAL_DISTANCE: Distance = 'cosine';
  * characters (actors/mime-parse/passages.ts): only its opening is embedded.
  */
 export const LOCAL_MAX_INPUT_CHARACTERS = 800;
-/** Texts per inference run; the abort is checked between runs. */
-export const BATCH_TEXTS = 16;
+/**
+ * Texts per inference run; the abort is checked between runs, and calls take
+ * turns run by run, so a query placed during a backfill waits for one run.
+ * Few: the cost per text is the same at 1, 16 and 64 texts per run
+ * (docs/performance.md "Semantic backfill", EBX).
+ */
+export const BATCH_TEXTS = 4;
 
 // The packages are CommonJS and ship without usable typings (tfjs' types are
 // bundled away): the little used is typed here.
@@ -113,9 +119,14 @@ export class LocalUseLite implements EmbeddingProvider {
 
   embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]> {
     if (texts.length === 0) return Promise.resolve([]);
-    const call = this.queue.then(() => this.run(texts, signal));
-    this.queue = call.catch(() => undefined);
-    return call;
+    return this.run(texts, signal);
+  }
+
+  /** One inference run after those already waiting: calls take turns run by run, so a query waits for one run, not a whole backfill call. */
+  private turn<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work);
+    this.queue = next.catch(() => undefined);
+    return next;
   }
 
   private async run(texts: readonly string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
@@ -135,7 +146,8 @@ export class LocalUseLite implements EmbeddingProvider {
         throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: this.closed ? 'closed' : 'aborted', attempts: 1 });
       }
       try {
-        out.push(...(await infer(loaded, texts.slice(start, start + BATCH_TEXTS), this.maxInputCharacters)));
+        const batch = texts.slice(start, start + BATCH_TEXTS);
+        out.push(...(await this.turn(() => infer(loaded, batch, this.maxInputCharacters))));
       } catch {
         this.failed('inference');
         throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'inference', attempts: 1 });

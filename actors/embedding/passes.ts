@@ -10,12 +10,13 @@
  */
 import type { ActorContext } from '../../runtime/actor.ts';
 import { lastMessageId, periodStart, unembeddedSegment } from '../../runtime/store/mailbox/embedding-work.ts';
-import { type Generation, purgeRetiredVectors, writeVectors } from '../../runtime/store/mailbox/vectors.ts';
+import { type Generation, purgeRetiredVectors, vectorsOfTexts, writeVectors } from '../../runtime/store/mailbox/vectors.ts';
 import { RecentWork } from '../../runtime/work-progress.ts';
 import { maxInput, providerFailed, providerFor, targets } from './endpoints.ts';
 import { live, promoteIfComplete } from './generations.ts';
 import type { EmbeddingStatus } from './protocol.ts';
 import type { EmbeddingProvider } from './provider.ts';
+import { hashKey, textHash } from './repeats.ts';
 import { spendOnCall } from './spend.ts';
 import type { Cursor, EmbeddingState } from './state.ts';
 
@@ -62,6 +63,7 @@ export async function pass(state: EmbeddingState, ctx: ActorContext): Promise<vo
   const started = Date.now();
   let budget = state.config.backfill.batchSize;
   let embedded = 0;
+  let reused = 0;
   let waiting: EmbeddingStatus['waitingFor'] = null;
   let more = false;
   try {
@@ -89,6 +91,7 @@ export async function pass(state: EmbeddingState, ctx: ActorContext): Promise<vo
           const segmentStarted = Date.now();
           const done = await embedPassages(state, ctx, generation, segment.passages, p, endpoint.batchSize);
           embedded += done.written;
+          reused += done.reused;
           if (done.outcome === 'gone') continue eachGeneration;
           if (done.outcome !== 'done') {
             waiting = done.outcome;
@@ -103,7 +106,7 @@ export async function pass(state: EmbeddingState, ctx: ActorContext): Promise<vo
     }
   } finally {
     state.passing = false;
-    if (embedded > 0) ctx.log.info({ event: 'embedding.pass', passages: embedded, ms: Date.now() - started }, 'embedding.pass');
+    if (embedded > 0) ctx.log.info({ event: 'embedding.pass', passages: embedded, reused, ms: Date.now() - started }, 'embedding.pass');
     if (waiting !== state.waitingFor && waiting === 'spend') ctx.log.info({ event: 'embedding.spend-exhausted' }, 'embedding.spend-exhausted');
     state.waitingFor = waiting;
     next(state, ctx, more);
@@ -122,7 +125,17 @@ function recentWork(state: EmbeddingState, generationId: number): RecentWork {
 
 type SegmentOutcome = 'done' | 'spend' | 'provider' | 'gone';
 
-/** Embeds passages in provider calls, spending before each; writes each call's vectors in one transaction. */
+function stillTakesVectors(state: EmbeddingState, generation: Generation): boolean {
+  const current = live(state.db);
+  return current.serving?.id === generation.id || current.building?.id === generation.id;
+}
+
+/**
+ * Embeds passages in provider calls, spending before each; writes each call's
+ * vectors in one transaction. A text the generation already has a vector for
+ * (repeats.ts) takes it and is neither spent nor sent; of the rest each
+ * distinct text is sent once and its repeats in the segment take its vector.
+ */
 async function embedPassages(
   state: EmbeddingState,
   ctx: ActorContext,
@@ -130,11 +143,37 @@ async function embedPassages(
   passages: ReadonlyArray<{ passageId: number; text: string }>,
   p: EmbeddingProvider,
   batchSize: number,
-): Promise<{ outcome: SegmentOutcome; written: number }> {
-  let written = 0;
-  for (let i = 0; i < passages.length; ) {
-    const call = spendOnCall(state, passages, i, batchSize);
-    if (call === null) return { outcome: 'spend', written };
+): Promise<{ outcome: SegmentOutcome; written: number /** passages whose text was not sent: repeats */; reused: number }> {
+  const keyed = passages.map((x) => {
+    const hash = textHash(x.text);
+    return { ...x, hash, key: hashKey(hash) };
+  });
+  const known = vectorsOfTexts(
+    state.db,
+    generation.id,
+    keyed.map((k) => k.hash),
+  );
+  if (!stillTakesVectors(state, generation)) return { outcome: 'gone', written: 0, reused: 0 };
+  let written = writeVectors(
+    state.db,
+    generation.id,
+    keyed.filter((k) => known.has(k.key)).map((k) => ({ passageId: k.passageId, vector: known.get(k.key)!, textHash: k.hash })),
+  ).written;
+  const repeats = new Map<string, typeof keyed>();
+  const firsts: typeof keyed = [];
+  for (const k of keyed) {
+    if (known.has(k.key)) continue;
+    const seen = repeats.get(k.key);
+    if (seen !== undefined) seen.push(k);
+    else {
+      repeats.set(k.key, []);
+      firsts.push(k);
+    }
+  }
+  const reused = keyed.length - firsts.length;
+  for (let i = 0; i < firsts.length; ) {
+    const call = spendOnCall(state, firsts, i, batchSize);
+    if (call === null) return { outcome: 'spend', written, reused };
     let vectors: Float32Array[];
     try {
       vectors = await p.embed(
@@ -143,19 +182,18 @@ async function embedPassages(
       );
     } catch (err) {
       providerFailed(ctx, err);
-      return { outcome: 'provider', written };
+      return { outcome: 'provider', written, reused };
     }
     // Cancelled or retired while the call ran: its vectors are not written.
-    const current = live(state.db);
-    if (current.serving?.id !== generation.id && current.building?.id !== generation.id) return { outcome: 'gone', written };
+    if (!stillTakesVectors(state, generation)) return { outcome: 'gone', written, reused };
     written += writeVectors(
       state.db,
       generation.id,
-      call.map((c, k) => ({ passageId: c.passageId, vector: vectors[k]! })),
+      call.flatMap((c, k) => [c, ...repeats.get(c.key)!].map((x) => ({ passageId: x.passageId, vector: vectors[k]!, textHash: c.hash }))),
     ).written;
     i += call.length;
   }
-  return { outcome: 'done', written };
+  return { outcome: 'done', written, reused };
 }
 
 /** When the next pass runs: at the rollover when spent, after an interval when the provider fails, at once while work remains. */

@@ -40,12 +40,16 @@
  * cached under the system's temporary directory (bench/retrieval-vectors.ts)
  * and progress goes to stderr. `MAILCAIRN_BENCH_LOCAL_MAX_CHARS` embeds
  * with another character limit than the provider's default, to compare.
+ * A passage whose normalised text an earlier one has takes its vector, as
+ * the embedding actor does (docs/semantic-search.md, "Repeated text");
+ * `MAILCAIRN_BENCH_REPEATS=off` embeds every passage, to compare.
  *
  *   npm run bench -- retrieval
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { hashKey, textHash } from '../../actors/embedding/repeats.ts';
 import { LOCAL_DIMENSIONS, LOCAL_DISTANCE, LOCAL_MAX_INPUT_CHARACTERS, LOCAL_MODEL, LocalUseLite } from '../../actors/embedding/local-use-lite.ts';
 import { OpenAiCompatible } from '../../actors/embedding/openai-compatible.ts';
 import type { EmbeddingProvider } from '../../actors/embedding/provider.ts';
@@ -93,7 +97,7 @@ export function sources(generated: Record<string, { seed: number; count: number;
 type Stored = { keys: Map<number, string>; bindingId: number; from: Map<number, string[]> };
 
 /** Stores every source in one folder; returns stored id → key, the binding, and stored id → From addresses. */
-function store(db: Database, all: readonly Source[]): Stored {
+export function store(db: Database, all: readonly Source[]): Stored {
   reconcileAccounts(db, [ACCOUNT], 1);
   const binding = syncBindings(db, ACCOUNT, [{ alias: FOLDER, path: 'INBOX' }], 1)[0]!;
   const keys: string[] = [];
@@ -180,14 +184,26 @@ async function vectorRun(
   lanes: { embedder: () => Embedder; parallel: number },
 ): Promise<VectorRun> {
   const passages = passageTexts(db, stored.bindingId, provider.maxInputCharacters);
-  const texts = passages.map((p) => p.text);
+  // As the embedding actor does (actors/embedding/repeats.ts): a passage whose normalised text an earlier one has takes its vector.
+  const reuse = process.env.MAILCAIRN_BENCH_REPEATS !== 'off';
+  const firstOf = new Map<string, number>();
+  const sent: number[] = [];
+  const vectorAt = passages.map((p, i) => {
+    const key = hashKey(textHash(p.text));
+    const first = firstOf.get(key);
+    if (reuse && first !== undefined) return first;
+    firstOf.set(key, sent.length);
+    sent.push(i);
+    return sent.length - 1;
+  });
+  const texts = sent.map((i) => passages[i]!.text);
   const { vectors, computed, ms } = await cachedVectors(provider.id, profile.dimensions, texts, lanes.embedder, lanes.parallel, label);
   const gen = beginGeneration(db, profile, Date.now());
   for (let i = 0; i < passages.length; i += 500) {
     writeVectors(
       db,
       gen.id,
-      passages.slice(i, i + 500).map((p, j) => ({ passageId: p.passageId, vector: vectors[i + j]! })),
+      passages.slice(i, i + 500).map((p, j) => ({ passageId: p.passageId, vector: vectors[vectorAt[i + j]!]! })),
     );
   }
   promoteGeneration(db, gen.id, Date.now());

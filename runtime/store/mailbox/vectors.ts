@@ -50,7 +50,8 @@ export type Generation = GenerationProfile &
     servingAt: number | null;
     retiredAt: number | null;
   };
-export type PassageVector = { passageId: number; vector: Float32Array };
+/** `textHash`: SHA-256 of the normalised text the vector was made from (migration 0018), found again by `vectorsOfTexts`. */
+export type PassageVector = { passageId: number; vector: Float32Array; textHash?: Uint8Array };
 export type NearestQuery = {
   generation: number;
   queryVector: Float32Array;
@@ -124,10 +125,10 @@ const statements = perConnection((db: Database) => ({
   ),
   nextSeq: db.prepare('UPDATE embedding_generations SET vector_seq = vector_seq + 1 WHERE id = ? RETURNING vector_seq AS seq'),
   write: db.prepare(
-    `INSERT INTO passage_vectors (generation_id, passage_id, message_id, account_id, binding_id, received, vector, seq)
-     SELECT ?, p.id, p.message_id, m.account_id, m.binding_id, CASE WHEN m.internal_date IS NULL THEN -1 ELSE max(m.internal_date, 0) END, ?, ?
+    `INSERT INTO passage_vectors (generation_id, passage_id, message_id, account_id, binding_id, received, vector, seq, text_hash)
+     SELECT ?, p.id, p.message_id, m.account_id, m.binding_id, CASE WHEN m.internal_date IS NULL THEN -1 ELSE max(m.internal_date, 0) END, ?, ?, ?
      FROM passages p JOIN messages m ON m.id = p.message_id WHERE p.id = ? AND m.state = 'stored'
-     ON CONFLICT (passage_id, generation_id) DO UPDATE SET vector = excluded.vector, seq = excluded.seq`,
+     ON CONFLICT (passage_id, generation_id) DO UPDATE SET vector = excluded.vector, seq = excluded.seq, text_hash = excluded.text_hash`,
   ),
   // Index passage_vectors_seq holds (generation_id, seq) then the primary key: pages in that order, no sorter.
   written: db.prepare(
@@ -142,6 +143,7 @@ const statements = perConnection((db: Database) => ({
      FROM passage_vectors WHERE generation_id = ? AND (binding_id, received, message_id, passage_id) > (?, ?, ?, ?)
      ORDER BY binding_id, received, message_id, passage_id LIMIT ?`,
   ),
+  ofText: db.prepare('SELECT vector FROM passage_vectors INDEXED BY passage_vectors_text WHERE generation_id = ? AND text_hash = ? LIMIT 1'),
   generationsOfMessage: db.prepare('SELECT DISTINCT generation_id AS id FROM passage_vectors INDEXED BY passage_vectors_message WHERE message_id = ?'),
   move: db.prepare('UPDATE passage_vectors SET binding_id = ?, seq = ? WHERE generation_id = ? AND message_id = ?'),
   lastSeq: db.prepare('SELECT vector_seq AS seq FROM embedding_generations WHERE id = ?'),
@@ -247,6 +249,11 @@ export function vectorBytes(vector: Float32Array): Uint8Array {
   return new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
 }
 
+/** A plain Uint8Array view (a Buffer is one too, but bound as itself). */
+function plainBytes(bytes: Uint8Array): Uint8Array {
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 function checkVector(vector: Float32Array, target: Generation): void {
   if (vector.length !== target.dimensions)
     throw new RangeError(`a vector of generation ${target.id} has ${target.dimensions} dimensions, not ${vector.length}`);
@@ -272,10 +279,31 @@ export function writeVectors(db: Database, generationId: number, vectors: readon
     for (const { vector } of vectors) checkVector(vector, target);
     const seq = one<{ seq: number }>(s.nextSeq, [generationId])!.seq;
     let written = 0;
-    for (const { passageId, vector } of vectors) written += run(s.write, [generationId, vectorBytes(vector), seq, passageId]).changes;
+    for (const { passageId, vector, textHash } of vectors)
+      written += run(s.write, [generationId, vectorBytes(vector), seq, textHash === undefined ? null : plainBytes(textHash), passageId]).changes;
     return { written, skipped: vectors.length - written };
   });
   return apply.immediate();
+}
+
+/**
+ * The generation's vector of each text hash it holds one for (any passage's:
+ * the same normalised text has one vector per generation), keyed by the
+ * hash in hex. One index probe per hash (migration 0018).
+ */
+export function vectorsOfTexts(db: Database, generationId: number, textHashes: readonly Uint8Array[]): Map<string, Float32Array> {
+  const s = statements(db);
+  const found = new Map<string, Float32Array>();
+  for (const hash of textHashes) {
+    const key = Buffer.from(hash.buffer, hash.byteOffset, hash.byteLength).toString('hex');
+    if (found.has(key)) continue;
+    // libsql reads a BLOB as an ArrayBuffer.
+    const row = one<{ vector: ArrayBuffer | Uint8Array }>(s.ofText, [generationId, plainBytes(hash)]);
+    if (row === undefined) continue;
+    const bytes = row.vector instanceof Uint8Array ? row.vector : new Uint8Array(row.vector);
+    found.set(key, new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)));
+  }
+  return found;
 }
 
 /**

@@ -110,6 +110,26 @@ t.test('an abort ends the call between batches; the provider still works after',
   t.equal(provider.health().state, 'healthy', 'an abort is not a failure of the provider');
 });
 
+t.test('a query placed during a long backfill call is answered between its runs, not after it', async (t) => {
+  const texts = Array.from({ length: BATCH_TEXTS * 8 }, (_, i) => `passage ${i} about the warehouse inventory count this quarter`);
+  const order: string[] = [];
+  const backfill = provider.embed(texts).then((v) => {
+    order.push('backfill');
+    return v;
+  });
+  const [query] = await provider.embed(['inventory count']).then((v) => {
+    order.push('query');
+    return v;
+  });
+  const vectors = await backfill;
+  t.same(order, ['query', 'backfill'], 'the query did not wait for the whole call');
+  t.equal(vectors.length, texts.length, 'the backfill call still answers every text, in order');
+  const [alone] = await provider.embed([texts[5]!]);
+  t.ok(Buffer.from(vectors[5]!.buffer).equals(Buffer.from(alone!.buffer)), 'taking turns changes no vector');
+  const [queryAlone] = await provider.embed(['inventory count']);
+  t.ok(Buffer.from(query!.buffer).equals(Buffer.from(queryAlone!.buffer)));
+});
+
 t.test('a call after close fails as closed', async (t) => {
   const closing = new LocalUseLite();
   await closing.embed(['warm']);
