@@ -32,11 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashKey, textHash } from '../../actors/embedding/repeats.ts';
 import { BATCH_TEXTS, LOCAL_DIMENSIONS, LOCAL_DISTANCE, LOCAL_MAX_INPUT_CHARACTERS, LOCAL_MODEL, LocalUseLite } from '../../actors/embedding/local-use-lite.ts';
-import { parseMessage } from '../../actors/mime-parse/parse-message.ts';
-import { reconcileAccounts } from '../../runtime/store/accounts.ts';
-import { syncBindings } from '../../runtime/store/mailbox/bindings.ts';
 import { unembeddedSegment } from '../../runtime/store/mailbox/embedding-work.ts';
-import { type FetchedMessage, storeBatch } from '../../runtime/store/mailbox/store-batch.ts';
 import { beginGeneration } from '../../runtime/store/mailbox/vectors.ts';
 import { migrate } from '../../runtime/store/migrate.ts';
 import { type Database, openStore } from '../../runtime/store/open.ts';
@@ -46,41 +42,18 @@ import { loadEvalSet } from '../retrieval-eval.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { sources, store } from './retrieval.ts';
 
-const ACCOUNT = 'backfill';
 const GOAL_MESSAGES = 50_000;
 const GOAL_SECONDS = 3_600;
 const CORES = 2;
 const SAMPLE_TEXTS = 64;
 
+/** The generated mailbox, stored as the retrieval scenario stores its own (received at its internal date). */
 function storeGenerated(db: Database, count: number): void {
-  reconcileAccounts(db, [ACCOUNT], 1);
-  const binding = syncBindings(db, ACCOUNT, [{ alias: 'inbox', path: 'INBOX' }], 1)[0]!;
-  const batch: FetchedMessage[] = [];
-  for (const m of generateMailbox({ seed: 34, count, profile: 'bench' })) {
-    const reply = parseMessage(m.raw, ACCOUNT);
-    if (!reply.ok) continue;
-    batch.push({
-      uid: batch.length + 1,
-      flags: [],
-      keywords: [],
-      modseq: null,
-      internalDate: m.internalDate.getTime(),
-      size: m.raw.length,
-      state: 'stored',
-      raw: m.raw,
-      parsed: reply.message,
-    });
-  }
-  const result = storeBatch(db, {
-    accountId: ACCOUNT,
-    bindingId: binding.id,
-    uidValidity: 1,
-    expectedEpoch: null,
-    messages: batch,
-    advanceTo: { lastUid: batch.length, highestModseq: null },
-    now: Date.now(),
-  });
-  if (!result.ok) throw new Error('the generated mailbox was refused');
+  const generated = [...generateMailbox({ seed: 34, count, profile: 'bench' })];
+  store(
+    db,
+    generated.map((m, i) => ({ key: `generated:backfill:${i}`, raw: m.raw, receivedAt: m.internalDate.getTime() })),
+  );
 }
 
 /** CPU-seconds of one model run, over `texts` in batches as the provider runs them (a warm-up batch first). */

@@ -104,7 +104,6 @@ const BENCH_MEASURES: Record<string, string> = {
   'bench/scenarios/contacts.ts → actors/mime-parse/parse-message.ts': 'the headers collection reads, parsed as the derivation writer parses them',
   'bench/scenarios/embed-backfill.ts → actors/embedding/repeats.ts': 'counts the model runs the embedding actor would skip as repeats, keyed as it keys them',
   'bench/scenarios/embed-backfill.ts → actors/embedding/local-use-lite.ts': 'times the local embedding model per passage',
-  'bench/scenarios/embed-backfill.ts → actors/mime-parse/parse-message.ts': 'makes the passages the backfill embeds, parsed as ingest parses them',
   'bench/scenarios/mime-parse.ts → actors/mime-parse/html-text.ts': 'times the HTML-to-text conversion beside html-to-text',
   'bench/scenarios/mime-parse.ts → actors/mime-parse/parse-message.ts': 'times the parser in this thread',
   'bench/scenarios/retrieval.ts → actors/embedding/local-use-lite.ts': 'scores the local embedding model',

@@ -8,6 +8,7 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { AdminPermissions } from '../../config/permissions.ts';
 import { startService, type Service } from '../../service/app.ts';
 import { newKeyRing } from '../../runtime/keyring/keyring.ts';
 import type { ImapPeer } from '../harness/imap-client.ts';
@@ -17,14 +18,8 @@ import { captureLog } from './log-capture.ts';
 
 type Teardown = { teardown(fn: () => unknown): void };
 
-export const ALL_PERMISSIONS = [
-  'service.admin.read',
-  'service.admin.audit.read',
-  'service.admin.operate',
-  'service.admin.credentials.write',
-  'service.admin.spend',
-  'service.admin.erase',
-];
+/** Every administrative permission, in the order the configuration lists them (the `operator` key holds them all). */
+export const ALL_PERMISSIONS: string[] = [...AdminPermissions];
 
 export type CliService = {
   service: Service;

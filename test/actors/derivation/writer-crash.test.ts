@@ -14,7 +14,7 @@
  */
 import Libsql from 'libsql';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { DERIVATION_ID } from '../../../actors/derivation/protocol.ts';
 import { migrate } from '../../../runtime/store/migrate.ts';
 import { openStore } from '../../../runtime/store/open.ts';
@@ -24,31 +24,38 @@ import { writeMaildir } from '../../harness/place-mail.ts';
 import { tempDir } from '../../helpers/daemon.ts';
 import { until } from '../../helpers/log-capture.ts';
 import { indexState } from '../../helpers/mirror.ts';
-import { startSyncService } from '../../helpers/sync-service.ts';
+import { startSyncService, type SyncService } from '../../helpers/sync-service.ts';
 
 t.setTimeout(300_000);
 
 const COUNT = 40;
 
-t.test('a writer that crashes leaves mail underived and counted; the next run derives it', async (t) => {
+/**
+ * COUNT messages of dee's in a private Dovecot, and a service mirroring them over a store whose
+ * search_documents refuse every insert (`test_fault_on_index`): its writer crashes on the first segment.
+ */
+async function faultyStore(t: Test, seed: number, extra: Record<string, unknown> = {}): Promise<{ database: string; sync: SyncService }> {
   const dovecot = await startDovecot({ users: [{ user: 'dee', password: 'pw-dee' }] });
   t.teardown(() => dovecot.stop());
   await writeMaildir(
     dovecot,
     'dee',
     'INBOX',
-    [...generateMailbox({ seed: 77, count: COUNT, profile: 'small' })].map((m) => ({ raw: m.raw })),
+    [...generateMailbox({ seed, count: COUNT, profile: 'small' })].map((m) => ({ raw: m.raw })),
   );
-
   const dir = tempDir(t);
   const database = join(dir, 'mailcairn.db');
   const setup = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });
   migrate(setup);
   setup.exec(`CREATE TRIGGER test_fault_on_index BEFORE INSERT ON search_documents BEGIN SELECT RAISE(ABORT, 'fault injected by the test'); END`);
   setup.close();
-
-  const sync = await startSyncService(dir, dovecot, [{ id: 'dee', user: 'dee', folders: [{ Alias: 'inbox' }] }]);
+  const sync = await startSyncService(dir, dovecot, [{ id: 'dee', user: 'dee', folders: [{ Alias: 'inbox' }] }], extra);
   t.teardown(() => sync.service.stop());
+  return { database, sync };
+}
+
+t.test('a writer that crashes leaves mail underived and counted; the next run derives it', async (t) => {
+  const { database, sync } = await faultyStore(t, 77);
 
   const status = await sync.syncNow('dee', 120_000);
   const inbox = status.accounts[0]?.folders.find((f) => f.alias === 'inbox');
@@ -82,25 +89,8 @@ t.test('a writer that crashes leaves mail underived and counted; the next run de
 });
 
 t.test('a database held past the busy timeout: the writer waits, tries again and derives everything, without a restart', async (t) => {
-  const dovecot = await startDovecot({ users: [{ user: 'dee', password: 'pw-dee' }] });
-  t.teardown(() => dovecot.stop());
-  await writeMaildir(
-    dovecot,
-    'dee',
-    'INBOX',
-    [...generateMailbox({ seed: 78, count: COUNT, profile: 'small' })].map((m) => ({ raw: m.raw })),
-  );
-  const dir = tempDir(t);
-  const database = join(dir, 'mailcairn.db');
-  const setup = openStore({ database, busyTimeoutMs: 5_000, synchronous: 'Normal' });
-  migrate(setup);
-  // The first run mirrors the mail and leaves it underived (the writer refused by a fault, as above).
-  setup.exec(`CREATE TRIGGER test_fault_on_index BEFORE INSERT ON search_documents BEGIN SELECT RAISE(ABORT, 'fault injected by the test'); END`);
-  setup.close();
-  const sync = await startSyncService(dir, dovecot, [{ id: 'dee', user: 'dee', folders: [{ Alias: 'inbox' }] }], {
-    Storage: { BusyTimeout: '00:00:01' },
-  });
-  t.teardown(() => sync.service.stop());
+  // The first run mirrors the mail and leaves it underived (the writer refused by the fault, as above).
+  const { database, sync } = await faultyStore(t, 78, { Storage: { BusyTimeout: '00:00:01' } });
   await sync.syncNow('dee', 120_000);
   await until(() => sync.logs.events('actor.start', 'derivation').some((l) => l.reason === 'E_ACTOR_CRASHED'), 60_000, 'the writer to be restarted');
   t.equal(indexState(database).underived, COUNT, 'the mail waits underived');
