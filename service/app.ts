@@ -177,7 +177,7 @@ export async function startService(options: StartOptions = {}): Promise<Service>
     const cursorKey = prepareStore(config, log, teardown);
     migrated = true;
     if (stopAsked()) return service;
-    const pools = createPools(config, log, supervisor, teardown, telemetrySettings);
+    const pools = createPools(config, log, supervisor, teardown);
     observeStore(config, log, pools.query, teardown);
     // Pushed before the start: children started before a failing one are stopped too.
     teardown.push(() => supervisor.stop(SHUTDOWN_DEADLINE_MS - 1_000));
@@ -273,7 +273,7 @@ function observeStore(config: Config, log: Logger, query: PoolRef, teardown: Tea
 type Pools = { query: PoolRef; downloads: PoolRef };
 
 /** The worker pools: parsing (the actors'), read-only queries and attachment downloads (the listeners'). */
-function createPools(config: Config, log: Logger, supervisor: Supervisor, teardown: Teardown, telemetry: TelemetrySettings | null): Pools {
+function createPools(config: Config, log: Logger, supervisor: Supervisor, teardown: Teardown): Pools {
   const parse = createPool({
     id: MIME_PARSE_POOL,
     entry: MIME_PARSE_TASK,
@@ -284,7 +284,6 @@ function createPools(config: Config, log: Logger, supervisor: Supervisor, teardo
     maxQueue: 4_096,
     logLevel: config.Logging.Level,
     log,
-    telemetry,
   });
   // Read-only queries of the agent surface: the main thread never runs SQL.
   const query = createPool({
@@ -297,7 +296,6 @@ function createPools(config: Config, log: Logger, supervisor: Supervisor, teardo
     maxQueue: 1_024,
     logLevel: config.Logging.Level,
     log,
-    telemetry,
     // Not parked between tasks: each thread loads its in-memory vector index in the background, in
     // slices between searches (actors/mail-query/vector-index.ts), which a parked thread never runs.
     atomics: 'disabled',
@@ -312,7 +310,6 @@ function createPools(config: Config, log: Logger, supervisor: Supervisor, teardo
     maxQueue: 64,
     logLevel: config.Logging.Level,
     log,
-    telemetry,
   });
   teardown.push(() => Promise.all([parse.close(), query.close(), downloads.close()]).then(() => undefined));
   supervisor.router.registerPool(parse);

@@ -1,7 +1,6 @@
 /** What a pool thread receives as `workerData`, parsed again on its side (a thread boundary), as a host thread's is. */
 import { z } from 'zod';
 import { HostData } from '../host/host-data.ts';
-import { TelemetrySettings } from '../telemetry/settings.ts';
 
 export const PoolData = z.strictObject({
   /** The task module (source-task.mjs loads it when running from TypeScript). */
@@ -10,7 +9,5 @@ export const PoolData = z.strictObject({
   logLevel: HostData.shape.logLevel,
   /** What the task needs beyond its messages, parsed by the task itself (task.ts `poolConfig`). */
   config: z.unknown().optional(),
-  /** The service's telemetry settings; null or absent: off (nothing of the SDK is loaded in the thread). */
-  telemetry: TelemetrySettings.nullable().optional(),
 });
 export type PoolData = z.infer<typeof PoolData>;

@@ -24,9 +24,9 @@ import { type Meta, Reply, type ToHost } from '../protocol/envelope.ts';
 import { encodeToHost } from '../protocol/wire.ts';
 import { type AskOptions, parseReply, type AnyProtocol, type Askable, type Protocol } from '../ref.ts';
 import { DEFAULT_ASK_MS } from '../router.ts';
-import { tracedAsk } from '../telemetry/actor-spans.ts';
-import type { TelemetrySettings } from '../telemetry/settings.ts';
+import { recordHandled, tracedAsk } from '../telemetry/actor-spans.ts';
 import type { PoolData } from './pool-data.ts';
+import { splitAnswer } from './handled.ts';
 
 declare const ANSWERS: unique symbol;
 
@@ -51,8 +51,6 @@ export type PoolOptions<P extends Protocol = AnyProtocol, Config = undefined> = 
   logLevel?: PoolData['logLevel'];
   /** Where a thread's death outside a task is logged; a logger of `logLevel` on fd 1 when not given. */
   log?: Logger;
-  /** The service's telemetry settings: with traces on, each thread exports its `handle <pool>` spans (task.ts). */
-  telemetry?: TelemetrySettings | null;
 } & (undefined extends Config
   ? { config?: Config }
   : {
@@ -77,7 +75,6 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
       entry: options.entry.href,
       logLevel: options.logLevel ?? 'info',
       config: options.config,
-      telemetry: options.telemetry ?? null,
     } satisfies PoolData,
     minThreads: Math.min(options.minThreads ?? 1, maxThreads),
     maxThreads,
@@ -132,8 +129,13 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
       clearTimeout(timer);
       inFlight -= 1;
     }
-    const reply = Reply.safeParse(raw);
+    const answer = splitAnswer(raw);
+    const reply = Reply.safeParse(answer.reply);
     if (!reply.success) throw new AppError('E_PROTOCOL_INVALID');
+    // The thread's `handle <pool>` span, recorded here from the times it reports (handled.ts).
+    if (meta?.trace !== undefined && answer.handled !== undefined) {
+      recordHandled(options.id, meta.trace, answer.handled, reply.data.ok ? undefined : reply.data.error);
+    }
     if (!reply.data.ok) throw fromPayload(reply.data.error);
     return parseReply(reply.data.value, askOptions.reply);
   }

@@ -18,10 +18,10 @@ import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import type { z } from 'zod';
 import { isWithTransfer, TRANSFER, type WithTransfer } from '../actor.ts';
 import { AppError, toPayload } from '../errors.ts';
-import { createLogger, type Logger, type LogLevel } from '../log.ts';
+import { createLogger, type LogLevel } from '../log.ts';
 import type { Reply, ToHost } from '../protocol/envelope.ts';
 import { decodeToHost } from '../protocol/wire.ts';
-import { handleSpan } from '../telemetry/actor-spans.ts';
+import { epochNow, tracedAnswer } from './handled.ts';
 import { PoolData } from './pool-data.ts';
 
 export type PoolTaskDefinition<Msg> = {
@@ -58,85 +58,46 @@ export function poolConfig<Config>(name: string, schema: z.ZodType<Config>): () 
 
 export function definePoolTask<Msg>(definition: PoolTaskDefinition<Msg>): PoolTaskFunction {
   const log = createLogger({ level: poolLogLevel(), format: 'Json' }).child({ pool: definition.name });
-  const tracing = poolTracing(log);
   return async (raw) => {
-    if (tracing !== null) await tracing;
     const envelope = decodeToHost(raw);
     if (envelope === null || envelope.kind !== 'ask') {
       log.error({ event: 'protocol.invalid' }, 'pool task envelope failed validation');
       return answer({ ok: false, error: toPayload(new AppError('E_PROTOCOL_INVALID')) });
     }
-    // Inside the asker's trace when it carries one: the `handle <pool>` span (telemetry/actor-spans.ts).
-    const span = handleSpan(envelope.to, 'ask', envelope.meta);
-    if (span === null) return handleAsk(envelope);
-    return span.run(async () => {
-      const reply = await handleAsk(envelope);
-      span.end(failureOf(reply));
-      return reply;
-    });
+    const started = envelope.meta?.trace === undefined ? null : epochNow();
+    const { reply, moved } = await handleAsk(envelope);
+    // Inside the asker's trace, the asking thread records `handle <pool>` from the times beside the reply (handled.ts).
+    return answer(started === null ? reply : tracedAnswer(reply, [started, epochNow()]), moved);
   };
 
-  async function handleAsk(envelope: Extract<ToHost, { kind: 'ask' }>): Promise<unknown> {
+  async function handleAsk(envelope: Extract<ToHost, { kind: 'ask' }>): Promise<Answered> {
     const { deadline, msg, id } = envelope;
-    if (deadline <= Date.now()) return answer({ ok: false, error: toPayload(new AppError('E_ACTOR_TIMEOUT')) });
+    if (deadline <= Date.now()) return { reply: { ok: false, error: toPayload(new AppError('E_ACTOR_TIMEOUT')) } };
     const parsed = definition.messages.safeParse(msg);
     if (!parsed.success) {
       log.warn({ event: 'protocol.invalid', envelope: id }, 'message failed the pool protocol');
-      return answer({ ok: false, error: toPayload(new AppError('E_PROTOCOL_INVALID')) });
+      return { reply: { ok: false, error: toPayload(new AppError('E_PROTOCOL_INVALID')) } };
     }
     try {
       const result = await definition.handle(parsed.data, deadline);
-      if (isWithTransfer(result)) return answer({ ok: true, value: result.value }, result);
-      return answer({ ok: true, value: result });
+      if (isWithTransfer(result)) return { reply: { ok: true, value: result.value }, moved: result };
+      return { reply: { ok: true, value: result } };
     } catch (err) {
       if (!(err instanceof AppError)) log.error({ err, event: 'pool.task-threw', envelope: id }, 'pool task threw');
-      return answer({ ok: false, error: toPayload(err) });
+      return { reply: { ok: false, error: toPayload(err) } };
     }
   }
 }
 
-/** The error an answer carries (its code is what a span records), or undefined for a success. */
-function failureOf(answered: unknown): { code: string } | undefined {
-  const reply = answered as Partial<Reply> | null;
-  return reply !== null && reply.ok === false && reply.error ? { code: reply.error.code } : undefined;
-}
-
-/**
- * With traces on, the thread's own tracer provider (as an actor host
- * thread's: telemetry/sdk-tracing.ts), loaded with a dynamic `import()` so a
- * thread with telemetry off loads none of the SDK. Tasks wait for it once;
- * a provider that cannot be installed is logged and the tasks run untraced.
- * Spans still batched when piscina ends an idle thread may be lost (the
- * batch waits at most a second).
- */
-function poolTracing(log: Logger): Promise<void> | null {
-  const otlp = workerData === undefined || workerData === null ? null : (PoolData.parse(workerData).telemetry?.traces.otlp ?? null);
-  if (otlp === null) return null;
-  const settings = PoolData.parse(workerData).telemetry!;
-  return (async () => {
-    try {
-      const [tracing, diagnostics, { version }] = await Promise.all([
-        import('../telemetry/sdk-tracing.ts'),
-        import('../telemetry/diagnostics.ts'),
-        import('../version.ts'),
-      ]);
-      diagnostics.routeDiagnostics(log);
-      await tracing.installTracing(otlp, tracing.telemetryResource(settings.serviceName, version), POOL_SPAN_DELAY_MS);
-    } catch (err) {
-      log.error({ err, event: 'telemetry.pool-install-failed' }, 'telemetry.pool-install-failed');
-    }
-  })();
-}
-
-/** A pool thread's spans wait at most this long in their batch: piscina ends idle threads. */
-const POOL_SPAN_DELAY_MS = 1_000;
+/** A task's reply, and the buffers it moves back rather than copies. */
+type Answered = { reply: Reply; moved?: WithTransfer<unknown> };
 
 /** The level createPool passed; `info` where no pool loaded the module (a test importing a task's helpers). */
 function poolLogLevel(): LogLevel {
   return workerData === undefined || workerData === null ? 'info' : PoolData.parse(workerData).logLevel;
 }
 
-function answer(reply: Reply, moved?: WithTransfer<unknown>): unknown {
+function answer(reply: unknown, moved?: WithTransfer<unknown>): unknown {
   if (!moved) return reply;
   // piscina moves the listed buffers back instead of copying them.
   return move({ [transferableSymbol]: moved[TRANSFER], [valueSymbol]: reply } as never);

@@ -114,3 +114,20 @@ export function handleSpan(to: string, envelopeKind: 'ask' | 'tell', meta: Meta 
     parent: contextFromCarrier(carrier),
   });
 }
+
+/**
+ * A pool thread's `handle <kind>` span (SERVER, a child of the ask span whose
+ * `traceparent` the ask carried), recorded by the asking thread from the
+ * times the pool thread reports (runtime/pool/handled.ts): pool threads run
+ * no tracer of their own. `failure`: the error the thread answered with.
+ */
+export function recordHandled(to: string, traceparent: string, [startedMs, endedMs]: readonly [number, number], failure?: unknown): void {
+  const kind = actorKind(to);
+  const span = tracer().startSpan(
+    `handle ${kind}`,
+    { kind: SpanKind.SERVER, attributes: { 'mailcairn.actor': kind }, startTime: startedMs },
+    contextFromCarrier(traceparent),
+  );
+  if (failure !== undefined) markFailed(span, failure);
+  span.end(endedMs);
+}

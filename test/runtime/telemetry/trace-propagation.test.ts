@@ -3,9 +3,11 @@
  * made inside a trace opens `ask <kind>` on the sender's side, and the actor
  * (or pool task) on its host thread handles it inside `handle <kind>`, a
  * child in the same trace, so what the handler does is part of the request
- * that caused it. Real host threads and a real piscina pool; each thread
- * runs the in-process SDK of test/helpers/telemetry-sdk.ts (the fixtures install it where they load), as
- * the service's SDK does in every thread.
+ * that caused it. Real host threads and a real piscina pool; each host
+ * thread runs the in-process SDK of test/helpers/telemetry-sdk.ts (the
+ * fixtures install it where they load), as the service's SDK does in every
+ * host thread. A pool thread runs none: the asking thread records its
+ * `handle <pool>` span from the times it reports (runtime/pool/handled.ts).
  */
 import { SpanKind } from '@opentelemetry/api';
 import t, { type Test } from 'tap';
@@ -128,20 +130,28 @@ t.test('a tell inside a trace is a producer span, handled as a consumer span in 
   t.equal(handle.traceId, tell.traceId);
 });
 
-t.test('a pool task handles an ask inside the trace of the asker', async (t) => {
+t.test("a pool task's handle span is timed by its thread and recorded by the asker's, a child of the ask span", async (t) => {
   const tracing = mainTracing(t);
   const pool = createPool({ id: 'mail-query', entry: poolEntry, minThreads: 1, maxThreads: 1 });
   t.teardown(() => pool.close());
-  const id = await inSpan('request', {}, () => pool.ask({ type: 'trace-id' }));
+  t.equal(await inSpan('request', {}, () => pool.ask({ type: 'wait', ms: 60 })), 'done');
   const err = await inSpan('request', {}, () => pool.ask({ type: 'fail' })).catch((e: unknown) => e);
   t.ok(err instanceof AppError);
-  const [okAsk, failedAsk] = tracing.finished().filter((s) => s.name === 'ask mail-query');
-  const handles = ((await pool.ask({ type: 'spans' })) as SpanData[]).filter((s) => s.name === 'handle mail-query');
-  t.equal(handles.length, 2);
-  t.equal(okAsk?.traceId, id);
+  t.equal(await pool.ask({ type: 'wait', ms: 0 }), 'done', 'an ask outside any trace is answered as before');
+  const spans = tracing.finished();
+  const [okAsk, failedAsk] = spans.filter((s) => s.name === 'ask mail-query');
+  const handles = spans.filter((s) => s.name === 'handle mail-query');
+  t.equal(handles.length, 2, 'one per traced ask, none for the untraced one');
   t.equal(handles[0]?.parentSpanId, okAsk?.spanId);
+  t.equal(handles[0]?.traceId, okAsk?.traceId);
   t.equal(handles[0]?.kind, SpanKind.SERVER);
+  t.same(handles[0]?.attributes, { 'mailcairn.actor': 'mail-query' });
+  t.notOk(handles[0]?.failed);
+  // The thread's own times: the handling covers the task's 60 ms and lies within the ask (a few ms of clock slack between threads).
+  t.ok(handles[0]!.durationMs >= 55, `the handling took ${handles[0]!.durationMs} ms`);
+  t.ok(handles[0]!.durationMs <= okAsk!.durationMs + 5, `the handling (${handles[0]!.durationMs} ms) fits in the ask (${okAsk!.durationMs} ms)`);
   t.equal(handles[1]?.parentSpanId, failedAsk?.spanId);
+  t.ok(handles[1]?.failed);
   t.equal(handles[1]?.attributes['error.type'], 'E_TOOL_INVALID_INPUT');
   t.equal(failedAsk?.attributes['error.type'], 'E_TOOL_INVALID_INPUT');
 });
