@@ -20,10 +20,15 @@ export function daemonCommand(config: string, nodeArgs: readonly string[] = []):
   return { command: process.execPath, args: [...nodeArgs, daemonBin, '--config', config] };
 }
 
-/** `--cpu-prof` flags when BENCH_CPU_PROF names a directory: the daemon writes `<name>.cpuprofile` there when it stops. */
+/**
+ * `--cpu-prof` flags when BENCH_CPU_PROF names a directory: the daemon writes
+ * one `.cpuprofile` per thread (its actor hosts and pool threads too, named
+ * by Node with the thread's id) into `<dir>/<name>/` when each thread ends.
+ * No `--cpu-prof-name`: every thread would write that one file over the last.
+ */
 export function cpuProfileArgs(name: string): string[] {
   const dir = process.env.BENCH_CPU_PROF;
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir)}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir, name)}`] : [];
 }
 
 /**

@@ -39,7 +39,7 @@
  * noise.
  *
  * BENCH_CPU_PROF=<dir>: the daemons run under `node --cpu-prof` and write
- * `auth-overhead-<method>.cpuprofile` there when they stop.
+ * a `.cpuprofile` per thread into `auth-overhead-<method>/` there.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

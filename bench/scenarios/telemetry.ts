@@ -11,11 +11,16 @@
  * `Telemetry` (docs/operations.md):
  *  - off: `Enabled` false (nothing of OpenTelemetry's SDK is loaded);
  *  - metrics: the Prometheus exporter on a listener of its own, scraped
- *    (`GET /metrics`) every BENCH_TELEMETRY_SCRAPE_MS (1000) by a loop in
- *    the bench, and OTLP/HTTP metrics pushed every
- *    BENCH_TELEMETRY_PUSH_SECONDS (5; 0: no push) to a loopback sink
- *    (bench/peers/otlp-sink.ts, answering 200): both exporters at once, each
- *    far more often than an operator would, so the figure bounds either alone;
+ *    (`GET /metrics`) at once and then every BENCH_TELEMETRY_SCRAPE_MS
+ *    (15000: the scrape interval of Prometheus's example configuration) by
+ *    a loop in the bench, and OTLP/HTTP metrics pushed every
+ *    BENCH_TELEMETRY_PUSH_SECONDS (60: the SDK's default export interval;
+ *    0: no push) to a loopback sink (bench/peers/otlp-sink.ts, answering
+ *    200): both exporters at once, at an operator's rates. A collection's
+ *    cost does not grow with the calls, so its share of a call depends on
+ *    how many calls fall between two; it is measured apart (below), and
+ *    BENCH_TELEMETRY_SCRAPE_MS=1000 BENCH_TELEMETRY_PUSH_SECONDS=5 runs
+ *    the rates earlier runs used (TM1–TM9);
  *  - metrics + traces: the same, and OTLP/HTTP traces (protobuf) to the sink.
  * Every key is written (`http/protobuf`, loopback endpoints) and the
  * daemons get our environment without its OTEL_ variables, so each
@@ -46,9 +51,17 @@
  * that exported nothing is flagged and its goal reads n/a. Spans are sent
  * in batches, so a few from one interval may be exported in the next.
  *
+ * After the rounds, with no calls: each daemon's CPU per second over
+ * BENCH_TELEMETRY_IDLE_SECONDS (10) with nothing scraped (what telemetry
+ * costs by the second: actor threads forwarding their measurements, timers,
+ * a push that falls in it), then IDLE_SCRAPES scrapes one after another of
+ * each daemon with metrics: its CPU over them, less that idle rate, per
+ * scrape (the collection, the store's gauges read by the query pool, and
+ * the exposition).
+ *
  * BENCH_TELEMETRY_CONFIGS (comma-separated keys: off, metrics, traces) runs
  * some configurations only (a goal whose sides are not both run reads n/a).
- * BENCH_CPU_PROF=<dir>: `telemetry-<key>.cpuprofile` for each daemon.
+ * BENCH_CPU_PROF=<dir>: `<dir>/telemetry-<key>/`, a `.cpuprofile` per thread of each daemon.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -99,6 +112,8 @@ type Subject = {
   /** MCP calls made and spans received from the first warm-up call on. */
   calls: number;
   spansBefore: number;
+  /** After the rounds, with no calls: the daemon's CPU per second of wall, nothing scraped; and what one scrape costs it (metrics on). */
+  idle?: { cpuMsPerSecond: number; seconds: number; scrapeCpuMs: number | null };
 };
 
 /** `Telemetry` as docs/operations.md describes it; `ExportInterval` is a time span like every other (`00:00:05`). */
@@ -121,7 +136,7 @@ function withoutOtel(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('OTEL_')));
 }
 
-/** Scrapes every URL every `ms` (a scrape still in flight is not started again) until the returned stop. */
+/** Scrapes every URL at once and then every `ms` (a scrape still in flight is not started again) until the returned stop. */
 function scrapeLoop(subjects: readonly Subject[], ms: number): () => Promise<void> {
   const inFlight = new Map<Subject, Promise<void>>();
   const scrape = async (s: Subject): Promise<void> => {
@@ -139,7 +154,7 @@ function scrapeLoop(subjects: readonly Subject[], ms: number): () => Promise<voi
       s.scrapes.failed++;
     }
   };
-  const timer = setInterval(() => {
+  const tick = (): void => {
     for (const s of subjects) {
       if (s.scrapeUrl === null || inFlight.has(s)) continue;
       inFlight.set(
@@ -147,11 +162,30 @@ function scrapeLoop(subjects: readonly Subject[], ms: number): () => Promise<voi
         scrape(s).finally(() => inFlight.delete(s)),
       );
     }
-  }, ms);
+  };
+  // Prometheus scrapes a target as soon as it finds it, then every interval.
+  tick();
+  const timer = setInterval(tick, ms);
   return async () => {
     clearInterval(timer);
     await Promise.all(inFlight.values());
   };
+}
+
+/** Scrapes in a row after the rounds: what one costs the daemon. */
+const IDLE_SCRAPES = 20;
+
+/** The daemon's CPU per scrape over IDLE_SCRAPES scrapes one after another, less its idle rate over that time. */
+async function scrapeCost(s: Subject, idleCpuMsPerSecond: number): Promise<number> {
+  const span = interval(s.daemon.pid);
+  const started = performance.now();
+  for (let i = 0; i < IDLE_SCRAPES; i++) {
+    const res = await fetch(s.scrapeUrl!);
+    await res.text();
+    if (res.status !== 200) throw new Error(`a scrape of the ${s.configuration.name} daemon answered ${res.status}`);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return Math.max(0, span.end().cpuMs - idleCpuMsPerSecond * seconds) / IDLE_SCRAPES;
 }
 
 async function call(s: Subject, op: Operation, searchArgs: Record<string, unknown>): Promise<void> {
@@ -196,8 +230,9 @@ export const telemetry: Scenario = {
     const requests = Math.max(10, Math.floor(Number(process.env.BENCH_TELEMETRY_REQUESTS ?? '3000')));
     const rounds = Math.max(1, Math.floor(Number(process.env.BENCH_TELEMETRY_ROUNDS ?? '5')));
     const warmup = Math.max(1, Math.floor(Number(process.env.BENCH_TELEMETRY_WARMUP ?? '300')));
-    const scrapeMs = Math.max(100, Number(process.env.BENCH_TELEMETRY_SCRAPE_MS ?? '1000'));
-    const pushSeconds = Math.max(0, Math.floor(Number(process.env.BENCH_TELEMETRY_PUSH_SECONDS ?? '5')));
+    const scrapeMs = Math.max(100, Number(process.env.BENCH_TELEMETRY_SCRAPE_MS ?? '15000'));
+    const pushSeconds = Math.max(0, Math.floor(Number(process.env.BENCH_TELEMETRY_PUSH_SECONDS ?? '60')));
+    const idleSeconds = Math.max(1, Number(process.env.BENCH_TELEMETRY_IDLE_SECONDS ?? '10'));
     const only = (process.env.BENCH_TELEMETRY_CONFIGS ?? '').split(',').filter((k) => k !== '');
     const unknown = only.filter((k) => !CONFIGURATIONS.some((c) => c.key === k));
     if (unknown.length > 0) throw new Error(`BENCH_TELEMETRY_CONFIGS: unknown ${unknown.join(', ')}; known: ${CONFIGURATIONS.map((c) => c.key).join(', ')}`);
@@ -298,9 +333,18 @@ export const telemetry: Scenario = {
           }
         }
       }
-      loadAtEnd = loadavg()[0]!;
       await stopScraping();
       stopScraping = null;
+      log(`idle: ${idleSeconds} s with no calls and no scrape, then ${IDLE_SCRAPES} scrapes one after another`);
+      const quiet = subjects.map((s) => interval(s.daemon.pid));
+      const quietStarted = performance.now();
+      await sleep(idleSeconds * 1000);
+      const quietSeconds = (performance.now() - quietStarted) / 1000;
+      for (const [i, s] of subjects.entries()) {
+        const cpuMsPerSecond = quiet[i]!.end().cpuMs / quietSeconds;
+        s.idle = { cpuMsPerSecond, seconds: quietSeconds, scrapeCpuMs: s.scrapeUrl === null ? null : await scrapeCost(s, cpuMsPerSecond) };
+      }
+      loadAtEnd = loadavg()[0]!;
       if (subjects.some((s) => s.configuration.traces)) await sleep(SPAN_FLUSH_MS);
     } catch (err) {
       for (const d of daemons) if (d.state() !== 'running') log(`mailcairnd ${d.state()}; its log ends:\n${d.logTail(30)}`);
@@ -351,6 +395,23 @@ export const telemetry: Scenario = {
       };
     });
 
+    // What telemetry costs with no call to serve: every second (forwarding, timers, batches), and each scrape.
+    const idleOff = subjects.find((s) => s.configuration.key === 'off')?.idle;
+    const idleRows: Row[] = subjects.flatMap((s) => {
+      if (s.idle === undefined) return [];
+      const above = idleOff !== undefined && s.configuration.key !== 'off' ? round(s.idle.cpuMsPerSecond - idleOff.cpuMsPerSecond, 2) : '';
+      return [
+        {
+          operation: 'no calls',
+          telemetry: s.configuration.name,
+          'idle CPU ms/s': round(s.idle.cpuMsPerSecond, 2),
+          'idle above off ms/s': above,
+          'CPU ms per scrape': s.idle.scrapeCpuMs === null ? '' : round(s.idle.scrapeCpuMs, 2),
+          note: `${round(s.idle.seconds, 1)} s with no scrape (an OTLP push may fall in it); then ${IDLE_SCRAPES} scrapes one after another, less that idle rate`,
+        },
+      ];
+    });
+
     // Issue 31's goals: CPU per call ≤ 1.05× off with metrics, ≤ 1.15× with metrics and traces; per-round ratios show the spread.
     const goals = figures
       .filter((f) => f.s.configuration.goal !== null)
@@ -371,6 +432,6 @@ export const telemetry: Scenario = {
           met: checkable ? r <= bound : null,
         });
       });
-    return [...rows, ...goals];
+    return [...rows, ...idleRows, ...goals];
   },
 };

@@ -56,7 +56,7 @@
  * requests per second as HTTP/1.1 on 16 connections.
  *
  * BENCH_CPU_PROF=<dir>: the daemons run under `node --cpu-prof` and write
- * `tls-clear-text.cpuprofile` and `tls-https.cpuprofile` there when they stop.
+ * a `.cpuprofile` per thread into `tls-clear-text/` and `tls-https/` there.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
