@@ -2,12 +2,14 @@
  * search: `search_emails` and `list_emails` against notmuch, on the same
  * mailbox in the same run.
  *
- * Setup: a private Dovecot holding BENCH_MESSAGES generated messages
- * (default 10000, `bench` profile, seed 42); mbsync pulls them into a
- * Maildir and `notmuch new` indexes it; the compiled daemon mirrors the same
- * folder with its MCP endpoint on a loopback port.
+ * Setup, per corpus (BENCH_CORPUS, comma-separated, default
+ * `bench,realistic`: corpora.ts, as sync-initial): a private Dovecot holding
+ * BENCH_MESSAGES generated messages (default 10000, seed 42; `realistic` over
+ * INBOX, Archive and Sent); mbsync pulls them into a Maildir and `notmuch
+ * new` indexes it; the compiled daemon mirrors the same folders with its MCP
+ * endpoint on a loopback port.
  *
- * Five query shapes, each with the same meaning on both sides: chosen from
+ * Six query shapes, each with the same meaning on both sides: chosen from
  * the mirrored index at run time, taking the first candidate both sides
  * count alike (else the closest; the counts are in the table):
  *  - common word: the most frequent word of 5+ letters in at most 95% of
@@ -21,10 +23,15 @@
  *  - common word + date range: `receivedOnOrAfter`/`receivedBefore` spanning
  *    ~10% of the mailbox (`date:@a..@b` for notmuch; our bound is the
  *    server's internal date, notmuch's the Date header, and the bounds fall
- *    between messages so both select the same ones).
+ *    between messages so both select the same ones);
+ *  - common word + filters: sender, a date range over half the mailbox and
+ *    read mail (`isSeen`; `NOT tag:unread` for notmuch).
  * 20 results each. Per shape: our query in process (the daemon's database
  * opened read-only here, `searchEmails` in one read transaction, as a pool
- * thread runs it), end to end through the MCP SDK client, and the notmuch CLI
+ * thread runs it), through /mcp as a plain client sees it (`freshRequest`:
+ * one `fetch` POST per call, kept-alive connections, the API key; issue 34's
+ * goals are on this figure), through the MCP SDK's client (one session),
+ * and the notmuch CLI
  * (`notmuch search --output=messages --limit=20`, spawn included: what its
  * user pays; the thread summary output is in the note), and notmuch in
  * process (libnotmuch, database open once: the same query, newest first,
@@ -35,7 +42,9 @@
  *
  * Then `list_emails` through MCP at concurrency 1 and 16 (distinct clients,
  * pageSize 25, each walking pages by cursor), and the daemon's peak RSS over
- * these phases (its high-water mark reset when they begin).
+ * these phases (its high-water mark reset when they begin), with its CPU
+ * per `search_emails` call (main thread and whole process, from /proc) for
+ * each way of calling.
  *
  * BENCH_ITERATIONS (default 200) per shape for ours, BENCH_NOTMUCH_ITERATIONS
  * (default 30) for the CLI, BENCH_LIST_CALLS (default 800) per concurrency.
