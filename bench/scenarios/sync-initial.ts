@@ -57,7 +57,6 @@ import { performance } from 'node:perf_hooks';
 import { ImapFlow } from 'imapflow';
 import { startDovecot, type Dovecot } from '../../test/harness/dovecot.ts';
 import { mailAdmin } from '../../test/harness/doveadm.ts';
-import { loadCorpus, withoutEnvelope } from '../../test/harness/corpus.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { appendMessages, writeMaildirs } from '../../test/harness/place-mail.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
@@ -66,6 +65,7 @@ import { interval, timed, type ProcessStats } from '../peers/process-stats.ts';
 import { boundGoal, mebibytes, ratioGoal, seconds } from '../goals.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { median, round } from '../stats.ts';
+import { benchCorpora, type Corpus } from './corpora.ts';
 import { daemonConfig, lastEndedRun, lastRunMs, mailcairnOnce, mbsyncOnce, PASSWORD, startService, USER, type Expect } from './sync-sides.ts';
 
 /** How long after a run the service is left before a change is made (under the 10 s interval). */
@@ -440,41 +440,4 @@ function goalRows(size: string, m: Measured): Row[] {
       seconds,
     ),
   ];
-}
-
-/** A mailbox to mirror: its messages made as they are written (never held whole), each in its folder (default INBOX). */
-type Corpus = {
-  label: string;
-  count: number;
-  folders: readonly string[];
-  messages: () => Iterable<{ raw: Buffer; flags?: string[]; internalDate?: Date; folder?: string }>;
-};
-
-const CORPORA = ['bench', 'realistic', 'real'] as const;
-
-/**
- * The mailboxes BENCH_CORPUS names, comma-separated, in that order (default `bench,realistic`):
- * `bench` and `realistic` are generated at BENCH_MESSAGES (generator.ts profiles; realistic is
- * issue 34's shape over INBOX, Archive and Sent), `real` is every message of the shared corpus.
- */
-function benchCorpora(): Corpus[] {
-  const names = (process.env.BENCH_CORPUS ?? 'bench,realistic').split(',').map((n) => n.trim());
-  const unknown = names.filter((n) => !(CORPORA as readonly string[]).includes(n));
-  if (unknown.length > 0 || names.length === 0) throw new Error(`BENCH_CORPUS names ${CORPORA.join(', ')}, comma-separated`);
-  const count = Number(process.env.BENCH_MESSAGES ?? '10000');
-  if (!Number.isInteger(count) || count < 100) throw new Error('BENCH_MESSAGES must be a whole number ≥ 100');
-  return names.map((name): Corpus => {
-    if (name === 'real') {
-      const real = loadCorpus('real').map((m) => ({ raw: withoutEnvelope(m.raw) }));
-      return { label: 'corpus real/', count: real.length, folders: ['INBOX'], messages: () => real };
-    }
-    if (name === 'realistic')
-      return {
-        label: 'generated, realistic',
-        count,
-        folders: ['INBOX', 'Archive', 'Sent'],
-        messages: () => generateMailbox({ seed: 42, count, profile: 'realistic' }),
-      };
-    return { label: 'generated', count, folders: ['INBOX'], messages: () => generateMailbox({ seed: 42, count, profile: 'bench' }) };
-  });
 }

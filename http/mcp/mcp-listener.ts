@@ -60,6 +60,7 @@ import {
 import { type ClientCertificateCheck, logCertificateRefusal, peerCertificateOf } from '../tls/client-certificates.ts';
 import { answerPreflight, applyCors, decideOrigin } from './cors.ts';
 import { handleMcpRequest } from './mcp-server.ts';
+import { createPlacementGate } from './placement-gate.ts';
 import type { Tool, ToolContext } from './tool.ts';
 import { allTools } from './tools.ts';
 
@@ -116,6 +117,7 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
   };
 
   const limits = { limiter, timeout: endpoint.RequestTimeout };
+  const placementGate = createPlacementGate();
   /**
    * Whether the last query placed found no generation serving (no embedding
    * model active, or no embedding actor): the next is then placed outside
@@ -177,6 +179,7 @@ export function createMcpSurface(deps: McpListenerDeps): SurfaceHandler {
         outbox: asking.actor(OUTBOX_ID),
         contacts: asking.actor(CONTACTS_ID),
         placeQuery: (text) => placeQueryTraced(asking, text, admitted.deadlineMs),
+        placementGate,
         answering: {
           // A probe deciding whether `ask_mail` is listed: asked outside the trace (docs/operations.md "Traces"), its time is the request's.
           availability: () =>

@@ -25,6 +25,7 @@ import type { ToolCategories } from '../../config/schema/mcp-endpoint.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { describeIssues } from '../../runtime/input-issues.ts';
 import type { Askable } from '../../runtime/ref.ts';
+import type { PlacementGate } from './placement-gate.ts';
 
 export type ToolCategory = (typeof ToolCategories)[number];
 export type McpPermission = (typeof McpPermissions)[number];
@@ -55,6 +56,8 @@ export type ToolContext = {
    * (mcp-listener.ts), since search must not fail for its semantic half.
    */
   placeQuery(text: string): Promise<PlacedQuery>;
+  /** The surface's gate on placing queries (placement-gate.ts); absent: every search places its query first. */
+  placementGate?: PlacementGate;
   /** The answering actor: whether `ask_mail` is offered now, and one run (within the request's deadline). */
   answering: { availability(): Promise<Availability>; ask(input: AskMailInput): Promise<AskMailResult> };
   /** The outbox actor (it records sends and drafts). */

@@ -21,6 +21,9 @@ import {
 import { decodeStoredEmailId } from '../../../actors/mail-query/protocol/stored-email-id.ts';
 import { defineTool, type Tool, type ToolContext } from '../tool.ts';
 
+/** What the pool is asked with when no query was placed. */
+const NOT_PLACED: PlacedQuery = { semanticSearch: 'inactive' };
+
 const readOnly: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
 export const mailboxTools: readonly Tool[] = [
@@ -56,12 +59,31 @@ export const mailboxTools: readonly Tool[] = [
     annotations: { title: 'Search emails', ...readOnly },
     input: SearchEmailsInput,
     async run(input, ctx) {
-      // A limit the pool refuses (51003) spends no provider call on placing the query.
-      const placed: PlacedQuery = input.resultLimit > MAX_SEARCH_RESULTS ? { semanticSearch: 'inactive' } : await ctx.placeQuery(input.queryText);
       // Only a placed query travels; otherwise the pool answers lexically and reads from its own
       // snapshot whether a generation serves (degraded) or none does (inactive).
-      const semantic = placed.semanticSearch === 'available' ? { semantic: { generation: placed.generation, vector: placed.vector } } : {};
-      return ctx.queryPool.ask({ type: 'mail-query.search', scope: ctx.scope, input, ...semantic }, { reply: SearchEmailsResult, deadlineMs: ctx.deadlineMs });
+      const search = (placed: PlacedQuery) =>
+        ctx.queryPool.ask(
+          {
+            type: 'mail-query.search',
+            scope: ctx.scope,
+            input,
+            ...(placed.semanticSearch === 'available' ? { semantic: { generation: placed.generation, vector: placed.vector } } : {}),
+          },
+          { reply: SearchEmailsResult, deadlineMs: ctx.deadlineMs },
+        );
+      // A limit the pool refuses (51003) spends no provider call on placing the query.
+      if (input.resultLimit > MAX_SEARCH_RESULTS) return search(NOT_PLACED);
+      // Nothing served at the last search: the pool first, the query placed only if a generation serves now (placement-gate.ts).
+      const gate = ctx.placementGate;
+      if (gate?.nothingServes()) {
+        const lexical = await search(NOT_PLACED);
+        gate.observe(null, lexical.semanticSearch);
+        if (lexical.semanticSearch === 'inactive') return lexical;
+      }
+      const placed = await ctx.placeQuery(input.queryText);
+      const answer = await search(placed);
+      gate?.observe(placed.semanticSearch, answer.semanticSearch);
+      return answer;
     },
   }),
   defineTool({
