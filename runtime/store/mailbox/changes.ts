@@ -19,7 +19,7 @@
  * Importable by the sync actor only (the query pool reads the columns).
  */
 import { randomUUID } from 'node:crypto';
-import { completeJob, deadLetterJob, enqueueJob, jobById, jobIdOf, type Job, type JobFailure } from '../jobs.ts';
+import { deadLetterJob, enqueueJob, jobById, jobIdOf, type Job, type JobFailure } from '../jobs.ts';
 import type { Database } from '../open.ts';
 import { many, one, run } from '../rows.ts';
 import { applyEffect, type ChangeEffect, type ChangeKind, FLAG_KINDS, type FlagState } from './change-effect.ts';
@@ -138,6 +138,14 @@ const statements = perConnection((db: Database) => ({
     `UPDATE messages SET flags = ?, keywords = ?, modseq = CASE WHEN ? IS NULL THEN modseq ELSE CAST(? AS INTEGER) END, updated_at = ?
      WHERE id = ? AND binding_id = ? AND uidvalidity = ? AND uid = ? AND state <> 'tombstoned'`,
   ),
+  // The server's flags and the overlay laid over them in one write of the row (endOne).
+  serverFlagsAndOverlay: db.prepare(
+    `UPDATE messages SET flags = ?, keywords = ?, modseq = CASE WHEN ? IS NULL THEN modseq ELSE CAST(? AS INTEGER) END, updated_at = ?,
+       requested_flags = ?, requested_keywords = ?
+     WHERE id = ? AND binding_id = ? AND uidvalidity = ? AND uid = ? AND state <> 'tombstoned'`,
+  ),
+  // The outcome and the ending in one write of the job (endOne); jobs.ts `completeJob` without the progress.
+  completeWithProgress: db.prepare("UPDATE jobs SET progress = ?, state = 'done', ended_at = ? WHERE id = ? AND state IN ('queued', 'running')"),
   audit: db.prepare(
     `INSERT INTO mutation_audit (account_id, mutation, message_id, source_path, target_path, uidvalidity, source_uid, target_uid, detail,
        requester, requested_at, ended_at, outcome)
@@ -380,24 +388,28 @@ function endOne(db: Database, change: Change, end: ChangeEnd): { targetMessageId
   let targetMessageId: number | null = null;
   if (end.outcome === 'applied') targetMessageId = followLocally(db, change, end);
   else if (end.outcome === 'gone') tombstoneMessage(db, p.messageId, 'expunged', end.now);
-  if (end.server && FLAG_KINDS.includes(p.effect.kind)) {
-    run(s.serverFlags, [
-      flagSet(end.server.flags),
-      flagSet(end.server.keywords),
-      end.server.modseq,
-      end.server.modseq,
-      end.now,
-      p.messageId,
-      p.bindingId,
-      p.uidValidity,
-      p.uid,
-    ]);
-  }
-  recordChangeProgress(db, change.job.id, { outcome: end.outcome, ...(end.target ? { targetUid: end.target.uid } : {}) });
-  completeJob(db, change.job.id, end.now);
-  layOverlay(db, change.job.accountId!, p.messageId);
+  // One write of the job: its outcome and its ending (a job no longer queued or running keeps its state, as completeJob does).
+  const progress = JSON.stringify({ outcome: end.outcome, ...(end.target ? { targetUid: end.target.uid } : {}) });
+  if (run(s.completeWithProgress, [progress, end.now, change.job.id]).changes === 0) run(s.progress, [progress, change.job.id]);
+  // One write of the message row: the server's flags and the overlay laid again over them, now that this change is no
+  // longer outstanding. A row that moved or went meanwhile is not the server's answer's to write; its overlay is laid alone.
+  const written = end.server && FLAG_KINDS.includes(p.effect.kind) ? writeServerFlags(db, change, end.server, end.now) : false;
+  if (!written) layOverlay(db, change.job.accountId!, p.messageId);
   audit(db, change, { outcome: end.outcome, targetUid: end.target?.uid ?? null, now: end.now });
   return { targetMessageId };
+}
+
+/** The server's flags written as its truth with the overlay of what is still outstanding over them; false when the row is not where the change found it. */
+function writeServerFlags(db: Database, change: Change, server: ServerState, now: number): boolean {
+  const p = change.payload;
+  const flagChanges = outstandingFlagChanges(db, change.job.accountId!, p.messageId);
+  const overlay = flagChanges.length === 0 ? null : laid(server, flagChanges);
+  const flags = flagSet(server.flags);
+  const keywords = flagSet(server.keywords);
+  const args = [flags, keywords, server.modseq, server.modseq, now];
+  const where = [p.messageId, p.bindingId, p.uidValidity, p.uid];
+  if (overlay === null) return run(statements(db).serverFlagsAndOverlay, [...args, null, null, ...where]).changes === 1;
+  return run(statements(db).serverFlagsAndOverlay, [...args, flagSet(overlay.flags), flagSet(overlay.keywords), ...where]).changes === 1;
 }
 
 /**
@@ -456,17 +468,27 @@ function followLocally(db: Database, change: Change, end: ChangeEnd): number | n
 /** Requested flags = the outstanding changes laid, in order, over the server's state; NULL when none is outstanding. */
 function layOverlay(db: Database, accountId: string, messageId: number): void {
   const s = statements(db);
-  const outstanding = many<{ payload: string }>(s.outstanding, [accountId, messageId]).map((r) => (JSON.parse(r.payload) as ChangePayload).effect);
-  const flagChanges = outstanding.filter((e) => FLAG_KINDS.includes(e.kind));
+  const flagChanges = outstandingFlagChanges(db, accountId, messageId);
   if (flagChanges.length === 0) {
     run(s.overlay, [null, null, messageId]);
     return;
   }
   const server = one<{ flags: string; keywords: string }>(s.serverState, [messageId]);
   if (server === undefined) return;
-  let state: FlagState = { flags: JSON.parse(server.flags) as string[], keywords: JSON.parse(server.keywords) as string[] };
-  for (const effect of flagChanges) state = applyEffect(state, effect);
+  const state = laid({ flags: JSON.parse(server.flags) as string[], keywords: JSON.parse(server.keywords) as string[] }, flagChanges);
   run(s.overlay, [flagSet(state.flags), flagSet(state.keywords), messageId]);
+}
+
+/** The message's flag changes still outstanding (queued or running), in the order recorded. */
+function outstandingFlagChanges(db: Database, accountId: string, messageId: number): ChangeEffect[] {
+  const outstanding = many<{ payload: string }>(statements(db).outstanding, [accountId, messageId]).map((r) => (JSON.parse(r.payload) as ChangePayload).effect);
+  return outstanding.filter((e) => FLAG_KINDS.includes(e.kind));
+}
+
+function laid(server: FlagState, changes: readonly ChangeEffect[]): FlagState {
+  let state = server;
+  for (const effect of changes) state = applyEffect(state, effect);
+  return state;
 }
 
 function audit(db: Database, change: Change, e: { outcome: ChangeOutcome; targetUid: number | null; now: number }): void {
