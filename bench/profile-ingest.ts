@@ -1,7 +1,8 @@
 /**
  * The initial mirror alone, for profiling the ingest path (not a scenario:
  * no peer, no goal rows). One Dovecot with PROFILE_MESSAGES generated
- * messages (default 3000, the `bench` profile), then PROFILE_REPEAT one-shot
+ * messages (default 3000, the `bench` profile; PROFILE_CORPUS=realistic for
+ * issue 34's shape over INBOX, Archive and Sent), then PROFILE_REPEAT one-shot
  * daemons (sync-sides.ts `mailcairnOnce`), each on a fresh database; prints
  * wall, CPU, peak RSS and the most threads seen per run.
  *
@@ -18,7 +19,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startDovecot } from '../test/harness/dovecot.ts';
 import { generateMailbox } from '../test/harness/generator.ts';
-import { writeMaildir } from '../test/harness/place-mail.ts';
+import { writeMaildirs } from '../test/harness/place-mail.ts';
 import { daemonCommand } from './peers/daemon.ts';
 import { clockTicks, readStats, spawnTimed, type Timed } from './peers/process-stats.ts';
 import { type DaemonConfig, daemonConfig, lastEndedRun, PASSWORD, USER, visible } from './scenarios/sync-sides.ts';
@@ -26,6 +27,8 @@ import { type DaemonConfig, daemonConfig, lastEndedRun, PASSWORD, USER, visible 
 const count = Number(process.env.PROFILE_MESSAGES ?? '3000');
 const repeat = Number(process.env.PROFILE_REPEAT ?? '1');
 const cpuDir = process.env.PROFILE_CPU_DIR;
+const realistic = process.env.PROFILE_CORPUS === 'realistic';
+const folders = realistic ? ['INBOX', 'Archive', 'Sent'] : ['INBOX'];
 
 function threadsOf(pid: number): number {
   try {
@@ -103,16 +106,25 @@ function threadCpu(pid: number): string {
 const dir = mkdtempSync(join(tmpdir(), 'mailcairn-profile-'));
 const dovecot = await startDovecot({ users: [{ user: USER, password: PASSWORD }] });
 try {
-  const messages = [...generateMailbox({ seed: 42, count, profile: 'bench' })];
-  const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.raw), 0);
-  await writeMaildir(dovecot, USER, 'INBOX', messages);
+  let bytes = 0;
+  await writeMaildirs(
+    dovecot,
+    USER,
+    (function* () {
+      for (const m of generateMailbox({ seed: 42, count, profile: realistic ? 'realistic' : 'bench' })) {
+        bytes += m.raw.length;
+        yield { ...m, folder: m.folder ?? 'INBOX' };
+      }
+    })(),
+    folders,
+  );
   process.stdout.write(
     `${count} messages, ${(bytes / 2 ** 20).toFixed(0)} MB; load ${loadavg()
       .map((l) => l.toFixed(2))
       .join(' ')}\n`,
   );
   for (let i = 0; i < repeat; i++) {
-    const daemon = daemonConfig(join(dir, `run-${i}`), dovecot);
+    const daemon = daemonConfig(join(dir, `run-${i}`), dovecot, { folders });
     const extra = (process.env.PROFILE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
     const r = await once(daemon, count, [...extra, ...(cpuDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuDir}`] : [])]);
     process.stdout.write(

@@ -127,6 +127,25 @@ t.test('hand-made: header-only, CR-only and broken inputs still parse', async (t
   t.equal(badDate.sentAt, null);
 });
 
+t.test('hand-made: the header block ends at its first empty line, CRLF or bare LF, whichever comes first', async (t) => {
+  // CRLF mail whose body holds bare LF pairs later: the CRLF blank line ends the block.
+  const crlfFirst = parsed('Subject: crlf\r\nX-A: 1\r\n\r\nFirst\n\nX-Not: a field\r\n\r\nlast');
+  t.equal(crlfFirst.subject, 'crlf');
+  t.equal(crlfFirst.bodyText, 'First\n\nX-Not: a field\n\nlast');
+  // A bare LF blank line before a later CRLF one ends the block there.
+  const lfFirst = parsed('Subject: lf\nX-A: 1\n\nBody\r\nTo: not@example.com\r\n\r\nmore');
+  t.equal(lfFirst.subject, 'lf');
+  t.same(lfFirst.to, [], 'a line after the LF blank line is body, not a field');
+  t.equal(lfFirst.bodyText, 'Body\nTo: not@example.com\n\nmore');
+  // The two forms meeting: LF LF right before CR LF.
+  const met = parsed('Subject: met\r\nX-A: 1\n\n\r\nbody');
+  t.equal(met.subject, 'met');
+  t.equal(met.bodyText, 'body');
+  // In a part's header too: the part's CRLF blank line ends its block, though its body holds LF LF.
+  const part = parsed(crlf('Subject: p', 'Content-Type: multipart/mixed; boundary=z', '', '--z', 'Content-Type: text/plain', '', 'one\n\ntwo', '--z--', ''));
+  t.equal(part.bodyText, 'one\n\ntwo');
+});
+
 t.test('corpus files', { skip: !corpusAvailable() && 'the shared corpus is not present' }, async (t) => {
   t.test('ISO-2022-JP subject, names and body', async (t) => {
     const m = file('mime-torture/ruby-mail/multi_charset__japanese_iso_2022.eml');
