@@ -191,16 +191,7 @@ async function runStep(state: State, ctx: ActorContext): Promise<void> {
     throw err; // not an IMAP failure: a defect or the database; let the supervisor restart us
   }
   if (!summary) {
-    // A folder waiting for its derivation: the next step comes once it answered, and other messages are taken meanwhile.
-    const waiting = active.run.waitingFor();
-    if (waiting === null) ctx.schedule({ type: 'imap-sync.step' }, 0);
-    else {
-      // A refusal is the next step's to meet (endSettled), not this callback's.
-      const next = (): void => {
-        if (state.active === active) ctx.schedule({ type: 'imap-sync.step' }, 0);
-      };
-      void waiting.then(next, next);
-    }
+    ctx.schedule({ type: 'imap-sync.step' }, 0);
     return;
   }
   state.active = null;

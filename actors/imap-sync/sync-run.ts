@@ -86,8 +86,6 @@ export class SyncRun {
   /** Whether this run asked the derivation writer for anything. */
   private asked = false;
   private ended: RunSummary | null = null;
-  /** A folder whose batches are all stored, waiting for its derivation (completeFolder); ended by the next step. */
-  private settling: { slot: FolderSlot; answered: Promise<boolean> } | null = null;
   /** Why the run failed as a whole (no usable session), for the actor to decide whether to stop. */
   failureCode: string | null = null;
   constructor(deps: SyncRunDeps) {
@@ -99,24 +97,10 @@ export class SyncRun {
     return this.ended;
   }
 
-  /**
-   * What the run waits for before its next step is worth taking (a folder's
-   * derivation), or null. The actor takes its other messages meanwhile, so
-   * a change recorded while the derivation writer catches up (a rule's asks)
-   * is not held behind the wait (docs/sync.md "A run").
-   */
-  waitingFor(): Promise<unknown> | null {
-    return this.settling?.answered ?? null;
-  }
-
   /** Do one unit of work; returns the summary once the run has ended. */
   async step(consecutiveFailures: number): Promise<RunSummary | null> {
     if (this.ended) return this.ended;
     try {
-      if (this.settling !== null) {
-        await this.endSettled(this.settling);
-        return null;
-      }
       if (this.folders === null) {
         await this.resolve();
         return null;
@@ -269,15 +253,15 @@ export class SyncRun {
           log: this.deps.log,
         });
         await slot.run.prepare();
-        if (!slot.run.hasMore) this.completeFolder(slot);
+        if (!slot.run.hasMore) return await this.completeFolder(slot);
         return;
       }
       if (this.batches >= BATCHES_PER_RUN) {
         this.hasMore = true;
-        return this.completeFolder(slot);
+        return await this.completeFolder(slot);
       }
       this.batches += 1;
-      if (!(await slot.run.step())) this.completeFolder(slot);
+      if (!(await slot.run.step())) await this.completeFolder(slot);
     } catch (err) {
       // A full disk ends the run (step); it is no folder's failure.
       if (isStorageFull(err)) throw namedStorageFull(err);
@@ -308,17 +292,10 @@ export class SyncRun {
     }
   }
 
-  /** The folder's batches are stored: its derivation is waited for by the next step, not inside this one (waitingFor). */
-  private completeFolder(slot: FolderSlot): void {
+  private async completeFolder(slot: FolderSlot): Promise<void> {
     if (slot.run !== null && !slot.run.hasMore) slot.run.recordFinalCount();
-    this.settling = { slot, answered: slot.run === null ? Promise.resolve(true) : slot.run.settle() };
-  }
-
-  private async endSettled(settling: { slot: FolderSlot; answered: Promise<boolean> }): Promise<void> {
-    this.settling = null;
-    if (!(await settling.answered))
-      this.deps.log.warn({ event: 'sync.derivation-deferred', folder: settling.slot.resolution.alias }, 'sync.derivation-deferred');
-    this.record(settling.slot, 'ok');
+    await this.settle(slot);
+    this.record(slot, 'ok');
     this.next();
   }
 
