@@ -74,10 +74,14 @@ function goAway(session: Http2Session): void {
 function cutOff(stream: ServerHttp2Stream, res: Abandonable): void {
   if (stream.destroyed || stream.state.remoteClose === 1) return;
   if (!res.headersSent) {
-    res.writeHead(408, { 'content-length': '0' });
+    // The status set and `end()` alone, not `writeHead`: the compatibility API then sends one HEADERS frame
+    // with END_STREAM. After `writeHead` it closes the stream with trailers sent a turn later, which the
+    // reset below overtakes: the 408 was never complete on the wire.
+    res.statusCode = 408;
+    res.setHeader('content-length', '0');
     res.end();
     res.abandon?.();
-    // After the answer, RST_STREAM NO_ERROR: the rest of the body is not wanted (RFC 9113 §8.1).
+    // After the complete answer, RST_STREAM NO_ERROR: the rest of the body is not wanted (RFC 9113 §8.1).
     stream.close(constants.NGHTTP2_NO_ERROR);
     return;
   }

@@ -21,7 +21,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { type ClientHttp2Session, type ClientHttp2Stream, connect as h2Connect, type IncomingHttpHeaders } from 'node:http2';
+import {
+  type ClientHttp2Session,
+  type ClientHttp2Stream,
+  constants,
+  connect as h2Connect,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+} from 'node:http2';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
@@ -47,6 +54,8 @@ const HEADERS_TIMEOUT_MS = 2_000;
 const RECEIVE_TIMEOUT_MS = 3_000;
 /** Cut-offs come up to a second after their bound (http/listen.ts), and a loaded machine adds its own delay. */
 const SLACK_MS = 6_000;
+/** How long trickling HTTP/2 streams may take to close past ReceiveTimeout before the test reports each one's state. */
+const STREAMS_SLACK_MS = 30_000;
 const TOOLS_LIST = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
 const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${KEY}` };
 
@@ -107,11 +116,14 @@ async function wellBehaved(t: Test, served: Served): Promise<() => Promise<void>
   };
 }
 
-/** `work`, or an error naming `what` if it takes longer than `ms` (a hang fails with its name, not tap's timeout). */
-async function within<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
+/**
+ * `work`, or an error naming `what` if it takes longer than `ms` (a hang fails with its name, not tap's
+ * timeout). `what` may be a function: it is read when the time is up, to state what was still pending.
+ */
+async function within<T>(what: string | (() => string), ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new Error(`${typeof what === 'string' ? what : what()}: no answer within ${ms} ms`)), ms);
   });
   try {
     return await Promise.race([work, late]);
@@ -123,9 +135,11 @@ async function within<T>(what: string, ms: number, work: Promise<T>): Promise<T>
 /** Runs `probe` again and again while `abuse` is under way; how many rounds passed (each one must). */
 async function throughout(abuse: Promise<unknown>, probe: () => Promise<void>): Promise<number> {
   let over = false;
-  void abuse.finally(() => {
+  const end = (): void => {
     over = true;
-  });
+  };
+  // Both ways: an abuse that fails (a bound in `within`) ends the rounds, and its rejection is awaited below.
+  abuse.then(end, end);
   let rounds = 0;
   while (!over) {
     await probe();
@@ -180,20 +194,81 @@ function h2Session(port: number, ca: TestCa): Promise<ClientHttp2Session> {
   });
 }
 
-type StreamOutcome = { status: number | undefined; rstCode: number | undefined; body: string; elapsedMs: number };
+type StreamOutcome = {
+  status: number | undefined;
+  /** Whether the answer's HEADERS frame ended the stream (END_STREAM): an answer without a body, complete. */
+  endStream: boolean;
+  rstCode: number | undefined;
+  body: string;
+  elapsedMs: number;
+};
 
-/** Reads `stream` to its close: the status it was answered, the reset code, the body. Never rejects. */
+/**
+ * Reads `stream` to its close: the status it was answered, the reset code, the body. Never rejects.
+ *
+ * A stream the server reset while it was still sending (its body unfinished) is destroyed here once its
+ * answer has ended, as a client that has its whole answer drops the rest of its upload. node's client does
+ * not close it by itself when the reset is NO_ERROR and one of its writes was still queued: that write never
+ * completes, and the stream waits for it before it closes (node 20).
+ */
 function outcome(stream: ClientHttp2Stream, started = Date.now()): Promise<StreamOutcome> {
   return new Promise((resolve) => {
     let status: number | undefined;
+    let endStream = false;
     const chunks: Buffer[] = [];
-    stream.on('response', (headers: IncomingHttpHeaders) => {
+    stream.on('response', (headers: IncomingHttpHeaders, flags: number) => {
       status = Number(headers[':status']);
+      endStream = (flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0;
     });
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));
     stream.on('error', () => {});
-    stream.once('close', () => resolve({ status, rstCode: stream.rstCode, body: Buffer.concat(chunks).toString('utf8'), elapsedMs: Date.now() - started }));
+    const dropOnceAnswered = (): void => {
+      if (stream.closed && stream.readableEnded && !stream.destroyed) stream.destroy();
+    };
+    stream.on('aborted', dropOnceAnswered); // the server's reset arrived while this side was still sending
+    stream.on('end', dropOnceAnswered);
+    stream.once('close', () =>
+      resolve({ status, endStream, rstCode: stream.rstCode, body: Buffer.concat(chunks).toString('utf8'), elapsedMs: Date.now() - started }),
+    );
   });
+}
+
+type Trickled = {
+  readonly done: Promise<StreamOutcome>;
+  /** Where the stream stands, for a failure's message: what was answered, whether it was reset, closed. */
+  state(): string;
+};
+
+/** A request on `session` whose body trickles, a byte every 100 ms, until the stream closes. */
+function trickle(session: ClientHttp2Session, headers: OutgoingHttpHeaders): Trickled {
+  const started = Date.now();
+  const stream = session.request(headers);
+  const done = outcome(stream, started);
+  let status: number | undefined;
+  stream.on('response', (answer: IncomingHttpHeaders) => {
+    status = Number(answer[':status']);
+  });
+  const timer = setInterval(() => {
+    if (stream.destroyed || stream.closed) clearInterval(timer);
+    else stream.write(' ');
+  }, 100);
+  let closeEmitted = false;
+  void done.finally(() => {
+    closeEmitted = true;
+    clearInterval(timer);
+  });
+  return {
+    done,
+    state: () =>
+      `status ${status ?? 'none'}, rstCode ${stream.rstCode ?? 'none'}, stream closed ${stream.closed}, 'close' emitted ${closeEmitted}, ` +
+      `answer ended ${stream.readableEnded}, writes pending ${stream.writableLength}, ${Date.now() - started} ms`,
+  };
+}
+
+/** The outcomes of `streams`, or an error stating each one's state if they have not all closed within `ms`. */
+function allClosed(what: string, streams: readonly Trickled[], ms: number): Promise<StreamOutcome[]> {
+  const states = (): string => `${what} did not all close (${streams.map((s, i) => `#${i + 1}: ${s.state()}`).join('; ')})`;
+  return within(states, ms, Promise.all(streams.map((s) => s.done)));
 }
 
 function toolsList(session: ClientHttp2Session): Promise<StreamOutcome> {
@@ -240,17 +315,9 @@ t.test('slow clients on a TLS socket offering HTTP/2 are cut off while other cli
     const session = await h2Session(served.port, served.ca);
     t.teardown(() => session.destroy());
     t.equal(session.alpnProtocol, 'h2', 'the session is HTTP/2');
-    const slowStreams = Array.from({ length: 3 }, () => {
-      const stream = session.request({ ':method': 'POST', ':path': '/mcp', ...MCP_HEADERS, 'content-length': '2000' });
-      const done = outcome(stream);
-      const timer = setInterval(() => {
-        if (stream.destroyed || stream.closed) clearInterval(timer);
-        else stream.write(' ');
-      }, 100);
-      void done.finally(() => clearInterval(timer));
-      return done;
-    });
-    const abuse = Promise.all(slowStreams);
+    const slowStreams = Array.from({ length: 3 }, () => trickle(session, { ':method': 'POST', ':path': '/mcp', ...MCP_HEADERS, 'content-length': '2000' }));
+    // A stream never closed fails here, stating each one's state, well before tap's timeout.
+    const abuse = allClosed('the slow streams', slowStreams, RECEIVE_TIMEOUT_MS + STREAMS_SLACK_MS);
     let sameSession = 0;
     const rounds = await throughout(abuse, async () => {
       await probe();
@@ -262,6 +329,8 @@ t.test('slow clients on a TLS socket offering HTTP/2 are cut off while other cli
     t.ok(sameSession >= 2, `streams on the slow streams' own session were answered 200 (${sameSession}) meanwhile`);
     for (const r of await within('the slow streams', SLACK_MS + RECEIVE_TIMEOUT_MS, abuse)) {
       t.equal(r.status, 408, 'the trickling stream was answered 408 Request Timeout');
+      t.ok(r.endStream, 'a complete answer (END_STREAM) before the reset (RFC 9113 §8.1)');
+      t.equal(r.rstCode, 0, 'then reset with NO_ERROR: the rest of the body is refused');
       t.ok(r.elapsedMs >= RECEIVE_TIMEOUT_MS - 100, 'not before ReceiveTimeout');
     }
     t.notOk(session.closed || session.destroyed, 'the session is still open');
@@ -361,13 +430,8 @@ t.test('HTTP/2, a stream answered before its body arrived: reset with CANCEL pas
   const session = await h2Session(address.port, ca);
   t.teardown(() => session.destroy());
 
-  const slow = session.request({ ':method': 'POST', ':path': '/upload', 'content-length': '2000' });
-  const slowDone = outcome(slow);
-  const drip = setInterval(() => {
-    if (slow.destroyed || slow.closed) clearInterval(drip);
-    else slow.write(' ');
-  }, 100);
-  t.teardown(() => clearInterval(drip));
+  const slow = trickle(session, { ':method': 'POST', ':path': '/upload', 'content-length': '2000' });
+  const slowDone = within(() => `the trickling stream did not close (${slow.state()})`, 2_000 + STREAMS_SLACK_MS, slow.done);
   const quick = session.request({ ':method': 'POST', ':path': '/upload' });
   const quickDone = outcome(quick);
   quick.end('all of it');
