@@ -67,7 +67,9 @@
  * the exposition).
  *
  * BENCH_TELEMETRY_CONFIGS (comma-separated keys: off, metrics, traces) runs
- * some configurations only (a goal whose sides are not both run reads n/a).
+ * some configurations only (a goal whose sides are not both run reads n/a);
+ * `off-again`, named there, adds a second daemon with telemetry off, whose
+ * ratio to the first is the bench's own noise (an A/A comparison).
  * BENCH_CPU_PROF=<dir>: `<dir>/telemetry-<key>/`, a `.cpuprofile` per thread of each daemon.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -89,10 +91,13 @@ import type { Row, Scenario } from '../scenario.ts';
 import { formatBytes, median, round, summarize } from '../stats.ts';
 import { callTool, chooseShapes, connectClient, type Daemon, describe, PASSWORD, RESULTS, startDaemon, USER, waitForMirror } from './search.ts';
 
-type Key = 'off' | 'metrics' | 'traces';
-type Configuration = { key: Key; name: string; metrics: boolean; traces: boolean; goal: number | null };
+type Key = 'off' | 'off-again' | 'metrics' | 'traces';
+/** `byDefault` false: run only when BENCH_TELEMETRY_CONFIGS names it. */
+type Configuration = { key: Key; name: string; metrics: boolean; traces: boolean; goal: number | null; byDefault?: false };
 const CONFIGURATIONS: readonly Configuration[] = [
   { key: 'off', name: 'off', metrics: false, traces: false, goal: null },
+  // A second daemon with telemetry off: its ratio to the first is the bench's own noise on this machine (an A/A comparison).
+  { key: 'off-again', name: 'off (again)', metrics: false, traces: false, goal: null, byDefault: false },
   { key: 'metrics', name: 'metrics', metrics: true, traces: false, goal: 1.05 },
   { key: 'traces', name: 'metrics + traces', metrics: true, traces: true, goal: 1.15 },
 ];
@@ -126,7 +131,8 @@ type Subject = {
 /** `Telemetry` as docs/operations.md describes it; `ExportInterval` is a time span like every other (`00:00:05`). */
 function telemetrySection(c: Configuration, prometheusPort: number, sink: OtlpSink | null, pushSeconds: number): Record<string, unknown> {
   if (!c.metrics && !c.traces) return { Enabled: false };
-  const otlp = { Endpoint: sink!.endpoint, Protocol: 'http/protobuf' };
+  // A sink is started only when something is pushed to it (traces, or metrics every pushSeconds).
+  const otlp = { Endpoint: sink?.endpoint ?? '', Protocol: 'http/protobuf' };
   return {
     Enabled: true,
     ServiceName: 'mailcairn-bench',
@@ -270,7 +276,7 @@ export const telemetry: Scenario = {
     const only = (process.env.BENCH_TELEMETRY_CONFIGS ?? '').split(',').filter((k) => k !== '');
     const unknown = only.filter((k) => !CONFIGURATIONS.some((c) => c.key === k));
     if (unknown.length > 0) throw new Error(`BENCH_TELEMETRY_CONFIGS: unknown ${unknown.join(', ')}; known: ${CONFIGURATIONS.map((c) => c.key).join(', ')}`);
-    const configurations = CONFIGURATIONS.filter((c) => only.length === 0 || only.includes(c.key));
+    const configurations = CONFIGURATIONS.filter((c) => (only.length === 0 ? c.byDefault !== false : only.includes(c.key)));
     const perRound = Math.ceil(requests / rounds);
 
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-telemetry-'));
