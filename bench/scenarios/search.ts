@@ -363,7 +363,7 @@ export async function sample(n: number, warmup: number, once: () => Promise<void
 }
 
 /** The daemon's main thread (HTTP, authentication, the MCP exchange): user + system CPU ms, from /proc (clock ticks of 10 ms); NaN elsewhere. */
-function mainThreadCpuMs(pid: number): number {
+export function mainThreadCpuMs(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

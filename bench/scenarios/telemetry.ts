@@ -89,7 +89,19 @@ import { startOtlpSink, type OtlpSink } from '../peers/otlp-sink.ts';
 import { interval } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { formatBytes, median, round, summarize } from '../stats.ts';
-import { callTool, chooseShapes, connectClient, type Daemon, describe, PASSWORD, RESULTS, startDaemon, USER, waitForMirror } from './search.ts';
+import {
+  callTool,
+  chooseShapes,
+  connectClient,
+  type Daemon,
+  describe,
+  mainThreadCpuMs,
+  PASSWORD,
+  RESULTS,
+  startDaemon,
+  USER,
+  waitForMirror,
+} from './search.ts';
 
 type Key = 'off' | 'off-again' | 'metrics' | 'traces';
 /** `byDefault` false: run only when BENCH_TELEMETRY_CONFIGS names it. */
@@ -106,8 +118,8 @@ const OPERATIONS: readonly Operation[] = ['tools/list', 'search_emails'];
 /** The batch span processor exports at least this often (its default delay is 5 s): the wait before the spans are counted. */
 const SPAN_FLUSH_MS = 6_000;
 
-/** One round of an operation on one daemon: calls made and the daemon's CPU over the interval. */
-type Round = { calls: number; cpuMs: number };
+/** One round of an operation on one daemon: calls made, the daemon's CPU over the interval, and its main thread's part. */
+type Round = { calls: number; cpuMs: number; mainMs: number };
 type Tally = { samples: number[]; rounds: Round[]; peakRssMiB: number; peakReset: boolean };
 type Scrapes = { answered: number; failed: number; bytes: number; series: number };
 
@@ -254,8 +266,8 @@ function exportedBy(s: Subject): { text: string; exported: boolean } {
 
 const perCallUs = (r: Round): number => (r.cpuMs * 1000) / r.calls;
 /** CPU per call over every round: each round's CPU summed over its calls summed (the mean cost, every collection counted once). */
-function overallUs(rounds: readonly Round[]): number {
-  const cpuMs = rounds.reduce((sum, r) => sum + r.cpuMs, 0);
+function overallUs(rounds: readonly Round[], part: 'cpuMs' | 'mainMs' = 'cpuMs'): number {
+  const cpuMs = rounds.reduce((sum, r) => sum + r[part], 0);
   const calls = rounds.reduce((sum, r) => sum + r.calls, 0);
   return calls > 0 ? (cpuMs * 1000) / calls : Number.NaN;
 }
@@ -359,6 +371,7 @@ export const telemetry: Scenario = {
       for (let r = 0; r < rounds; r++) {
         for (const op of r % 2 === 0 ? OPERATIONS : [...OPERATIONS].reverse()) {
           const spans = subjects.map((s) => interval(s.daemon.pid));
+          const mainBefore = subjects.map((s) => mainThreadCpuMs(s.daemon.pid));
           for (let i = 0; i < perRound; i++) {
             for (let k = 0; k < subjects.length; k++) {
               const s = subjects[(i + k) % subjects.length]!;
@@ -370,7 +383,7 @@ export const telemetry: Scenario = {
           for (const [i, s] of subjects.entries()) {
             const stats = spans[i]!.end();
             const tally = s.tallies.get(op)!;
-            tally.rounds.push({ calls: perRound, cpuMs: stats.cpuMs });
+            tally.rounds.push({ calls: perRound, cpuMs: stats.cpuMs, mainMs: mainThreadCpuMs(s.daemon.pid) - mainBefore[i]! });
             tally.peakRssMiB = Math.max(tally.peakRssMiB, stats.peakRssMiB);
             tally.peakReset &&= spans[i]!.peakReset;
           }
@@ -409,7 +422,17 @@ export const telemetry: Scenario = {
       subjects.map((s) => {
         const t = s.tallies.get(op)!;
         const cpuPerRound = t.rounds.map(perCallUs);
-        return { op, s, t, latency: summarize(t.samples, 1), cpuPerRound, cpuUs: overallUs(t.rounds), medianUs: median(cpuPerRound), ...exportedBy(s) };
+        return {
+          op,
+          s,
+          t,
+          latency: summarize(t.samples, 1),
+          cpuPerRound,
+          cpuUs: overallUs(t.rounds),
+          mainUs: overallUs(t.rounds, 'mainMs'),
+          medianUs: median(cpuPerRound),
+          ...exportedBy(s),
+        };
       }),
     );
     const offOf = (op: Operation): (typeof figures)[number] | undefined => figures.find((f) => f.op === op && f.s.configuration.key === 'off');
@@ -426,6 +449,8 @@ export const telemetry: Scenario = {
         'p99 × off': ratio(f.latency.p99Us, off?.latency.p99Us),
         'daemon CPU µs/call': Math.round(f.cpuUs),
         'CPU × off': ratio(f.cpuUs, off?.cpuUs),
+        'main thread µs/call': Math.round(f.mainUs),
+        'main × off': ratio(f.mainUs, off?.mainUs),
         'median of rounds µs': Math.round(f.medianUs),
         'median × off': ratio(f.medianUs, off?.medianUs),
         'per round': f.cpuPerRound.map((us) => Math.round(us)).join(' '),
