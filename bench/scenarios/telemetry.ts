@@ -49,9 +49,12 @@
  * it. Beside it, each round's value and their median: what a daemon does
  * now and then (a major collection, a batch of spans) lands in one round
  * and not the next, so the rounds are uneven (TM10's were bimodal) and
- * their median is not the mean. The interval is the same wall for the three daemons, so what an
- * exporter does in the background (a scrape, a push, a batch of spans) falls
- * on its own configuration. Peak RSS: VmHWM reset at the start of each
+ * their median is not the mean. The main thread's own CPU per call
+ * (/proc/<pid>/task/<pid>/stat, the same intervals) is shown beside it: the
+ * HTTP exchange, the MCP SDK and the instruments' records. The interval is
+ * the same wall for every daemon, so what an exporter does in the
+ * background (a scrape, a push, a batch of spans) falls on its own
+ * configuration. Peak RSS: VmHWM reset at the start of each
  * interval, the highest. Each configuration's row says what it exported
  * (scrapes answered and series in the last one, OTLP pushes, spans received
  * per call): one that exported nothing is flagged and its goal reads n/a.
