@@ -118,11 +118,10 @@ export async function select(client: ImapFlow, path: string): Promise<{ readOnly
 }
 
 /**
- * `silent`: `.SILENT`, for a single change, which reads the state back itself (FETCH) and never uses the untagged
- * FETCH a STORE answers with; the server then leaves FLAGS out of it (with CONDSTORE it still sends the MODSEQ,
- * RFC 7162). A batch takes that answer as its read-back (change-batch.ts), so it is not silent.
+ * `silent`: `.SILENT`, since the journal reads the state back itself (FETCH) and never uses the untagged FETCH a
+ * STORE answers with; the server then leaves FLAGS out of it (with CONDSTORE it still sends the MODSEQ, RFC 7162).
  */
-type StoreOptions = { uid: true; silent?: true; unchangedSince?: bigint };
+type StoreOptions = { uid: true; silent: true; unchangedSince?: bigint };
 
 /**
  * The STORE of a change every message takes the same way whatever it holds
