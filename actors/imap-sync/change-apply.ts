@@ -117,11 +117,7 @@ export async function select(client: ImapFlow, path: string): Promise<{ readOnly
   return client.mailboxOpen(path);
 }
 
-/**
- * `silent`: `.SILENT`, since the journal reads the state back itself (FETCH) and never uses the untagged FETCH a
- * STORE answers with; the server then leaves FLAGS out of it (with CONDSTORE it still sends the MODSEQ, RFC 7162).
- */
-type StoreOptions = { uid: true; silent: true; unchangedSince?: bigint };
+type StoreOptions = { uid: true; unchangedSince?: bigint };
 
 /**
  * The STORE of a change every message takes the same way whatever it holds
@@ -145,7 +141,7 @@ export async function storeUniform(client: ImapFlow, range: string, effect: Chan
 }
 
 async function store(client: ImapFlow, uid: number, effect: ChangeEffect, current: ServerState): Promise<void> {
-  const options: StoreOptions = { uid: true, silent: true, ...(current.modseq !== null ? { unchangedSince: BigInt(current.modseq) } : {}) };
+  const options: StoreOptions = { uid: true, ...(current.modseq !== null ? { unchangedSince: BigInt(current.modseq) } : {}) };
   const range = String(uid);
   if (await storeUniform(client, range, effect, options)) return;
   switch (effect.kind) {

@@ -68,8 +68,7 @@ export async function applyFlagBatch(client: ImapFlow, batch: readonly Change[])
 }
 
 async function storeSet(client: ImapFlow, range: string, effect: Change['payload']['effect'], guard: bigint): Promise<void> {
-  const stored = await storeUniform(client, range, effect, { uid: true, silent: true, unchangedSince: guard });
-  if (!stored) throw new Error(`not a batchable change: ${effect.kind}`);
+  if (!(await storeUniform(client, range, effect, { uid: true, unchangedSince: guard }))) throw new Error(`not a batchable change: ${effect.kind}`);
 }
 
 /** Each message's flags, keywords and MODSEQ by UID; a UID the server no longer holds is absent. */
