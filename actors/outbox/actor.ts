@@ -286,7 +286,7 @@ export default defineActor({
       timer: null,
       tickAt: 0,
       closed: false,
-      filing: { busy: false },
+      filing: { busy: false, again: false },
       sessions: new SmtpSessions({
         maxIdle: config.concurrency,
         idleMs: Math.min(SESSION_IDLE_MS, Math.floor(config.sendTimeoutMs / 2)),

@@ -25,7 +25,8 @@ import { AccessTokenReply, type ImapSyncProtocol, type RecordAppend, RecordPlace
 import type { ActorId } from '../../runtime/ref.ts';
 import type { OutboxState } from './actor.ts';
 
-export type Filing = { busy: boolean };
+/** `again`: a pass was asked for while one was under way; it runs once more when it ends. */
+export type Filing = { busy: boolean; again: boolean };
 
 // Not a slug, so no credential's name (the requester of an agent's changes) can share its request ids.
 const REQUESTER = 'mailcairn:outbox';
@@ -128,12 +129,23 @@ async function removeRetired(state: OutboxState, ctx: ActorContext): Promise<boo
  * Answers whether something waits on the journal and is worth a look soon.
  */
 export async function fileOwed(state: OutboxState, ctx: ActorContext): Promise<boolean> {
-  if (state.filing.busy || state.closed) return false;
+  if (state.closed) return false;
+  // A tick during a pass is not dropped: a send that ended or a draft saved since the pass read its
+  // sent copies would otherwise wait for the next idle tick.
+  if (state.filing.busy) {
+    state.filing.again = true;
+    return false;
+  }
   state.filing.busy = true;
   try {
-    await fileSentCopies(state, ctx);
-    await fileDrafts(state, ctx);
-    return await removeRetired(state, ctx);
+    let waiting: boolean;
+    do {
+      state.filing.again = false;
+      await fileSentCopies(state, ctx);
+      await fileDrafts(state, ctx);
+      waiting = await removeRetired(state, ctx);
+    } while (state.filing.again && !state.closed);
+    return waiting;
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
     ctx.log.warn(
