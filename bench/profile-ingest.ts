@@ -38,7 +38,20 @@ const cpuDir = process.env.PROFILE_CPU_DIR;
 const realistic = process.env.PROFILE_CORPUS === 'realistic';
 const folders = realistic ? ['INBOX', 'Archive', 'Sent'] : ['INBOX'];
 const heapDir = process.env.PROFILE_HEAP_DIR;
+/** When the daemon of the current run was spawned: heap-trace rows are placed against it. */
+let startedEpoch = Date.now();
 const heapTrace = fileURLToPath(new URL('../../bench/heap-trace.cjs', import.meta.url));
+
+/** What a mapping of `/proc/<pid>/smaps` holds, by its path. */
+function mappingKind(path: string): string {
+  if (path === '') return 'anonymous (V8 heaps, malloc arenas, stacks)';
+  if (path === '[heap]') return '[heap] (main malloc arena)';
+  if (path.endsWith('.db')) return 'database file (mmap)';
+  if (path.endsWith('-shm')) return 'WAL index (-shm)';
+  if (path.startsWith('[')) return path;
+  if (/\.so|\.node|bin\/node/.test(path)) return 'code (node, .so, .node)';
+  return `other file ${path.split('/').slice(-1)[0]}`;
+}
 
 /** Resident memory by mapping kind, in KiB, from `/proc/<pid>/smaps`: where the RSS is. */
 function residentByMapping(pid: number): Map<string, number> {
@@ -47,21 +60,7 @@ function residentByMapping(pid: number): Map<string, number> {
   for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
     const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) {
-      const path = head[1] ?? '';
-      kind =
-        path === ''
-          ? 'anonymous (V8 heaps, malloc arenas, stacks)'
-          : path === '[heap]'
-            ? '[heap] (main malloc arena)'
-            : path.endsWith('.db')
-              ? 'database file (mmap)'
-              : path.endsWith('-shm')
-                ? 'WAL index (-shm)'
-                : path.startsWith('[')
-                  ? path
-                  : /\.so|\.node|bin\/node/.test(path)
-                    ? 'code (node, .so, .node)'
-                    : `other file ${path.split('/').slice(-1)[0]}`;
+      kind = mappingKind(head[1] ?? '');
       continue;
     }
     const rss = /^Rss:\s+(\d+) kB/.exec(line);
@@ -109,8 +108,6 @@ function heapsAt(pid: number, at: number): string {
   }
   return `  V8 at the peak: heaps ${mib(sums.used)} used / ${mib(sums.total)} total / ${mib(sums.physical)} resident, external ${mib(sums.external)} MiB\n${lines.sort().join('\n')}`;
 }
-
-let startedEpoch = Date.now();
 
 function threadsOf(pid: number): number {
   try {

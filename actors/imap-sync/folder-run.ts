@@ -33,10 +33,11 @@ import { noteUnreadable, type UnreadableCounts } from './unreadable.ts';
  * Largest raw size fetched in one batch, whatever the message count
  * (BATCHES_AHEAD + 1 batches are in memory at once, and their socket chunks
  * and copies wait as garbage for the next collection). 4 MiB rather than
- * 16: the initial mirror of 10,000 realistic messages peaked at 364–399 MiB
- * in 4 runs against 403–462 in 6, CPU 10.8–13.2 s against 11.4–12.6 s (a
- * shared machine: no CPU difference shown either way). At 2,000 messages
- * the peak did not move: it is the threads' fixed cost (issue 34).
+ * 16: the initial mirror of 10,000 realistic messages peaked at 392 MiB
+ * against 443 (medians of 5 runs a side on a quiet machine), at the same
+ * CPU and +0.5 s of wall for the more FETCH commands (docs/performance.md,
+ * run MB). At 2,000 messages the peak did not move: it is the threads'
+ * fixed cost (issue 34).
  */
 const BATCH_BYTES = 4 * 1024 * 1024;
 
