@@ -117,7 +117,12 @@ export async function select(client: ImapFlow, path: string): Promise<{ readOnly
   return client.mailboxOpen(path);
 }
 
-type StoreOptions = { uid: true; unchangedSince?: bigint };
+/**
+ * `silent`: `.SILENT`, for a single change, which reads the state back itself (FETCH) and never uses the untagged
+ * FETCH a STORE answers with; the server then leaves FLAGS out of it (with CONDSTORE it still sends the MODSEQ,
+ * RFC 7162). A batch takes that answer as its read-back (change-batch.ts), so it is not silent.
+ */
+type StoreOptions = { uid: true; silent?: true; unchangedSince?: bigint };
 
 /**
  * The STORE of a change every message takes the same way whatever it holds
@@ -141,7 +146,7 @@ export async function storeUniform(client: ImapFlow, range: string, effect: Chan
 }
 
 async function store(client: ImapFlow, uid: number, effect: ChangeEffect, current: ServerState): Promise<void> {
-  const options: StoreOptions = { uid: true, ...(current.modseq !== null ? { unchangedSince: BigInt(current.modseq) } : {}) };
+  const options: StoreOptions = { uid: true, silent: true, ...(current.modseq !== null ? { unchangedSince: BigInt(current.modseq) } : {}) };
   const range = String(uid);
   if (await storeUniform(client, range, effect, options)) return;
   switch (effect.kind) {

@@ -15,9 +15,11 @@
  *    read>)`. Every later write to the folder gets a higher MODSEQ than any
  *    read in step 1, so the server refuses the STORE for any message
  *    changed after that read, exactly as the single change's guard does.
- * 3. `UID FETCH <set> (FLAGS MODSEQ)` again: holding the state, `applied`;
- *    gone, `gone`. Anything else (the guard refused it, the server did not
- *    apply it) is not ended here: the journal applies it alone later, which
+ * 3. The state after it: what the STORE's own untagged FETCH (FLAGS
+ *    MODSEQ) said of each message it changed, and `UID FETCH <set> (FLAGS
+ *    MODSEQ)` for the others only: holding the state, `applied`; gone,
+ *    `gone`. Anything else (the guard refused it, the server did not apply
+ *    it) is not ended here: the journal applies it alone later, which
  *    reads, decides and retries as for any change.
  *
  * Nothing is made durable before the STORE: it only adds what was asked,
@@ -27,7 +29,7 @@
  */
 import type { ImapFlow } from 'imapflow';
 import type { Change, ChangeEnd, ServerState } from '../../runtime/store/mailbox/changes.ts';
-import { isSatisfied } from '../../runtime/store/mailbox/change-effect.ts';
+import { type ChangeEffect, isSatisfied } from '../../runtime/store/mailbox/change-effect.ts';
 import { acceptsKeywords, select, serverChangedIt, storeUniform } from './change-apply.ts';
 import { splitFlags } from './server-flags.ts';
 
@@ -57,19 +59,42 @@ export async function applyFlagBatch(client: ImapFlow, batch: readonly Change[])
   const guard = highest(toStore.map((c) => before.get(c.payload.uid)!.modseq));
   // No MODSEQ to guard with: those go one at a time.
   if (guard === null) return ended;
-  await storeSet(client, uidSet(toStore), effect, guard);
-  const after = await readStates(client, toStore);
+  const answered = await storeSet(client, toStore, effect, guard);
+  // Read back only what the STORE's answer left unsaid or unsatisfied (a refused guard, a message gone).
+  const unanswered = toStore.filter((c) => !holds(answered.get(c.payload.uid), effect));
+  const after = unanswered.length === 0 ? new Map<number, ServerState>() : await readStates(client, unanswered);
   for (const change of toStore) {
-    const now = after.get(change.payload.uid);
+    const now = answered.get(change.payload.uid) ?? after.get(change.payload.uid);
     if (now === undefined) ended.push({ change, end: { outcome: 'gone' } });
     else if (isSatisfied(now, effect)) ended.push({ change, end: { outcome: 'applied', server: now } });
   }
   return ended;
 }
 
-async function storeSet(client: ImapFlow, range: string, effect: Change['payload']['effect'], guard: bigint): Promise<void> {
-  if (!(await storeUniform(client, range, effect, { uid: true, unchangedSince: guard }))) throw new Error(`not a batchable change: ${effect.kind}`);
+/**
+ * The guarded STORE over the changes' UIDs, and the state the server reported for each message it changed: every
+ * untagged FETCH that came with the STORE, by UID (imapflow's `flags` events, emitted before the command ends).
+ * Only those holding the state are taken as read back; the others are read again.
+ */
+async function storeSet(client: ImapFlow, changes: readonly Change[], effect: ChangeEffect, guard: bigint): Promise<Map<number, ServerState>> {
+  const wanted = new Set(changes.map((c) => c.payload.uid));
+  const answered = new Map<number, ServerState>();
+  const onFlags = (e: { uid?: number; flags?: Set<string>; modseq?: bigint }): void => {
+    if (e.uid === undefined || e.flags === undefined || !wanted.has(e.uid)) return;
+    answered.set(e.uid, { ...splitFlags(e.flags), modseq: e.modseq !== undefined ? e.modseq.toString() : null });
+  };
+  client.on('flags', onFlags);
+  try {
+    const stored = await storeUniform(client, uidSet(changes), effect, { uid: true, unchangedSince: guard });
+    if (!stored) throw new Error(`not a batchable change: ${effect.kind}`);
+  } finally {
+    client.off('flags', onFlags);
+  }
+  for (const [uid, state] of answered) if (!holds(state, effect)) answered.delete(uid);
+  return answered;
 }
+
+const holds = (state: ServerState | undefined, effect: ChangeEffect): boolean => state !== undefined && isSatisfied(state, effect);
 
 /** Each message's flags, keywords and MODSEQ by UID; a UID the server no longer holds is absent. */
 async function readStates(client: ImapFlow, changes: readonly Change[]): Promise<Map<number, ServerState>> {

@@ -140,6 +140,23 @@ export function enqueueJob(db: Database, e: Enqueue): { job: Job; created: boole
   return { job: toJob(one<Row>(s.liveByKey, [e.idempotencyKey])!), created };
 }
 
+/**
+ * A new job under a key no live job holds (a fresh one, such as a random UUID): its id, without
+ * reading the row back as `enqueueJob` does. Null when a live job holds the key after all.
+ */
+export function enqueueNewJob(db: Database, e: Enqueue): number | null {
+  const written = run(statements(db).insert, [e.type, e.accountId, e.idempotencyKey, JSON.stringify(e.payload), e.now, e.now]);
+  return written.changes === 1 ? Number(written.lastInsertRowid) : null;
+}
+
+/** The columns `jobFromRow` reads, for a query of another module that reads whole jobs. */
+export const JOB_COLUMNS = columns;
+
+/** A row of `JOB_COLUMNS` as a job (its payload and progress parsed). */
+export function jobFromRow(row: Readonly<Record<string, unknown>>): Job {
+  return toJob(row as Row);
+}
+
 export function jobById(db: Database, id: number): Job | null {
   const row = one<Row>(statements(db).byId, [id]);
   return row === undefined ? null : toJob(row);

@@ -19,7 +19,7 @@
  * Importable by the sync actor only (the query pool reads the columns).
  */
 import { randomUUID } from 'node:crypto';
-import { deadLetterJob, enqueueJob, jobById, jobIdOf, type Job, type JobFailure } from '../jobs.ts';
+import { deadLetterJob, enqueueJob, enqueueNewJob, type Enqueue, JOB_COLUMNS, jobById, jobFromRow, jobIdOf, type Job, type JobFailure } from '../jobs.ts';
 import type { Database } from '../open.ts';
 import { many, one, run } from '../rows.ts';
 import { applyEffect, type ChangeEffect, type ChangeKind, FLAG_KINDS, type FlagState } from './change-effect.ts';
@@ -129,7 +129,7 @@ const statements = perConnection((db: Database) => ({
   head: db.prepare(`SELECT id FROM jobs WHERE type = 'mailbox-change' AND account_id = ? AND state IN ('queued', 'running') ORDER BY id LIMIT 1`),
   // What follows the head, in the order it is applied: the candidates of a batch (flagBatch).
   following: db.prepare(
-    `SELECT id, state, attempt_count, due_at, payload FROM jobs WHERE type = 'mailbox-change' AND account_id = ? AND state IN ('queued', 'running')
+    `SELECT ${JOB_COLUMNS} FROM jobs WHERE type = 'mailbox-change' AND account_id = ? AND state IN ('queued', 'running')
        AND id > ? ORDER BY id LIMIT ?`,
   ),
   progress: db.prepare("UPDATE jobs SET progress = ? WHERE id = ? AND state IN ('queued', 'running', 'done', 'dead')"),
@@ -232,18 +232,24 @@ function recordOne(db: Database, input: RecordInput): RecordResult {
       requester: input.requester,
       requestedAt: input.now,
     };
-    const { job } = enqueueJob(db, {
+    const enqueue: Enqueue = {
       type: CHANGE_JOB_TYPE,
       accountId: input.accountId,
       idempotencyKey: `${CHANGE_JOB_TYPE}:${randomUUID()}`,
       payload,
       now: input.now,
-    });
-    return job.id;
+    };
+    return enqueueNewJob(db, enqueue) ?? enqueueJob(db, enqueue).job.id;
   });
   if (input.requestId !== null) run(s.insertRequest, [input.requester, input.requestId, input.accountId, fingerprint, JSON.stringify(jobIds), input.now]);
-  layOverlay(db, input.accountId, message.id);
-  return { outcome: 'recorded', changes: views(db, jobIds), repeated: false };
+  // The server's state is the row this transaction just read; nothing here writes it.
+  layOverlay(db, input.accountId, message.id, base);
+  // Just recorded, so each is queued and unattempted: pending, no outcome (what `views` would read back).
+  const changes = jobIds.map((id, i): ChangeView => {
+    const effect = input.changes[i]!;
+    return { changeId: jobIdOf(id), change: effect.kind, state: 'pending', effect, outcome: null };
+  });
+  return { outcome: 'recorded', changes, repeated: false };
 }
 
 /** The tool's view of the given changes, in id order. */
@@ -303,18 +309,15 @@ export function flagBatch(db: Database, head: Change, now: number, limit: number
   const batch: Change[] = [head];
   const members = new Set([p.messageId]);
   const passedOver = new Set<number>();
-  const rows = many<{ id: number; state: string; attempt_count: number; due_at: number; payload: string }>(statements(db).following, [
-    head.job.accountId,
-    head.job.id,
-    BATCH_SCAN,
-  ]);
-  for (const row of rows) {
-    const payload = JSON.parse(row.payload) as ChangePayload | PlacementPayload;
+  // Whole jobs, each payload parsed once: a member needs no second read.
+  const jobs = many<Record<string, unknown>>(statements(db).following, [head.job.accountId, head.job.id, BATCH_SCAN]).map(jobFromRow);
+  for (const job of jobs) {
+    const payload = job.payload as ChangePayload | PlacementPayload;
     if (!('messageId' in payload)) break;
     const fits =
-      row.state === 'queued' &&
-      row.attempt_count === 0 &&
-      row.due_at <= now &&
+      job.state === 'queued' &&
+      job.attemptCount === 0 &&
+      job.dueAt <= now &&
       payload.sourcePath === p.sourcePath &&
       payload.uidValidity === p.uidValidity &&
       !members.has(payload.messageId) &&
@@ -324,8 +327,6 @@ export function flagBatch(db: Database, head: Change, now: number, limit: number
       passedOver.add(payload.messageId);
       continue;
     }
-    const job = jobById(db, row.id);
-    if (job === null) continue;
     batch.push({ job, payload });
     members.add(payload.messageId);
     if (batch.length >= limit) break;
@@ -465,18 +466,26 @@ function followLocally(db: Database, change: Change, end: ChangeEnd): number | n
   return copyId;
 }
 
-/** Requested flags = the outstanding changes laid, in order, over the server's state; NULL when none is outstanding. */
-function layOverlay(db: Database, accountId: string, messageId: number): void {
+/**
+ * Requested flags = the outstanding changes laid, in order, over the server's state; NULL when none is outstanding.
+ * `server`: the row's flags when the caller read them in this transaction; read here otherwise.
+ */
+function layOverlay(db: Database, accountId: string, messageId: number, server?: FlagState): void {
   const s = statements(db);
   const flagChanges = outstandingFlagChanges(db, accountId, messageId);
   if (flagChanges.length === 0) {
     run(s.overlay, [null, null, messageId]);
     return;
   }
-  const server = one<{ flags: string; keywords: string }>(s.serverState, [messageId]);
-  if (server === undefined) return;
-  const state = laid({ flags: JSON.parse(server.flags) as string[], keywords: JSON.parse(server.keywords) as string[] }, flagChanges);
+  const base = server ?? serverStateOf(db, messageId);
+  if (base === null) return;
+  const state = laid(base, flagChanges);
   run(s.overlay, [flagSet(state.flags), flagSet(state.keywords), messageId]);
+}
+
+function serverStateOf(db: Database, messageId: number): FlagState | null {
+  const row = one<{ flags: string; keywords: string }>(statements(db).serverState, [messageId]);
+  return row === undefined ? null : { flags: JSON.parse(row.flags) as string[], keywords: JSON.parse(row.keywords) as string[] };
 }
 
 /** The message's flag changes still outstanding (queued or running), in the order recorded. */
