@@ -73,7 +73,15 @@ const statements = perConnection((db: Database) => ({
        retired_jobs = CASE WHEN filed_job IS NULL THEN retired_jobs ELSE json_insert(retired_jobs, '$[#]', filed_job) END, filed_job = NULL
      WHERE id = ? AND state = 'held'`,
   ),
-  filed: db.prepare('UPDATE drafts SET filed_job = ? WHERE id = ? AND revision = ? AND filed_job IS NULL'),
+  // The append stands for the revision still held (or sent, whose copy is retired once its send is Sent);
+  // recorded for a revision restated or deleted meanwhile, its copy is owed a removal instead.
+  filed: db.prepare(
+    `UPDATE drafts SET
+       filed_job = CASE WHEN revision = ?1 AND state <> 'deleted' THEN ?2 ELSE filed_job END,
+       retired_jobs = CASE WHEN revision = ?1 AND state <> 'deleted' THEN retired_jobs ELSE json_insert(retired_jobs, '$[#]', ?2) END
+     WHERE id = ?3 AND (revision <> ?1 OR state = 'deleted' OR filed_job IS NULL)
+       AND ?2 IS NOT filed_job AND NOT EXISTS (SELECT 1 FROM json_each(retired_jobs) WHERE value = ?2)`,
+  ),
   end: db.prepare(
     `UPDATE drafts SET state = ?, updated_at = ?,
        retired_jobs = CASE WHEN ? = 'deleted' AND filed_job IS NOT NULL THEN json_insert(retired_jobs, '$[#]', filed_job) ELSE retired_jobs END,
@@ -125,9 +133,13 @@ export function restateDraft(db: Database, id: number, c: DraftContent): boolean
   );
 }
 
-/** The journal recorded the append of this revision. */
+/**
+ * The journal recorded the append of this revision. The ask is awaited, so
+ * the draft may have been restated or deleted meanwhile: that copy is then
+ * retired (removed by the journal), never left in the drafts folder.
+ */
 export function markDraftFiled(db: Database, id: number, revision: number, job: number): void {
-  run(statements(db).filed, [job, id, revision]);
+  run(statements(db).filed, [revision, job, id]);
 }
 
 /** `sent`: recorded as a send (its copy stays filed until the send is Sent); `deleted`: its copy is retired. False unless it was held. */
