@@ -99,6 +99,8 @@ t.test('ended sends and a deleted draft past retention are erased at start; thei
   };
   const before = snapshot();
 
+  // The first process's logs are kept: under load its own first sweep may come late enough to find the aged rows.
+  const firstLogs = o.sync.logs;
   await o.restart();
   await until('the prune at start', () =>
     many<{ n: number }>(db.prepare('SELECT count(*) AS n FROM outgoing_emails WHERE erased_at IS NOT NULL'))[0]!.n === 2 ? true : undefined,
@@ -159,9 +161,9 @@ t.test('ended sends and a deleted draft past retention are erased at start; thei
   const restated = await call(o.agent, 'update_draft', { draftId: held.value.draftId, account: 'ann', subject: 'Still here', to: [DANA], plainTextBody: 'x' });
   t.equal(restated.ok, true, `the held draft lives ${restated.text}`);
 
-  const pruned = o.sync.logs.events('outbox.pruned');
+  const pruned = [...firstLogs.events('outbox.pruned'), ...o.sync.logs.events('outbox.pruned')];
   t.match(pruned, [{ sends: 2, drafts: 1 }], 'the sweep is logged once, with its counts');
-  const logs = o.sync.logs.raw();
+  const logs = firstLogs.raw() + o.sync.logs.raw();
   t.notMatch(logs, DANA, 'no address in the log');
   t.notMatch(logs, SUBJECT, 'no subject in the log');
 });
