@@ -6,11 +6,12 @@
  * Why: an SDK record sorts and JSON-encodes its label set to find its series
  * (`hashAttributes`), then walks the storages of every view and reader: 5–7 µs
  * a point in the daemon, two or three points per MCP call
- * (docs/performance.md "Telemetry"). Here a point finds its series by a key
- * built from the labels as given (their insertion order, no sort, no JSON),
- * mapped once to the series of the sorted label set, so two orders of one set
- * are one series; the bucket is found by a walk from the smallest boundary
- * (durations of calls fall in the first ones).
+ * (docs/performance.md "Telemetry"). Here a point given a frozen label set
+ * (label-sets.ts: what records per request) finds its series by the set's
+ * identity; another by a key built from the labels as given (their insertion
+ * order, no sort, no JSON), mapped once to the series of the sorted label
+ * set, so two orders of one set are one series. The bucket is found by a walk
+ * from the smallest boundary (durations of calls fall in the first ones).
  *
  * What is exported is what the SDK's explicit-bucket histogram exported:
  * the same names, units, descriptions, labels and boundaries; count, sum,
@@ -78,6 +79,8 @@ const emptyWindow = (buckets: number): Window => ({
 
 /** One histogram of the catalogue: its series by label set. */
 class OwnHistogram implements Histogram {
+  /** By a frozen label set itself (label-sets.ts): it cannot change, so it is its own key. */
+  private readonly byFrozen = new WeakMap<Attributes, Series>();
   /** By the labels' key in the order a caller gives them. */
   private readonly byGiven = new Map<string, Series>();
   /** By the labels' key in sorted order: one per exported series. */
@@ -112,6 +115,19 @@ class OwnHistogram implements Histogram {
   }
 
   private seriesOf(attributes: Attributes | undefined): Series {
+    if (attributes !== undefined) {
+      const frozen = this.byFrozen.get(attributes);
+      if (frozen !== undefined) return frozen;
+      if (Object.isFrozen(attributes)) {
+        const series = this.byKey(attributes);
+        this.byFrozen.set(attributes, series);
+        return series;
+      }
+    }
+    return this.byKey(attributes);
+  }
+
+  private byKey(attributes: Attributes | undefined): Series {
     let key = '';
     if (attributes !== undefined) {
       for (const name in attributes) {

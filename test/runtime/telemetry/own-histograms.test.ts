@@ -81,8 +81,12 @@ function recordSome(h: { record(value: number, attributes?: Record<string, strin
     // The same label set in another order: the same series.
     h.record(v * 2, { 'http.route': '/mcp', 'http.response.status_code': 200, 'mailcairn.surface': 'mcp', 'http.request.method': 'POST' });
     h.record(v, { 'mailcairn.surface': 'health', 'http.request.method': 'GET' });
+    // A frozen set (found by its identity): still the series of its labels.
+    h.record(v, FROZEN);
   }
 }
+
+const FROZEN = Object.freeze({ 'http.request.method': 'GET', 'mailcairn.surface': 'health' });
 
 // Below, on and above boundaries, past the last, and the two the SDK drops.
 const VALUES = [0.0004, 0.005, 0.0051, 0.3, 2.5, 400, -1, Number.NaN];
