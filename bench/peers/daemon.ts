@@ -15,9 +15,9 @@ import { trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts'
 
 const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 
-/** The daemon on `config` as a command: node, its flags (`--cpu-prof …`), the entry. */
-export function daemonCommand(config: string, nodeArgs: readonly string[] = []): { command: string; args: string[] } {
-  return { command: process.execPath, args: [...nodeArgs, daemonBin, '--config', config] };
+/** The daemon on `config` as a command: node, its flags (`--cpu-prof …`), the entry (this build's unless `bin` names another's). */
+export function daemonCommand(config: string, nodeArgs: readonly string[] = [], bin: string = daemonBin): { command: string; args: string[] } {
+  return { command: process.execPath, args: [...nodeArgs, bin, '--config', config] };
 }
 
 /**
@@ -46,6 +46,8 @@ export type DaemonStart = {
   stopGraceMs?: number;
   /** Its environment (ours by default): telemetry's leaves out the OTEL_ variables, so a configuration is only what it writes. */
   env?: NodeJS.ProcessEnv;
+  /** Another build's `bin/mailcairnd.js` (an A/B of two trees in one run); this build's by default. */
+  bin?: string;
 };
 
 export type BenchDaemon = {
@@ -66,7 +68,7 @@ const DEFAULT_STOP_GRACE_MS = 30_000;
 
 /** Starts the compiled daemon on `config`; the caller waits for whatever readiness it measures from. */
 export function startBenchDaemon(start: DaemonStart): BenchDaemon {
-  const { command, args } = daemonCommand(start.config, start.nodeArgs);
+  const { command, args } = daemonCommand(start.config, start.nodeArgs, start.bin);
   let kept = '';
   let child: ChildProcess;
   if (start.output === 'stderr') {

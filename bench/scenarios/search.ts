@@ -139,7 +139,7 @@ export async function startDaemon(
   dir: string,
   imapPort: number,
   sections: Record<string, unknown> = {},
-  o: { profile?: string; env?: NodeJS.ProcessEnv; folders?: readonly string[] } = {},
+  o: { profile?: string; env?: NodeJS.ProcessEnv; folders?: readonly string[]; bin?: string } = {},
 ): Promise<Daemon> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'pw'), PASSWORD);
@@ -169,6 +169,7 @@ export async function startDaemon(
     output: { logFile: join(dir, 'mailcairnd.log') },
     nodeArgs: cpuProfileArgs(o.profile ?? 'search-mailcairnd'),
     ...(o.env ? { env: o.env } : {}),
+    ...(o.bin ? { bin: o.bin } : {}),
   });
   return {
     pid: d.pid,

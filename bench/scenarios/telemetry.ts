@@ -72,7 +72,10 @@
  * BENCH_TELEMETRY_CONFIGS (comma-separated keys: off, metrics, traces) runs
  * some configurations only (a goal whose sides are not both run reads n/a);
  * `off-again`, named there, adds a second daemon with telemetry off, whose
- * ratio to the first is the bench's own noise (an A/A comparison).
+ * ratio to the first is the bench's own noise (an A/A comparison);
+ * `metrics-base` and `traces-base` add those configurations run by the daemon
+ * of another build, BENCH_TELEMETRY_BASE=<its dist/> (e.g. main's, built and
+ * copied aside): a change's before and after in the same rounds.
  * BENCH_CPU_PROF=<dir>: `<dir>/telemetry-<key>/`, a `.cpuprofile` per thread of each daemon.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -106,15 +109,18 @@ import {
   waitForMirror,
 } from './search.ts';
 
-type Key = 'off' | 'off-again' | 'metrics' | 'traces';
-/** `byDefault` false: run only when BENCH_TELEMETRY_CONFIGS names it. */
-type Configuration = { key: Key; name: string; metrics: boolean; traces: boolean; goal: number | null; byDefault?: false };
+type Key = 'off' | 'off-again' | 'metrics' | 'traces' | 'metrics-base' | 'traces-base';
+/** `byDefault` false: run only when BENCH_TELEMETRY_CONFIGS names it; `base`: the daemon of the build BENCH_TELEMETRY_BASE names. */
+type Configuration = { key: Key; name: string; metrics: boolean; traces: boolean; goal: number | null; byDefault?: false; base?: true };
 const CONFIGURATIONS: readonly Configuration[] = [
   { key: 'off', name: 'off', metrics: false, traces: false, goal: null },
   // A second daemon with telemetry off: its ratio to the first is the bench's own noise on this machine (an A/A comparison).
   { key: 'off-again', name: 'off (again)', metrics: false, traces: false, goal: null, byDefault: false },
   { key: 'metrics', name: 'metrics', metrics: true, traces: false, goal: 1.05 },
   { key: 'traces', name: 'metrics + traces', metrics: true, traces: true, goal: 1.15 },
+  // The same two from another build (BENCH_TELEMETRY_BASE): a change's before and after in one run.
+  { key: 'metrics-base', name: 'metrics (base build)', metrics: true, traces: false, goal: null, byDefault: false, base: true },
+  { key: 'traces-base', name: 'metrics + traces (base build)', metrics: true, traces: true, goal: null, byDefault: false, base: true },
 ];
 type Operation = 'tools/list' | 'search_emails';
 const OPERATIONS: readonly Operation[] = ['tools/list', 'search_emails'];
@@ -292,6 +298,10 @@ export const telemetry: Scenario = {
     const unknown = only.filter((k) => !CONFIGURATIONS.some((c) => c.key === k));
     if (unknown.length > 0) throw new Error(`BENCH_TELEMETRY_CONFIGS: unknown ${unknown.join(', ')}; known: ${CONFIGURATIONS.map((c) => c.key).join(', ')}`);
     const configurations = CONFIGURATIONS.filter((c) => (only.length === 0 ? c.byDefault !== false : only.includes(c.key)));
+    const baseDist = process.env.BENCH_TELEMETRY_BASE;
+    if (configurations.some((c) => c.base) && !baseDist)
+      throw new Error("BENCH_TELEMETRY_CONFIGS: metrics-base and traces-base need BENCH_TELEMETRY_BASE (another build's dist/)");
+    const baseBin = baseDist ? resolve(baseDist, 'bin/mailcairnd.js') : undefined;
     const perRound = Math.ceil(requests / rounds);
 
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-telemetry-'));
@@ -328,7 +338,7 @@ export const telemetry: Scenario = {
           join(dir, configuration.key),
           dovecot.port,
           { Telemetry: telemetrySection(configuration, prometheusPort, sink, pushSeconds) },
-          { profile: `telemetry-${configuration.key}`, env },
+          { profile: `telemetry-${configuration.key}`, env, ...(configuration.base ? { bin: baseBin } : {}) },
         );
         daemons.push(daemon);
         started.push({ configuration, daemon, sink, scrapeUrl: configuration.metrics ? `http://127.0.0.1:${prometheusPort}/metrics` : null });

@@ -20,8 +20,9 @@
  * Imported by http/mcp/mcp-server.ts.
  */
 import { performance } from 'node:perf_hooks';
-import { type Attributes, type Context, context, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Context, context, SpanStatusCode, trace } from '@opentelemetry/api';
 import { histogram } from '../../runtime/telemetry/instruments.ts';
+import { LabelSets } from '../../runtime/telemetry/label-sets.ts';
 import { markFailed, SpanKind, traceIdOf, tracer } from '../../runtime/telemetry/tracing.ts';
 
 export type ToolOutcome = 'ok' | 'refused' | 'failed';
@@ -37,9 +38,22 @@ export type ObservedToolCall = {
 
 const METHOD = 'tools/call';
 
+/** The span's attributes at its start, by tool (undefined: not one of this deployment's). */
+const CALL_LABELS = new LabelSets<readonly [string | undefined]>(([tool]) => ({
+  'mcp.method.name': METHOD,
+  ...(tool !== undefined ? { 'gen_ai.tool.name': tool } : {}),
+}));
+
+/** The duration's labels: the call's, its outcome, and the code it was answered with when it did not succeed. */
+const DURATION_LABELS = new LabelSets<readonly [string | undefined, ToolOutcome, number | undefined]>(([tool, outcome, code]) => ({
+  ...CALL_LABELS.of([tool]),
+  'mailcairn.outcome': outcome,
+  ...(code !== undefined ? { 'error.type': String(code) } : {}),
+}));
+
 /** Runs `work` inside the call's span (a child of `parent`) and records the call when it settles (`ok` unless `ended` said otherwise). */
 export function observeToolCall<T>(tool: string | undefined, parent: Context, work: (call: ObservedToolCall) => Promise<T>): Promise<T> {
-  const labels: Attributes = { 'mcp.method.name': METHOD, ...(tool !== undefined ? { 'gen_ai.tool.name': tool } : {}) };
+  const labels = CALL_LABELS.of([tool]);
   const span = tracer().startSpan(tool === undefined ? METHOD : `${METHOD} ${tool}`, { kind: SpanKind.INTERNAL, attributes: labels }, parent);
   const traced = trace.setSpan(parent, span);
   return context.with(traced, async () => {
@@ -64,10 +78,9 @@ export function observeToolCall<T>(tool: string | undefined, parent: Context, wo
       }
       throw err;
     } finally {
-      const errorType = code !== undefined ? { 'error.type': String(code) } : {};
-      histogram('mcpOperationDuration').record((performance.now() - started) / 1000, { ...labels, 'mailcairn.outcome': outcome, ...errorType });
+      histogram('mcpOperationDuration').record((performance.now() - started) / 1000, DURATION_LABELS.of([tool, outcome, code]));
       if (outcome !== 'ok') {
-        span.setAttributes({ 'mailcairn.outcome': outcome, ...errorType });
+        span.setAttributes({ 'mailcairn.outcome': outcome, ...(code !== undefined ? { 'error.type': String(code) } : {}) });
         span.setStatus({ code: SpanStatusCode.ERROR });
       } else {
         span.setAttribute('mailcairn.outcome', outcome);

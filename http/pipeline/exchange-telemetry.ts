@@ -30,6 +30,7 @@ import { performance } from 'node:perf_hooks';
 import type { TLSSocket } from 'node:tls';
 import { type Attributes, type Context, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { histogram } from '../../runtime/telemetry/instruments.ts';
+import { LabelSets } from '../../runtime/telemetry/label-sets.ts';
 import { markFailed, tracer } from '../../runtime/telemetry/tracing.ts';
 
 /** Which surface a listener serves: the `mailcairn.surface` label. */
@@ -55,6 +56,17 @@ export type ObservedExchange = {
 
 type Response = ServerResponse | Http2ServerResponse;
 
+/** The span's attributes at its start. */
+const START_ATTRIBUTES = new LabelSets<readonly [string, 'http' | 'https']>(([method, scheme]) => ({ 'http.request.method': method, 'url.scheme': scheme }));
+
+/** The duration's labels: surface, method, template (null: none matched), status (undefined: nothing answered). */
+const DURATION_LABELS = new LabelSets<readonly [TelemetrySurface, string, string | null, number | undefined]>(([surface, method, route, status]) => {
+  const labels: Attributes = { 'mailcairn.surface': surface, 'http.request.method': method };
+  if (route !== null) labels['http.route'] = route;
+  if (status !== undefined) labels['http.response.status_code'] = status;
+  return labels;
+});
+
 export function observeExchange(req: IncomingMessage, res: Response, surface: TelemetrySurface): ObservedExchange {
   const started = performance.now();
   const method = normalisedMethod(req.method);
@@ -62,7 +74,7 @@ export function observeExchange(req: IncomingMessage, res: Response, surface: Te
   const parent = propagation.extract(ROOT_CONTEXT, req.headers);
   const span = tracer().startSpan(
     method === '_OTHER' ? 'HTTP' : method,
-    { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.scheme': schemeOf(req) } },
+    { kind: SpanKind.SERVER, attributes: START_ATTRIBUTES.of([method, schemeOf(req)]) },
     parent,
   );
   const active = trace.setSpan(parent, span);
@@ -73,10 +85,8 @@ export function observeExchange(req: IncomingMessage, res: Response, surface: Te
   const end = (): void => {
     if (ended) return;
     ended = true;
-    const labels: Attributes = { 'mailcairn.surface': surface, 'http.request.method': method };
-    if (route !== null) labels['http.route'] = route;
     // A response closed before its head was sent answered nothing: no status to name.
-    if (res.headersSent) labels['http.response.status_code'] = res.statusCode;
+    const labels = DURATION_LABELS.of([surface, method, route, res.headersSent ? res.statusCode : undefined]);
     histogram('httpServerDuration').record((performance.now() - started) / 1000, labels);
     if (span.isRecording()) {
       if (res.headersSent) span.setAttribute('http.response.status_code', res.statusCode);

@@ -44,6 +44,20 @@ let provider: MeterProvider | null = null;
 let meter: Meter | null = null;
 const made = new Map<string, Counter | UpDownCounter | Histogram | Gauge>();
 
+/** Histograms the service aggregates itself (own-histograms.ts), for the provider they were made with. */
+type OwnHistogramSource = { readonly provider: MeterProvider; histogram(def: MetricDefinition): Histogram };
+let own: OwnHistogramSource | null = null;
+
+/**
+ * Has `histogram` and forwarded histogram points use `source` rather than
+ * the SDK's instruments while `source.provider` is the one installed
+ * (sdk.ts, whose readers collect them); null: the SDK's again.
+ */
+export function useOwnHistograms(source: OwnHistogramSource | null): void {
+  own = source;
+  made.clear();
+}
+
 /** The meter of the provider installed now; the cache is dropped when the provider changes. */
 export function currentMeter(): Meter {
   const installed = metrics.getMeterProvider();
@@ -76,11 +90,11 @@ export function observeAtCollection(key: ObservedKey, callback: ObservableCallba
   else currentMeter();
 }
 
-function instrument<T extends Counter | UpDownCounter | Histogram | Gauge>(def: MetricDefinition, make: (m: Meter) => T): T {
+function instrument<T extends Counter | UpDownCounter | Histogram | Gauge>(def: MetricDefinition, make: (m: Meter, def: MetricDefinition) => T): T {
   const m = currentMeter();
   const existing = made.get(def.name);
   if (existing !== undefined) return existing as T;
-  const created = make(m);
+  const created = make(m, def);
   made.set(def.name, created);
   return created;
 }
@@ -93,8 +107,11 @@ export function counter(key: CounterKey): Counter {
 }
 
 export function histogram(key: HistogramKey): Histogram {
-  const def = METRICS[key];
-  return instrument(def, (m) => m.createHistogram(def.name, options(def)));
+  return instrument(METRICS[key], makeHistogram);
+}
+
+function makeHistogram(m: Meter, def: MetricDefinition): Histogram {
+  return own !== null && own.provider === provider ? own.histogram(def) : m.createHistogram(def.name, options(def));
 }
 
 /**
@@ -110,7 +127,7 @@ export function recordInto(def: MetricDefinition, value: number, attributes: Att
     case 'updown':
       return instrument<UpDownCounter>(def, (m) => m.createUpDownCounter(def.name, options(def))).add(value, attributes);
     case 'histogram':
-      return instrument<Histogram>(def, (m) => m.createHistogram(def.name, options(def))).record(value, attributes);
+      return instrument<Histogram>(def, makeHistogram).record(value, attributes);
     case 'gauge':
       return instrument<Gauge>(def, (m) => m.createGauge(def.name, options(def))).record(value, attributes);
     case 'observed-counter':

@@ -20,10 +20,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { diag, metrics } from '@opentelemetry/api';
-import type { IMetricReader, ViewOptions } from '@opentelemetry/sdk-metrics';
+import type { IMetricReader, MetricProducer, ViewOptions } from '@opentelemetry/sdk-metrics';
 import type { Logger } from '../log.ts';
 import { METRICS } from './catalogue.ts';
 import { routeDiagnostics } from './diagnostics.ts';
+import { SCOPE, useOwnHistograms } from './instruments.ts';
 import { otlpMetricExporter } from './otlp-exporters.ts';
 import { installTracing, type InstalledTracing, telemetryResource } from './sdk-tracing.ts';
 import type { TelemetrySettings } from './settings.ts';
@@ -69,25 +70,46 @@ export async function installTelemetry(
   const { prometheus, otlp } = settings.metrics;
   if (prometheus !== null || otlp !== null || (options.readers?.length ?? 0) > 0) {
     const { MeterProvider, PeriodicExportingMetricReader, AggregationType } = await import('@opentelemetry/sdk-metrics');
+    const { ValueType } = await import('@opentelemetry/api');
     const readers: IMetricReader[] = [...(options.readers ?? [])];
+    // Readers made here collect the histograms the service aggregates itself (own-histograms.ts); a reader
+    // handed in was made without their producer, so with one the SDK keeps recording them.
+    const own =
+      readers.length === 0
+        ? new (await import('./own-histograms.ts')).OwnHistograms({
+            resource,
+            scope: { name: SCOPE },
+            boundaries: () => SECONDS_BOUNDARIES,
+            valueType: ValueType.DOUBLE,
+          })
+        : null;
+    const bindings: Array<() => void> = [];
+    const producersFor = (reader: () => IMetricReader): { metricProducers?: MetricProducer[] } => {
+      if (own === null) return {};
+      const producer = own.producer();
+      bindings.push(() => own.bind(producer, reader()));
+      return { metricProducers: [producer] };
+    };
     if (prometheus !== null) {
       const { PrometheusExporter } = await import('@opentelemetry/exporter-prometheus');
-      const exporter = new PrometheusExporter({ preventServerStart: true });
+      const exporter: InstanceType<typeof PrometheusExporter> = new PrometheusExporter({ preventServerStart: true, ...producersFor(() => exporter) });
       scrape = (request, response) => exporter.getMetricsRequestHandler(request, response);
       readers.push(exporter);
     }
     if (otlp !== null) {
-      readers.push(
-        new PeriodicExportingMetricReader({
-          exporter: await otlpMetricExporter(otlp),
-          exportIntervalMillis: otlp.intervalMs,
-          // The reader refuses a timeout longer than its interval.
-          exportTimeoutMillis: Math.min(otlp.intervalMs, 30_000),
-        }),
-      );
+      const reader: InstanceType<typeof PeriodicExportingMetricReader> = new PeriodicExportingMetricReader({
+        exporter: await otlpMetricExporter(otlp),
+        exportIntervalMillis: otlp.intervalMs,
+        // The reader refuses a timeout longer than its interval.
+        exportTimeoutMillis: Math.min(otlp.intervalMs, 30_000),
+        ...producersFor(() => reader),
+      });
+      readers.push(reader);
     }
+    for (const bind of bindings) bind();
     const provider = new MeterProvider({ resource, readers, views: secondsViews(AggregationType) });
     metrics.setGlobalMeterProvider(provider);
+    if (own !== null) useOwnHistograms({ provider, histogram: (def) => own.histogram(def) });
     meterProvider = provider;
   }
   log.info(
@@ -104,7 +126,10 @@ export async function installTelemetry(
     scrape,
     shutdown: async () => {
       const results = await Promise.allSettled([
-        meterProvider?.shutdown({ timeoutMillis: EXPORT_TIMEOUT_MS }).finally(() => metrics.disable()),
+        meterProvider?.shutdown({ timeoutMillis: EXPORT_TIMEOUT_MS }).finally(() => {
+          metrics.disable();
+          useOwnHistograms(null);
+        }),
         tracing?.shutdown(),
       ]);
       for (const result of results) {

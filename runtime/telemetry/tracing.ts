@@ -11,14 +11,37 @@
  *
  * Importable from every layer.
  */
-import { type Attributes, type Context, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Context,
+  context,
+  ProxyTracerProvider,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  type TracerProvider,
+  trace,
+} from '@opentelemetry/api';
 import type { Askable, Protocol } from '../ref.ts';
 import { SCOPE } from './instruments.ts';
 
 export { SpanKind };
 
-export function tracer() {
-  return trace.getTracer(SCOPE);
+let made: { provider: TracerProvider; tracer: Tracer } | null = null;
+
+/**
+ * The tracer of the provider installed now, kept while it is the one: the
+ * API's `getTracer` makes a ProxyTracer on every call with none installed,
+ * and the SDK's builds a key and looks it up, for every span.
+ */
+export function tracer(): Tracer {
+  const global = trace.getTracerProvider();
+  const provider = global instanceof ProxyTracerProvider ? global.getDelegate() : global;
+  if (made === null || made.provider !== provider) made = { provider, tracer: provider.getTracer(SCOPE) };
+  return made.tracer;
 }
 
 export type SpanOptions = { kind?: SpanKind; attributes?: Attributes; parent?: Context };
