@@ -28,6 +28,7 @@ import { CatchUpReply } from '../derivation/protocol.ts';
 import { MIME_PARSE_IN_PLACE, ParseBatchReply, type ParseInPlace, type ParseReply } from '../mime-parse/protocol.ts';
 import {
   closeJournal,
+  journalRunEnded,
   journalStep,
   JournalStep,
   newJournal,
@@ -197,6 +198,7 @@ async function runStep(state: State, ctx: ActorContext): Promise<void> {
   state.active = null;
   state.consecutiveFailures = summary.outcome === 'failed' ? state.consecutiveFailures + 1 : 0;
   state.watch.afterRun(active.run.watchFolders());
+  journalRunEnded(state, ctx);
   active.resolve(summary);
   await watch(state);
 }
@@ -296,7 +298,7 @@ export default defineActor({
       case 'imap-sync.record-changes':
         return recordAsked(state, ctx, msg);
       case 'imap-sync.record-changes-many':
-        return recordManyAsked(state, ctx, msg.asks);
+        return recordManyAsked(state, ctx, msg.asks, state.active !== null);
       case 'imap-sync.record-append':
         return recordAppendAsked(state, ctx, msg);
       case 'imap-sync.record-removal':

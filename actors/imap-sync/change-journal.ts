@@ -100,17 +100,33 @@ const BATCH_LIMIT = 500;
  */
 const GATHER_MS = 1_000;
 
+/**
+ * While a run of the account is under way (a first mirror: the rules judge
+ * its mail as it is derived), changes recorded in bulk wait for the run's end
+ * (then GATHER_MS more), at most this long after the first of them: one
+ * batch per kind instead of one per second, each batch costing a FETCH, a
+ * STORE, a transaction and the reading session's notices (docs/sync.md
+ * "Changes in batches"). A change asked one at a time does not wait.
+ */
+const GATHER_DURING_RUN_MS = 10_000;
+
 /** A writing session unused this long is closed. */
 const WRITER_IDLE_MS = 30_000;
 
-export type Journal = { writer: ImapFlow | null; stepScheduled: boolean; lastUsedAt: number; idleCheckScheduled: boolean };
+/** `step`: the next step's timer and when it is due, while one is scheduled (a step sooner replaces it). */
+export type Journal = {
+  writer: ImapFlow | null;
+  step: { at: number; cancel(): void } | null;
+  lastUsedAt: number;
+  idleCheckScheduled: boolean;
+};
 
 type JournalState = { db: Database; config: ImapSyncConfig; journal: Journal };
 /** Opens a new IMAP session with the account's credentials (the actor's, shared with the reading session). */
 export type Connect = () => Promise<ImapFlow>;
 
 export function newJournal(): Journal {
-  return { writer: null, stepScheduled: false, lastUsedAt: 0, idleCheckScheduled: false };
+  return { writer: null, step: null, lastUsedAt: 0, idleCheckScheduled: false };
 }
 
 /** At start: carry on with whatever the journal holds. */
@@ -134,8 +150,11 @@ export function recordAsked(
 
 type Ask = { messageId: number; requester: string; requestId: string | null; changes: ChangeAsk[] };
 
-/** Several messages' asks in one transaction (`imap-sync.record-changes-many`), each answered as `recordAsked` answers it. */
-export function recordManyAsked(state: JournalState, ctx: ActorContext, asks: readonly Ask[]): RecordChangesManyReply {
+/**
+ * Several messages' asks in one transaction (`imap-sync.record-changes-many`), each answered as `recordAsked` answers it.
+ * `runUnderWay`: a run of the account is under way; the journal starts on them after it (GATHER_DURING_RUN_MS).
+ */
+export function recordManyAsked(state: JournalState, ctx: ActorContext, asks: readonly Ask[], runUnderWay: boolean): RecordChangesManyReply {
   const now = Date.now();
   const results = recordChangesMany(
     state.db,
@@ -144,7 +163,7 @@ export function recordManyAsked(state: JournalState, ctx: ActorContext, asks: re
   const recorded = results.flatMap((r) => (r.outcome === 'recorded' && !r.repeated ? r.changes.map((c) => c.changeId) : []));
   if (recorded.length > 0) {
     ctx.log.info({ event: 'journal.recorded', changes: recorded }, 'journal.recorded');
-    scheduleStep(state, ctx, GATHER_MS);
+    scheduleStep(state, ctx, runUnderWay ? GATHER_DURING_RUN_MS : GATHER_MS);
   }
   return { replies: results.map((r) => (r.outcome === 'recorded' ? { outcome: 'recorded', changes: r.changes } : { outcome: r.outcome })) };
 }
@@ -198,9 +217,14 @@ export function placementAsked(state: JournalState, jobId: number): PlacementRep
   return view;
 }
 
+/** The account's run ended: changes that waited for it start GATHER_MS from now, so the last segments judged join them. */
+export function journalRunEnded(state: JournalState, ctx: ActorContext): void {
+  if (state.journal.step !== null) scheduleStep(state, ctx, GATHER_MS);
+}
+
 /** Applies the oldest outstanding change, then schedules the next. */
 export async function journalStep(state: JournalState, ctx: ActorContext, connect: Connect): Promise<void> {
-  state.journal.stepScheduled = false;
+  state.journal.step = null;
   const { db, config } = state;
   const change = headChange(db, config.account);
   if (change === null) return scheduleIdleCheck(state, ctx);
@@ -428,7 +452,7 @@ export function writerIdle(state: JournalState, ctx: ActorContext): void {
   state.journal.idleCheckScheduled = false;
   if (state.journal.writer === null) return;
   const idleFor = Date.now() - state.journal.lastUsedAt;
-  if (idleFor >= WRITER_IDLE_MS && !state.journal.stepScheduled) dropWriter(state);
+  if (idleFor >= WRITER_IDLE_MS && state.journal.step === null) dropWriter(state);
   else scheduleIdleCheck(state, ctx);
 }
 
@@ -454,10 +478,14 @@ function dropWriter(state: JournalState): void {
   client?.close();
 }
 
+/** The next step in `delayMs`, unless one is due by then already (a sooner one replaces a later one). */
 function scheduleStep(state: JournalState, ctx: ActorContext, delayMs: number): void {
-  if (state.journal.stepScheduled) return;
-  state.journal.stepScheduled = true;
-  ctx.schedule({ type: 'imap-sync.change-step' }, Math.max(0, delayMs));
+  const at = Date.now() + Math.max(0, delayMs);
+  const held = state.journal.step;
+  if (held !== null && held.at <= at) return;
+  held?.cancel();
+  const timer = ctx.schedule({ type: 'imap-sync.change-step' }, Math.max(0, delayMs));
+  state.journal.step = { at, cancel: () => timer.cancel() };
 }
 
 function scheduleIdleCheck(state: JournalState, ctx: ActorContext): void {

@@ -46,12 +46,13 @@ import { runView } from './run-view.ts';
 
 /**
  * Messages judged per step: a step records its changes in one ask and one
- * transaction, and its conclusions and position in one more, so a larger
- * segment costs fewer commits (docs/performance.md, "initial mirror CPU
+ * transaction per RECORD_MANY_MAX messages that ask anything (about one in
+ * ten in a first mirror with the bench's rules), and its conclusions and
+ * position in one more, so a larger segment costs fewer asks and commits (docs/performance.md, "initial mirror CPU
  * with 20 rules"); a step of this many still takes milliseconds, so asks
  * wait little behind it.
  */
-const SEGMENT = 128;
+const SEGMENT = 512;
 /** After a sync actor was down or slow, the next try. */
 const RETRY_MS = 5_000;
 
