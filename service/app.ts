@@ -291,7 +291,10 @@ function createPools(config: Config, log: Logger, supervisor: Supervisor, teardo
     entry: MAIL_QUERY_TASK,
     // Each pool thread opens its one read-only connection from it.
     config: storeSlice(config),
+    // With a listener on, the first request's thread is kept (it holds the vector index, loaded from the
+    // first semantic search on); none is started before that request: a one-shot mirror never asks.
     minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
+    startOnFirstAsk: true,
     maxThreads: availableParallelism(),
     maxQueue: 1_024,
     logLevel: config.Logging.Level,
