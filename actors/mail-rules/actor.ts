@@ -256,7 +256,7 @@ export default defineActor({
         return { run: run === null ? null : view(state, run) };
       }
       case 'mail-rules.list':
-        return listRules(state.config);
+        return later(listRules(state.config));
     }
   },
 });
