@@ -21,6 +21,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import type { ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { AppError, fromPayload } from '../errors.ts';
 import { createLogger, type Logger } from '../log.ts';
@@ -54,6 +55,8 @@ export type PoolOptions<P extends Protocol = AnyProtocol, Config = undefined> = 
   atomics?: 'sync' | 'async' | 'disabled';
   /** Start the threads (`minThreads` of them) on the first ask rather than now. */
   startOnFirstAsk?: boolean;
+  /** V8 heap limits of each thread (node:worker_threads `resourceLimits`). */
+  resourceLimits?: ResourceLimits;
   /** Level of the pool threads' loggers (Logging:Level); `info` when not given. */
   logLevel?: PoolData['logLevel'];
   /** Where a thread's death outside a task is logged; a logger of `logLevel` on fd 1 when not given. */
@@ -92,6 +95,7 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
       maxThreads,
       idleTimeout: options.idleTimeoutMs ?? 30_000,
       atomics: options.atomics ?? 'sync',
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
     });
     piscina.on('error', (err: unknown) => {
       log.error({ err, event: 'pool.thread-failed', pool: options.id }, 'pool.thread-failed');
