@@ -11,9 +11,10 @@
  * `node dist/bench/cpuprofile-summary.js <dir>`). PROFILE_NODE_ARGS adds node
  * flags (`--v8-pool-size=1`, `--max-semi-space-size=16`) to try them.
  * PROFILE_ADMIN=1 gives the daemon the admin listener and reads completion
- * from its synchronization route, as sync-initial does (the query pool then
- * starts with the daemon). PROFILE_HEAP_DIR=<dir> preloads heap-trace.cjs in
- * every thread (V8 heap per isolate, every 250 ms) and prints, at the
+ * from its synchronization route, as sync-initial does (the route asks the
+ * scheduler: the query pool, started on its first ask, never starts).
+ * PROFILE_HEAP_DIR=<dir> preloads heap-trace.cjs in every thread (V8 heap
+ * per isolate, every 250 ms) and prints, at the
  * sampled peak RSS, where the resident memory is by mapping
  * (`/proc/<pid>/smaps`) and each thread's heap then.
  *

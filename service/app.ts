@@ -249,6 +249,8 @@ function prepareStore(config: Config, log: Logger, teardown: Teardown): Buffer {
 
 /** Time a metrics collection waits for the store's figures before it leaves them out. */
 const STORE_GAUGES_DEADLINE_MS = 10_000;
+/** Young generation of each query pool thread, MiB (V8's default grows to 32 resident). */
+const QUERY_YOUNG_GENERATION_MB = 16;
 
 /**
  * The gauges read from the store at each metrics collection, by the query
@@ -291,7 +293,13 @@ function createPools(config: Config, log: Logger, supervisor: Supervisor, teardo
     entry: MAIL_QUERY_TASK,
     // Each pool thread opens its one read-only connection from it.
     config: storeSlice(config),
+    // With a listener on, the first request's thread is kept (it holds the vector index, loaded from the
+    // first semantic search on); none is started before that request: a one-shot mirror never asks.
     minThreads: config.McpEndpoint.Enabled || config.AdminEndpoint.Enabled ? 1 : 0,
+    startOnFirstAsk: true,
+    // A query's garbage is small and short-lived (rows, one answer): V8's default young generation
+    // (up to 32 MiB resident per thread) mostly holds what a smaller one collects as soon.
+    resourceLimits: { maxYoungGenerationSizeMb: QUERY_YOUNG_GENERATION_MB },
     maxThreads: availableParallelism(),
     maxQueue: 1_024,
     logLevel: config.Logging.Level,

@@ -32,12 +32,13 @@
  */
 import type { Context } from '@opentelemetry/api';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Agent, type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import { readCapped, TOO_LARGE } from '../../runtime/http-retry/read-capped.ts';
 import { z } from 'zod';
 import { mathRandom, type Random } from '../../runtime/clock.ts';
 import { AppError, type Code, type ErrorDetails } from '../../runtime/errors.ts';
 import { retryAfterMs } from '../../runtime/http-retry/retry-after.ts';
+import { LazyAgent } from '../../runtime/http-retry/undici.ts';
 import { readSecret } from '../../runtime/secret-ref.ts';
 import { backoffDelay, type BackoffPolicy } from '../../runtime/supervisor/backoff.ts';
 import { genAiSpans, recordTokenUsage, type Span } from '../../runtime/telemetry/gen-ai.ts';
@@ -273,7 +274,7 @@ export function createChatClient(options: ChatClientOptions): ChatClient {
   const random = options.random ?? mathRandom;
   const sleep: Sleep = options.sleep ?? ((ms, signal) => delay(ms, undefined, { signal }));
   // Our own pool: its sockets close with the client, and the deadline bounds connecting too.
-  const agent = new Agent({ connect: { timeout: options.deadlineMs } });
+  const pool = new LazyAgent({ connect: { timeout: options.deadlineMs } });
   let closed = false;
 
   async function attempt(body: string, apiKey: string | null, signal: AbortSignal, deadline: AbortSignal): Promise<Outcome> {
@@ -281,6 +282,7 @@ export function createChatClient(options: ChatClientOptions): ChatClient {
     if (apiKey !== null) headers.authorization = `Bearer ${apiKey}`;
     let res: Dispatcher.ResponseData;
     try {
+      const { agent, request } = await pool.get();
       res = await request(url, {
         method: 'POST',
         headers,
@@ -352,7 +354,7 @@ export function createChatClient(options: ChatClientOptions): ChatClient {
     async close() {
       if (closed) return;
       closed = true;
-      await agent.destroy();
+      await pool.destroy();
     },
   };
 }

@@ -21,7 +21,7 @@
  * Importable from `actors/embedding/` only.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { Agent, type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import { readCapped, TOO_LARGE } from '../../runtime/http-retry/read-capped.ts';
 import { z } from 'zod';
 import { type Clock, mathRandom, type Random, systemClock } from '../../runtime/clock.ts';
@@ -31,6 +31,7 @@ import { backoffDelay, type BackoffPolicy } from '../../runtime/supervisor/backo
 import { Circuit, type CircuitPolicy, DEFAULT_CIRCUIT } from '../../runtime/circuit.ts';
 import { type EmbeddingFailureCode, type EmbeddingProvider, embeddingFailure, type FailureClass } from './provider.ts';
 import { retryAfterMs } from '../../runtime/http-retry/retry-after.ts';
+import { LazyAgent } from '../../runtime/http-retry/undici.ts';
 
 /** Waits `ms`, rejecting when `signal` aborts; injected so tests neither wait nor depend on timers. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -114,7 +115,7 @@ export class OpenAiCompatible implements EmbeddingProvider {
   private readonly clock: Clock;
   private readonly random: Random;
   private readonly sleep: Sleep;
-  private readonly agent: Agent;
+  private readonly agent: LazyAgent;
   private closed = false;
 
   constructor(options: OpenAiCompatibleOptions) {
@@ -128,7 +129,7 @@ export class OpenAiCompatible implements EmbeddingProvider {
     this.sleep = options.sleep ?? ((ms, signal) => delay(ms, undefined, signal ? { signal } : {}));
     this.circuit = new Circuit({ ...DEFAULT_CIRCUIT, ...options.circuit }, this.clock);
     // Our own pool: its sockets close with the provider, and a deadline bounds connecting too.
-    this.agent = new Agent({ connect: { timeout: options.requestTimeoutMs } });
+    this.agent = new LazyAgent({ connect: { timeout: options.requestTimeoutMs } });
   }
 
   health() {
@@ -209,11 +210,12 @@ export class OpenAiCompatible implements EmbeddingProvider {
     if (apiKey !== undefined) headers.authorization = `Bearer ${apiKey}`;
     let res: Dispatcher.ResponseData;
     try {
+      const { agent, request } = await this.agent.get();
       res = await request(this.url, {
         method: 'POST',
         headers,
         body: JSON.stringify({ model: this.options.model, input: texts }),
-        dispatcher: this.agent,
+        dispatcher: agent,
         signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
         headersTimeout: this.options.requestTimeoutMs,
         bodyTimeout: this.options.requestTimeoutMs,

@@ -10,8 +10,8 @@
  * parks redemption here until a new refresh token is stored or the actor
  * restarts. Nothing here logs a token.
  */
-import { request } from 'undici';
 import { readSecret } from '../../runtime/secret-ref.ts';
+import { undici } from '../../runtime/http-retry/undici.ts';
 import { AppError } from '../../runtime/errors.ts';
 import { loadKeyRing } from '../../runtime/keyring/load.ts';
 import { seal, unseal } from '../../runtime/keyring/keyring.ts';
@@ -94,6 +94,7 @@ export class AccessTokens {
     if (oauth.scopes.length > 0) form.set('scope', oauth.scopes.join(' '));
     let answer: TokenAnswer;
     try {
+      const { request } = await undici();
       const res = await request(oauth.tokenEndpoint, {
         method: 'POST',
         headers,

@@ -257,7 +257,7 @@ export default defineActor({
         return { run: run === null ? null : view(state, run) };
       }
       case 'mail-rules.list':
-        return listRules(state.config);
+        return later(listRules(state.config));
     }
   },
 });

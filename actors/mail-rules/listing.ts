@@ -8,9 +8,12 @@
  * when the file cannot be read or no longer validates; the reason names
  * no value of the file.
  *
+ * The configuration loader is imported on the first listing, not with the
+ * actor: it is the whole configuration schema (≈ 2 MiB of heap on the
+ * system thread), and most starts never list the rules.
+ *
  * Importable by the mail-rules actor.
  */
-import { mailRulesOnDisk } from '../../config/load.ts';
 import type { ListRulesReply, MailRulesConfig, RulesOnDisk } from './protocol.ts';
 
 /** JSON with object keys sorted, so two parses of one section compare equal. */
@@ -22,15 +25,16 @@ function canonical(value: unknown): string {
   );
 }
 
-export function onDisk(config: MailRulesConfig): RulesOnDisk {
+export async function onDisk(config: MailRulesConfig): Promise<RulesOnDisk> {
   const { file, explicit, overrides } = config.source;
   if (file === null) return { state: 'Unknown', reason: 'the service was not started from a configuration file' };
+  const { mailRulesOnDisk } = await import('../../config/load.ts');
   const read = mailRulesOnDisk({ file, explicit, overrides });
   if (!read.ok) return { state: 'Unknown', reason: read.reason };
   return { state: canonical(read.section) === canonical(config.loaded) ? 'Equal' : 'Differs', reason: null };
 }
 
-export function listRules(config: MailRulesConfig): ListRulesReply {
+export async function listRules(config: MailRulesConfig): Promise<ListRulesReply> {
   return {
     enabled: config.enabled,
     rules: config.rules.map((rule, index) => ({
@@ -50,6 +54,6 @@ export function listRules(config: MailRulesConfig): ListRulesReply {
         ...(rule.actions.addKeywords !== undefined ? { AddKeywords: rule.actions.addKeywords } : {}),
       },
     })),
-    configurationFile: onDisk(config),
+    configurationFile: await onDisk(config),
   };
 }

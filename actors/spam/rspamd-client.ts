@@ -14,11 +14,11 @@
  *
  * Importable from `actors/spam/` only.
  */
-import { Agent, request } from 'undici';
 import { z } from 'zod';
 import { Circuit, type CircuitHealth, type FailureClass } from '../../runtime/circuit.ts';
 import type { Clock } from '../../runtime/clock.ts';
 import { readCapped, TOO_LARGE } from '../../runtime/http-retry/read-capped.ts';
+import { LazyAgent } from '../../runtime/http-retry/undici.ts';
 
 /** The answer is a few kilobytes of symbols; more is no answer of rspamd's. */
 const MAX_ANSWER_BYTES = 1024 * 1024;
@@ -36,7 +36,7 @@ export class RspamdClient {
   private readonly url: URL;
   private readonly options: EngineOptions;
   private readonly circuit: Circuit;
-  private readonly agent: Agent;
+  private readonly agent: LazyAgent;
 
   constructor(options: EngineOptions) {
     this.options = options;
@@ -44,7 +44,8 @@ export class RspamdClient {
     base.pathname = `${base.pathname.replace(/\/+$/, '')}/checkv2`;
     this.url = base;
     this.circuit = new Circuit({ failuresToOpen: options.failuresToOpen, coolDownMs: options.coolDownMs }, options.clock);
-    this.agent = new Agent({ connect: { timeout: options.timeoutMs } });
+    // undici loads on the first check: with spam off the thread never loads it.
+    this.agent = new LazyAgent({ connect: { timeout: options.timeoutMs } });
   }
 
   health(): CircuitHealth {
@@ -63,11 +64,12 @@ export class RspamdClient {
   private async call(raw: Uint8Array, signal?: AbortSignal): Promise<EngineOutcome> {
     const deadline = AbortSignal.timeout(this.options.timeoutMs);
     try {
+      const { agent, request } = await this.agent.get();
       const res = await request(this.url, {
         method: 'POST',
         body: raw,
         headers: { 'content-type': 'message/rfc822' },
-        dispatcher: this.agent,
+        dispatcher: agent,
         signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
         headersTimeout: this.options.timeoutMs,
         bodyTimeout: this.options.timeoutMs,

@@ -12,10 +12,16 @@
  * at error level. Without that listener piscina emits the failure as an
  * `'error'` event nobody handles, which ends the whole process.
  *
+ * `startOnFirstAsk`: no thread (and no piscina) until the first ask, then
+ * `minThreads` are kept as usual. For a pool most starts never use (the
+ * query pool of a one-shot mirror): a pool thread is an isolate of its own,
+ * ≈ 20 MiB resident once its task's modules are loaded.
+ *
  * Importable from anywhere (the query and parse pools are created in app.ts).
  */
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import type { ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { AppError, fromPayload } from '../errors.ts';
 import { createLogger, type Logger } from '../log.ts';
@@ -47,6 +53,10 @@ export type PoolOptions<P extends Protocol = AnyProtocol, Config = undefined> = 
   maxQueue?: number;
   idleTimeoutMs?: number;
   atomics?: 'sync' | 'async' | 'disabled';
+  /** Start the threads (`minThreads` of them) on the first ask rather than now. */
+  startOnFirstAsk?: boolean;
+  /** V8 heap limits of each thread (node:worker_threads `resourceLimits`). */
+  resourceLimits?: ResourceLimits;
   /** Level of the pool threads' loggers (Logging:Level); `info` when not given. */
   logLevel?: PoolData['logLevel'];
   /** Where a thread's death outside a task is logged; a logger of `logLevel` on fd 1 when not given. */
@@ -69,22 +79,30 @@ const sourceTask = moduleUrl('./source-task.mjs', import.meta.url);
 export function createPool<P extends Protocol = AnyProtocol, Config = undefined>(options: PoolOptions<P, Config>): PoolRef<P> {
   const fromSource = options.entry.pathname.endsWith('.ts');
   const maxThreads = options.maxThreads ?? Math.max(1, availableParallelism() - 1);
-  const piscina = new Piscina({
-    filename: fileURLToPath(fromSource ? sourceTask : options.entry),
-    workerData: {
-      entry: options.entry.href,
-      logLevel: options.logLevel ?? 'info',
-      config: options.config,
-    } satisfies PoolData,
-    minThreads: Math.min(options.minThreads ?? 1, maxThreads),
-    maxThreads,
-    idleTimeout: options.idleTimeoutMs ?? 30_000,
-    atomics: options.atomics ?? 'sync',
-  });
   const log = options.log ?? createLogger({ level: options.logLevel ?? 'info' });
-  piscina.on('error', (err: unknown) => {
-    log.error({ err, event: 'pool.thread-failed', pool: options.id }, 'pool.thread-failed');
-  });
+  let piscina: Piscina | null = null;
+  let closed = false;
+  const started = (): Piscina => {
+    if (piscina !== null) return piscina;
+    piscina = new Piscina({
+      filename: fileURLToPath(fromSource ? sourceTask : options.entry),
+      workerData: {
+        entry: options.entry.href,
+        logLevel: options.logLevel ?? 'info',
+        config: options.config,
+      } satisfies PoolData,
+      minThreads: Math.min(options.minThreads ?? 1, maxThreads),
+      maxThreads,
+      idleTimeout: options.idleTimeoutMs ?? 30_000,
+      atomics: options.atomics ?? 'sync',
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+    });
+    piscina.on('error', (err: unknown) => {
+      log.error({ err, event: 'pool.thread-failed', pool: options.id }, 'pool.thread-failed');
+    });
+    return piscina;
+  };
+  if (options.startOnFirstAsk !== true) started();
   // The bound is ours, counted from ask to answer: piscina's own queue limit
   // also lends capacity to busy threads, which makes it inexact.
   const capacity = maxThreads + (options.maxQueue ?? maxThreads * 64);
@@ -94,13 +112,16 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
   return {
     id: options.id,
     get threads() {
-      return piscina.threads.length;
+      return piscina?.threads.length ?? 0;
     },
     async ask(msg, askOptions = {}) {
       if (inFlight >= capacity) throw new AppError('E_ACTOR_MAILBOX_FULL', { details: { actor: options.id, capacity } });
       return tracedAsk(options.id, askOptions.meta, (meta) => run(msg, askOptions, meta), askOptions.parent);
     },
-    close: () => piscina.close({ force: true }),
+    close: async () => {
+      closed = true;
+      await piscina?.close({ force: true });
+    },
   };
 
   async function run<R>(msg: unknown, askOptions: AskOptions<R>, meta: Meta | undefined): Promise<R> {
@@ -115,11 +136,17 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
       deadline: Date.now() + deadlineMs,
       ...(meta ? { meta } : {}),
     };
+    // A closed pool that never started answers as a closed piscina does.
+    if (closed && piscina === null) {
+      inFlight -= 1;
+      throw new AppError('E_ACTOR_DOWN');
+    }
+    const pool = started();
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), deadlineMs);
     let raw: unknown;
     try {
-      raw = await piscina.run(encodeToHost(envelope), {
+      raw = await pool.run(encodeToHost(envelope), {
         signal: abort.signal,
         ...(askOptions.transfer ? { transferList: askOptions.transfer as never } : {}),
       });

@@ -7,7 +7,8 @@
  *
  * Importable from `http/auth/oauth/` only.
  */
-import { type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
+import { undici } from '../../../runtime/http-retry/undici.ts';
 
 export type Fetched = { kind: 'ok'; json: unknown } | { kind: 'failed'; reason: string; status?: number };
 export type FetchJson = (url: string) => Promise<Fetched>;
@@ -25,6 +26,7 @@ export function fetchJson(options: FetchJsonOptions = {}): FetchJson {
   const maxBytes = options.maxBytes ?? 512 * 1024;
   return async (url) => {
     try {
+      const { request } = await undici();
       const res = await request(url, {
         method: 'GET',
         headers: { accept: 'application/json' },

@@ -59,3 +59,17 @@ t.test('a thread that dies outside a task is logged and replaced; the process li
   t.equal(failed?.pool, 'dies-later', 'naming the pool');
   t.same(await pool.ask({ type: 'echo', payload: 'served by the replacement' }), 'served by the replacement');
 });
+
+t.test('a pool started on its first ask has no thread before it, answers it, keeps its threads after, and refuses once closed', async (t) => {
+  const pool = createPool({ id: 'on-demand', entry, minThreads: 1, maxThreads: 1, idleTimeoutMs: 10, startOnFirstAsk: true });
+  t.teardown(() => pool.close());
+  await delay(50);
+  t.equal(pool.threads, 0, 'no thread before the first ask');
+  t.same(await pool.ask({ type: 'echo', payload: 'first' }), 'first');
+  await delay(100);
+  t.equal(pool.threads, 1, 'minThreads kept after the first ask, past the idle timeout');
+  const never = createPool({ id: 'never-asked', entry, startOnFirstAsk: true });
+  await never.close();
+  t.equal(await code(never.ask({ type: 'echo', payload: 'late' })), 'E_ACTOR_DOWN', 'a closed pool that never started refuses');
+  t.equal(never.threads, 0);
+});
