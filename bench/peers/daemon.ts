@@ -15,6 +15,11 @@ import { trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts'
 
 const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
 
+/** The daemon's entry in another build's `dist/` (an A/B of two trees in one run). */
+export function daemonBinIn(dist: string): string {
+  return resolve(dist, 'bin/mailcairnd.js');
+}
+
 /** The daemon on `config` as a command: node, its flags (`--cpu-prof …`), the entry (this build's unless `bin` names another's). */
 export function daemonCommand(config: string, nodeArgs: readonly string[] = [], bin: string = daemonBin): { command: string; args: string[] } {
   return { command: process.execPath, args: [...nodeArgs, bin, '--config', config] };

@@ -91,6 +91,7 @@ import { trackDir } from '../../test/harness/processes.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
 import { formatTimeSpan } from '../../config/schema/time-span.ts';
 import { goalRow } from '../goals.ts';
+import { daemonBinIn } from '../peers/daemon.ts';
 import { startOtlpSink, type OtlpSink } from '../peers/otlp-sink.ts';
 import { interval } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
@@ -301,7 +302,7 @@ export const telemetry: Scenario = {
     const baseDist = process.env.BENCH_TELEMETRY_BASE;
     if (configurations.some((c) => c.base) && !baseDist)
       throw new Error("BENCH_TELEMETRY_CONFIGS: metrics-base and traces-base need BENCH_TELEMETRY_BASE (another build's dist/)");
-    const baseBin = baseDist ? resolve(baseDist, 'bin/mailcairnd.js') : undefined;
+    const baseBin = baseDist ? daemonBinIn(baseDist) : undefined;
     const perRound = Math.ceil(requests / rounds);
 
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-telemetry-'));
