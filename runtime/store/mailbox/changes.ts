@@ -185,7 +185,7 @@ function fingerprintOf(messageId: number, changes: readonly ChangeAsk[]): string
 
 /** Records the changes asked of one message, in one transaction (see the module comment). */
 export function recordChanges(db: Database, input: RecordInput): RecordResult {
-  return db.transaction(() => recordOne(db, input)).immediate();
+  return db.transaction(() => recordOne(db, input, new Set())).immediate();
 }
 
 /**
@@ -195,10 +195,16 @@ export function recordChanges(db: Database, input: RecordInput): RecordResult {
  * one per message (docs/rules-and-spam.md).
  */
 export function recordChangesMany(db: Database, inputs: readonly RecordInput[]): RecordResult[] {
-  return db.transaction(() => inputs.map((input) => recordOne(db, input))).immediate();
+  return db
+    .transaction(() => {
+      const laidHere = new Set<number>();
+      return inputs.map((input) => recordOne(db, input, laidHere));
+    })
+    .immediate();
 }
 
-function recordOne(db: Database, input: RecordInput): RecordResult {
+/** `laidHere`: messages whose overlay this transaction laid over the server's state it read (nothing writes that state meanwhile). */
+function recordOne(db: Database, input: RecordInput, laidHere: Set<number>): RecordResult {
   const s = statements(db);
   const fingerprint = fingerprintOf(input.messageId, input.changes);
   if (input.requestId !== null) {
@@ -242,8 +248,14 @@ function recordOne(db: Database, input: RecordInput): RecordResult {
     return enqueueNewJob(db, enqueue) ?? enqueueJob(db, enqueue).job.id;
   });
   if (input.requestId !== null) run(s.insertRequest, [input.requester, input.requestId, input.accountId, fingerprint, JSON.stringify(jobIds), input.now]);
-  // The server's state is the row this transaction just read; nothing here writes it.
-  layOverlay(db, input.accountId, message.id, base);
+  // The overlay is the outstanding changes laid over the server's state. With none outstanding before (no overlay), or
+  // one this transaction laid, it is so already: this request's changes go over it (`shown`), without reading back what
+  // was just written. Otherwise a run may have rewritten the server's flags since it was laid: laid again from all that is
+  // outstanding, over the row this transaction just read (nothing here writes it).
+  const fresh = (message.requested_flags === null && message.requested_keywords === null) || laidHere.has(message.id);
+  if (!fresh) layOverlay(db, input.accountId, message.id, base);
+  else if (input.changes.some((effect) => FLAG_KINDS.includes(effect.kind))) run(s.overlay, [flagSet(shown.flags), flagSet(shown.keywords), message.id]);
+  laidHere.add(message.id);
   // Just recorded, so each is queued and unattempted: pending, no outcome (what `views` would read back).
   const changes = jobIds.map((id, i): ChangeView => {
     const effect = input.changes[i]!;
