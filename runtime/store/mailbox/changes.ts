@@ -151,6 +151,29 @@ const statements = perConnection((db: Database) => ({
        requester, requested_at, ended_at, outcome)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ),
+  // A batch's endings (endChanges): one statement for what is one per change in endOne.
+  // Audit entries from a JSON list of `audit`'s rows, inserted in the list's order.
+  audits: db.prepare(
+    `INSERT INTO mutation_audit (account_id, mutation, message_id, source_path, target_path, uidvalidity, source_uid, target_uid, detail,
+       requester, requested_at, ended_at, outcome)
+     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8,
+       value ->> 9, value ->> 10, value ->> 11, value ->> 12
+     FROM json_each(?) ORDER BY key`,
+  ),
+  // completeWithProgress for jobs with the same progress; one no longer queued or running takes the progress alone, as endOne does.
+  completeManyWithProgress: db.prepare(
+    `UPDATE jobs SET progress = ?, state = CASE WHEN state IN ('queued', 'running') THEN 'done' ELSE state END,
+       ended_at = CASE WHEN state IN ('queued', 'running') THEN ? ELSE ended_at END
+     WHERE id IN (SELECT value FROM json_each(?)) AND state IN ('queued', 'running', 'done', 'dead')`,
+  ),
+  // `outstanding` for several messages at once, and only the effects (what an overlay is laid from). CROSS JOIN: each
+  // message looked up in jobs_change_message, not every change of the account scanned.
+  outstandingEffects: db.prepare(
+    `SELECT json_extract(j.payload, '$.messageId') AS message_id, json_extract(j.payload, '$.effect') AS effect
+     FROM json_each(?) m CROSS JOIN jobs j
+     WHERE j.account_id = ? AND json_extract(j.payload, '$.messageId') = m.value AND j.type = 'mailbox-change' AND j.state IN ('queued', 'running')
+     ORDER BY j.id`,
+  ),
   targetBinding: db.prepare(
     `SELECT id FROM folder_bindings WHERE account_id = ? AND remote_path = ? AND retired_at IS NULL AND unresolved_since IS NULL AND mirrored = 1`,
   ),
@@ -185,7 +208,7 @@ function fingerprintOf(messageId: number, changes: readonly ChangeAsk[]): string
 
 /** Records the changes asked of one message, in one transaction (see the module comment). */
 export function recordChanges(db: Database, input: RecordInput): RecordResult {
-  return db.transaction(() => recordOne(db, input)).immediate();
+  return db.transaction(() => recordOne(db, input, new Set())).immediate();
 }
 
 /**
@@ -195,10 +218,16 @@ export function recordChanges(db: Database, input: RecordInput): RecordResult {
  * one per message (docs/rules-and-spam.md).
  */
 export function recordChangesMany(db: Database, inputs: readonly RecordInput[]): RecordResult[] {
-  return db.transaction(() => inputs.map((input) => recordOne(db, input))).immediate();
+  return db
+    .transaction(() => {
+      const laidHere = new Set<number>();
+      return inputs.map((input) => recordOne(db, input, laidHere));
+    })
+    .immediate();
 }
 
-function recordOne(db: Database, input: RecordInput): RecordResult {
+/** `laidHere`: messages whose overlay this transaction laid over the server's state it read (nothing writes that state meanwhile). */
+function recordOne(db: Database, input: RecordInput, laidHere: Set<number>): RecordResult {
   const s = statements(db);
   const fingerprint = fingerprintOf(input.messageId, input.changes);
   if (input.requestId !== null) {
@@ -242,8 +271,14 @@ function recordOne(db: Database, input: RecordInput): RecordResult {
     return enqueueNewJob(db, enqueue) ?? enqueueJob(db, enqueue).job.id;
   });
   if (input.requestId !== null) run(s.insertRequest, [input.requester, input.requestId, input.accountId, fingerprint, JSON.stringify(jobIds), input.now]);
-  // The server's state is the row this transaction just read; nothing here writes it.
-  layOverlay(db, input.accountId, message.id, base);
+  // The overlay is the outstanding changes laid over the server's state. With none outstanding before (no overlay), or
+  // one this transaction laid, it is so already: this request's changes go over it (`shown`), without reading back what
+  // was just written. Otherwise a run may have rewritten the server's flags since it was laid: laid again from all that is
+  // outstanding, over the row this transaction just read (nothing here writes it).
+  const fresh = (message.requested_flags === null && message.requested_keywords === null) || laidHere.has(message.id);
+  if (!fresh) layOverlay(db, input.accountId, message.id, base);
+  else if (input.changes.some((effect) => FLAG_KINDS.includes(effect.kind))) run(s.overlay, [flagSet(shown.flags), flagSet(shown.keywords), message.id]);
+  laidHere.add(message.id);
   // Just recorded, so each is queued and unattempted: pending, no outcome (what `views` would read back).
   const changes = jobIds.map((id, i): ChangeView => {
     const effect = input.changes[i]!;
@@ -378,9 +413,50 @@ export function endChange(db: Database, change: Change, end: ChangeEnd): { targe
  */
 export function endChanges(db: Database, ended: ReadonlyArray<{ change: Change; end: ChangeEnd }>): void {
   if (ended.length === 0) return;
+  // A batch (flag changes, each of another message) ends in a few statements; anything else one change at a time.
+  const messages = new Set(ended.map((e) => e.change.payload.messageId));
+  const batch = messages.size === ended.length && ended.every((e) => FLAG_KINDS.includes(e.change.payload.effect.kind));
   db.transaction(() => {
-    for (const e of ended) endOne(db, e.change, e.end);
+    if (batch) endBatch(db, ended, [...messages]);
+    else for (const e of ended) endOne(db, e.change, e.end);
   }).immediate();
+}
+
+/**
+ * What endOne does for each change, for flag changes of distinct messages: the jobs ended in one statement per outcome,
+ * what is still outstanding for all the messages read in one, each message row written once, the audit entries in one
+ * insert, in order. Ending one message's change leaves the others' outstanding changes as they are, so laying each
+ * overlay after all the jobs ended is laying it after its own.
+ */
+function endBatch(db: Database, ended: ReadonlyArray<{ change: Change; end: ChangeEnd }>, messageIds: readonly number[]): void {
+  const s = statements(db);
+  const endings = new Map<string, { progress: string; now: number; ids: number[] }>();
+  for (const { change, end } of ended) {
+    if (end.outcome === 'gone') tombstoneMessage(db, change.payload.messageId, 'expunged', end.now);
+    const progress = JSON.stringify({ outcome: end.outcome, ...(end.target ? { targetUid: end.target.uid } : {}) });
+    const key = `${progress} ${end.now}`;
+    const group = endings.get(key) ?? { progress, now: end.now, ids: [] };
+    group.ids.push(change.job.id);
+    endings.set(key, group);
+  }
+  for (const g of endings.values()) run(s.completeManyWithProgress, [g.progress, g.now, JSON.stringify(g.ids)]);
+  const outstanding = new Map<number, ChangeEffect[]>();
+  const accountId = ended[0]!.change.job.accountId!;
+  for (const row of many<{ message_id: number; effect: string }>(s.outstandingEffects, [JSON.stringify(messageIds), accountId])) {
+    const effect = JSON.parse(row.effect) as ChangeEffect;
+    if (!FLAG_KINDS.includes(effect.kind)) continue;
+    const list = outstanding.get(row.message_id);
+    if (list === undefined) outstanding.set(row.message_id, [effect]);
+    else list.push(effect);
+  }
+  const audits: AuditRow[] = [];
+  for (const { change, end } of ended) {
+    const p = change.payload;
+    const written = end.server ? writeServerFlags(db, change, end.server, end.now, outstanding.get(p.messageId) ?? []) : false;
+    if (!written) layOverlay(db, change.job.accountId!, p.messageId);
+    audits.push(auditRow(change, { outcome: end.outcome, targetUid: end.target?.uid ?? null, now: end.now }));
+  }
+  run(s.audits, [JSON.stringify(audits)]);
 }
 
 function endOne(db: Database, change: Change, end: ChangeEnd): { targetMessageId: number | null } {
@@ -401,9 +477,14 @@ function endOne(db: Database, change: Change, end: ChangeEnd): { targetMessageId
 }
 
 /** The server's flags written as its truth with the overlay of what is still outstanding over them; false when the row is not where the change found it. */
-function writeServerFlags(db: Database, change: Change, server: ServerState, now: number): boolean {
+function writeServerFlags(
+  db: Database,
+  change: Change,
+  server: ServerState,
+  now: number,
+  flagChanges: readonly ChangeEffect[] = outstandingFlagChanges(db, change.job.accountId!, change.payload.messageId),
+): boolean {
   const p = change.payload;
-  const flagChanges = outstandingFlagChanges(db, change.job.accountId!, p.messageId);
   const overlay = flagChanges.length === 0 ? null : laid(server, flagChanges);
   const flags = flagSet(server.flags);
   const keywords = flagSet(server.keywords);
@@ -500,13 +581,20 @@ function laid(server: FlagState, changes: readonly ChangeEffect[]): FlagState {
   return state;
 }
 
+type AuditRow = [string | null, string, number, string, string | null, number, number, number | null, string | null, string, number, number, ChangeOutcome];
+
 function audit(db: Database, change: Change, e: { outcome: ChangeOutcome; targetUid: number | null; now: number }): void {
+  run(statements(db).audit, auditRow(change, e));
+}
+
+/** The audit entry's columns, in the statements' order. */
+function auditRow(change: Change, e: { outcome: ChangeOutcome; targetUid: number | null; now: number }): AuditRow {
   const p = change.payload;
   const effect = p.effect;
   // What was asked (a flag value, the keyword set), never mail content.
   const detail = 'value' in effect ? { value: effect.value } : 'keywords' in effect ? { keywords: effect.keywords } : null;
   const targetPath = 'targetPath' in effect ? effect.targetPath : null;
-  run(statements(db).audit, [
+  return [
     change.job.accountId,
     effect.kind,
     p.messageId,
@@ -520,5 +608,5 @@ function audit(db: Database, change: Change, e: { outcome: ChangeOutcome; target
     p.requestedAt,
     e.now,
     e.outcome,
-  ]);
+  ];
 }

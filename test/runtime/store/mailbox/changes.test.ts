@@ -5,13 +5,16 @@ import {
   changeById,
   deadLetterChange,
   endChange,
+  endChanges,
   headChange as journalHead,
   recordChanges,
+  recordChangesMany,
   views,
 } from '../../../../runtime/store/mailbox/changes.ts';
+import { applyFlagChanges } from '../../../../runtime/store/mailbox/server-changes.ts';
 import { storeBatch } from '../../../../runtime/store/mailbox/store-batch.ts';
 import type { Database } from '../../../../runtime/store/open.ts';
-import { one } from '../../../../runtime/store/rows.ts';
+import { many, one } from '../../../../runtime/store/rows.ts';
 import { aliceFolders, count, fetched, freshStore, idOf } from './helpers.ts';
 
 function mirrored(t: Test): { db: Database; inbox: number; archive: number; first: number; second: number } {
@@ -177,4 +180,71 @@ t.test('relocate follows the message into a mirrored folder under its new UID; c
   });
   endChange(db, headChange(db, 'alice')!, { outcome: 'applied', target: { path: 'Unmapped', uidValidity: 3, uid: 1 }, now: 10 });
   t.equal(row(db, second).state, 'tombstoned', 'moved out of the mirror');
+});
+
+t.test('the overlay follows flags a run rewrote; asks of one transaction build on each other; a batch ends each change on its own', async (t) => {
+  const { db, inbox, first, second } = mirrored(t);
+  recordChanges(db, {
+    accountId: 'alice',
+    messageId: first,
+    requester: 'agent',
+    requestId: null,
+    changes: [{ kind: 'add-keywords', keywords: ['a'] }],
+    now: 5,
+  });
+  // Another client flags the message; the run writes the server's flags and leaves the overlay as it was laid.
+  applyFlagChanges(db, inbox, 7, [{ uid: 1, flags: ['\\Seen', '\\Flagged'], keywords: [], modseq: 20n }], 20n, 6);
+  const ask = (messageId: number, rule: string, change: Parameters<typeof recordChanges>[1]['changes'][number]) => ({
+    accountId: 'alice',
+    messageId,
+    requester: `rule:${rule}`,
+    requestId: `rule:${rule}:${messageId}`,
+    changes: [change],
+    now: 7,
+  });
+  const results = recordChangesMany(db, [
+    ask(first, 'R1', { kind: 'set-seen', value: false }),
+    ask(first, 'R2', { kind: 'add-keywords', keywords: ['b'] }),
+    ask(second, 'R1', { kind: 'set-flagged', value: true }),
+  ]);
+  t.same(
+    results.map((r) => r.outcome),
+    ['recorded', 'recorded', 'recorded'],
+  );
+  t.same(
+    [row(db, first).requested_flags, row(db, first).requested_keywords],
+    ['["\\\\Flagged"]', '["a","b"]'],
+    'laid over the flags the run wrote, with every outstanding change in order',
+  );
+  t.same([row(db, second).requested_flags, row(db, second).requested_keywords], ['["\\\\Flagged","\\\\Seen"]', '[]']);
+
+  // The first change of each message ends in one batch; the first message's later changes stay laid over the answer.
+  const ids = many<{ id: number }>(db.prepare("SELECT id FROM jobs WHERE type = 'mailbox-change' ORDER BY id"), []).map((r) => r.id);
+  const [keywordA, , , flagged] = ids.map((id) => changeById(db, id) as Change);
+  endChanges(db, [
+    { change: keywordA!, end: { outcome: 'applied', server: { flags: ['\\Flagged', '\\Seen'], keywords: ['a'], modseq: '21' }, now: 9 } },
+    { change: flagged!, end: { outcome: 'applied', server: { flags: ['\\Flagged', '\\Seen'], keywords: [], modseq: '22' }, now: 9 } },
+  ]);
+  t.same(
+    [row(db, first).keywords, row(db, first).requested_flags, row(db, first).requested_keywords],
+    ['["a"]', '["\\\\Flagged"]', '["a","b"]'],
+    'the server answer written, what is outstanding laid over it',
+  );
+  t.same([row(db, second).flags, row(db, second).requested_flags, row(db, second).requested_keywords], ['["\\\\Flagged","\\\\Seen"]', null, null]);
+  t.same(
+    views(db, [keywordA!.job.id, ids[1]!, flagged!.job.id]).map((v) => [v.state, v.outcome]),
+    [
+      ['completed', 'applied'],
+      ['pending', null],
+      ['completed', 'applied'],
+    ],
+  );
+  t.same(
+    many(db.prepare('SELECT mutation, message_id, requester, requested_at, ended_at, outcome, detail FROM mutation_audit ORDER BY id'), []),
+    [
+      { mutation: 'add-keywords', message_id: first, requester: 'agent', requested_at: 5, ended_at: 9, outcome: 'applied', detail: '{"keywords":["a"]}' },
+      { mutation: 'set-flagged', message_id: second, requester: 'rule:R1', requested_at: 7, ended_at: 9, outcome: 'applied', detail: '{"value":true}' },
+    ],
+    'one audit entry per change, with its requester, in order',
+  );
 });
