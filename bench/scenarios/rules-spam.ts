@@ -12,6 +12,9 @@
  *     Of the 20 rules three match part of the mail (newsletters marked seen,
  *     a list's mail given a keyword, a digest flagged) and seventeen match
  *     nothing, as an owner's rule set mostly does for any one message.
+ *     After each round with rules the server's flags are put back as they
+ *     were before the first (the rules' changes are applied on the server,
+ *     and a later round would otherwise find them made: a cheaper round).
  *     Goal: with rules ≤ 1.05× without, in CPU seconds.
  *  2. A spam run's throughput against the same engine called directly with
  *     the same messages in the same run: a private rspamd
@@ -30,6 +33,7 @@ import Libsql from 'libsql';
 import { request } from 'undici';
 import { startDovecot, type Dovecot } from '../../test/harness/dovecot.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
+import { withImap } from '../../test/harness/imap-client.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
 import { startRspamd, type Rspamd } from '../../test/harness/rspamd.ts';
 import { reservePort } from '../../test/helpers/ports.ts';
@@ -113,8 +117,49 @@ function rulesSettled(database: string): boolean {
 
 type Mirrors = { rows: Row[]; on: number; off: number; peakOn: number; peakOff: number };
 
+/** Each INBOX message's flags on the server, by UID. */
+async function inboxFlags(dovecot: Dovecot): Promise<Map<number, string[]>> {
+  return withImap(dovecot, USER, async (client) => {
+    const lock = await client.getMailboxLock('INBOX');
+    try {
+      const flags = new Map<number, string[]>();
+      for await (const m of client.fetch('1:*', { uid: true, flags: true }, { uid: true })) flags.set(m.uid, [...(m.flags ?? [])].sort());
+      return flags;
+    } finally {
+      lock.release();
+    }
+  });
+}
+
+/**
+ * Puts back the flags `before` recorded. A round with rules leaves its changes on the server (the
+ * journal applies them there), and the next round's rules would find them already made: no STORE,
+ * no changed flags to read again, a cheaper round than the first. Answers how many messages it restored.
+ */
+async function restoreInboxFlags(dovecot: Dovecot, before: ReadonlyMap<number, string[]>): Promise<number> {
+  const now = await inboxFlags(dovecot);
+  const bySet = new Map<string, { flags: string[]; uids: number[] }>();
+  for (const [uid, flags] of before) {
+    if (now.get(uid)?.join(' ') === flags.join(' ')) continue;
+    const key = flags.join(' ');
+    const group = bySet.get(key) ?? { flags, uids: [] };
+    group.uids.push(uid);
+    bySet.set(key, group);
+  }
+  await withImap(dovecot, USER, async (client) => {
+    const lock = await client.getMailboxLock('INBOX');
+    try {
+      for (const { flags, uids } of bySet.values()) await client.messageFlagsSet(uids.join(','), flags, { uid: true });
+    } finally {
+      lock.release();
+    }
+  });
+  return [...bySet.values()].reduce((n, g) => n + g.uids.length, 0);
+}
+
 async function initialMirrors(dir: string, dovecot: Dovecot, stored: number, repeat: number, log: (line: string) => void): Promise<Mirrors> {
   const sides = { on: [] as Side[], off: [] as Side[] };
+  const pristine = await inboxFlags(dovecot);
   const order: string[] = [];
   for (let i = 0; i < repeat; i++) {
     const once = async (on: boolean): Promise<void> => {
@@ -126,6 +171,7 @@ async function initialMirrors(dir: string, dovecot: Dovecot, stored: number, rep
       const concluded = on ? count(daemon.database, 'SELECT count(*) AS n FROM mail_rule_history') : 0;
       sides[side].push({ cpuMs: measured.cpuMs, wallMs: measured.wallMs, peakRssMiB: measured.peakRssMiB, concluded, crashes: measured.crashes });
       rmSync(repDir, { recursive: true, force: true });
+      if (on) log(`flags of ${await restoreInboxFlags(dovecot, pristine)} messages put back as before the first round`);
     };
     const onFirst = i % 2 === 0;
     await once(onFirst);
