@@ -117,13 +117,13 @@ function rulesSettled(database: string): boolean {
 
 type Mirrors = { rows: Row[]; on: number; off: number; peakOn: number; peakOff: number };
 
-/** Each INBOX message's flags on the server, by UID. */
+/** Each INBOX message's flags on the server, by UID; not `\Recent`, which only the first session to see a message is shown and none can store. */
 async function inboxFlags(dovecot: Dovecot): Promise<Map<number, string[]>> {
   return withImap(dovecot, USER, async (client) => {
     const lock = await client.getMailboxLock('INBOX');
     try {
       const flags = new Map<number, string[]>();
-      for await (const m of client.fetch('1:*', { uid: true, flags: true }, { uid: true })) flags.set(m.uid, [...(m.flags ?? [])].sort());
+      for await (const m of client.fetch('1:*', { uid: true, flags: true }, { uid: true })) flags.set(m.uid, [...(m.flags ?? [])].filter((f) => f !== '\\Recent').sort());
       return flags;
     } finally {
       lock.release();
@@ -149,7 +149,9 @@ async function restoreInboxFlags(dovecot: Dovecot, before: ReadonlyMap<number, s
   await withImap(dovecot, USER, async (client) => {
     const lock = await client.getMailboxLock('INBOX');
     try {
-      for (const { flags, uids } of bySet.values()) await client.messageFlagsSet(uids.join(','), flags, { uid: true });
+      for (const { flags, uids } of bySet.values()) {
+        if (!(await client.messageFlagsSet(uids.join(','), flags, { uid: true }))) throw new Error('the server refused to put flags back');
+      }
     } finally {
       lock.release();
     }
