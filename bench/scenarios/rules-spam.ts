@@ -123,7 +123,8 @@ async function inboxFlags(dovecot: Dovecot): Promise<Map<number, string[]>> {
     const lock = await client.getMailboxLock('INBOX');
     try {
       const flags = new Map<number, string[]>();
-      for await (const m of client.fetch('1:*', { uid: true, flags: true }, { uid: true })) flags.set(m.uid, [...(m.flags ?? [])].filter((f) => f !== '\\Recent').sort());
+      for await (const m of client.fetch('1:*', { uid: true, flags: true }, { uid: true }))
+        flags.set(m.uid, [...(m.flags ?? [])].filter((f) => f !== '\\Recent').sort());
       return flags;
     } finally {
       lock.release();
