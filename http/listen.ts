@@ -3,10 +3,11 @@
  * another process holds fails startup with a sentence naming the section
  * (clashes inside this process are refused earlier, by configuration).
  */
-import type { Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Connections, type ConnectionLimits } from '../config/schema/connections.ts';
 import { AppError } from '../runtime/errors.ts';
+import { ExchangeResponse } from './pipeline/exchange-response.ts';
 
 /**
  * How often Node looks for connections past `HeadersTimeout` or
@@ -17,6 +18,25 @@ export const CONNECTION_CHECK_MS = 1_000;
 
 /** What every node:http(s) server is made with, for the connection bounds to be looked at in time. */
 export const SERVER_OPTIONS = { connectionsCheckingInterval: CONNECTION_CHECK_MS } as const;
+
+/**
+ * A clear-text node:http server answering with `handler`, not yet listening:
+ * every listener of the process (MCP, administrative, health, redirect,
+ * Prometheus scrape) is made here, with one response class. node:http's own
+ * functions (`writeHead`, `setHeader`, `resOnFinish`, the parser's callbacks)
+ * run for every listener; a second response class reaching them now and then
+ * (a probe, a scrape) deoptimises them and leaves them polymorphic for the
+ * hot path: +7% of the main thread's CPU per `/mcp` call once a Prometheus
+ * listener was scraped (docs/performance.md "Telemetry", TM16–TM17).
+ */
+export function httpServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const server = createServer(
+    { ...SERVER_OPTIONS, ServerResponse: ExchangeResponse },
+    handler as RequestListener<typeof IncomingMessage, typeof ExchangeResponse>,
+  );
+  // Outside, a listener is only opened and closed: the response class is this module's business.
+  return server as unknown as Server;
+}
 
 /**
  * The section's `Connections` bounds (docs/security.md "Connection limits").

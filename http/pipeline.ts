@@ -30,16 +30,16 @@
  * Imported by the listeners and the routes they run.
  */
 import type { Context } from '@opentelemetry/api';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Codes } from '../runtime/errors.ts';
 import type { Judgement } from './auth/authenticate.ts';
 import { answerTokenRefusal, unauthorizedChallenge } from './auth/oauth/challenge.ts';
 import type { Principal } from './auth/principal.ts';
 import type { HostGuard } from './host-guard.ts';
 import { answerTooMany, type PartitionKey, type RateLimiter } from './limits/rate-limiter.ts';
-import { SERVER_OPTIONS } from './listen.ts';
+import { httpServer } from './listen.ts';
 import { withRequestTimeout, type RequestTimeoutSettings } from './limits/request-timeout.ts';
-import { ExchangeResponse } from './pipeline/exchange-response.ts';
+import type { ExchangeResponse } from './pipeline/exchange-response.ts';
 import { observeExchange, type TelemetrySurface } from './pipeline/exchange-telemetry.ts';
 
 export { ExchangeResponse } from './pipeline/exchange-response.ts';
@@ -107,9 +107,8 @@ export function surfaceHandler(options: ListenerOptions): SurfaceHandler {
 
 /** A clear-text server answering with `handler`, not yet listening. */
 export function clearTextServer(handler: SurfaceHandler): Server {
-  const server = createServer({ ...SERVER_OPTIONS, ServerResponse: ExchangeResponse }, handler as (req: IncomingMessage, res: ServerResponse) => void);
-  // Outside, a listener is only opened and closed (http/listen.ts): the response class is this module's business.
-  return server as unknown as Server;
+  // Every response is an ExchangeResponse (http/listen.ts `httpServer`), which the handler is typed with.
+  return httpServer(handler as (req: IncomingMessage, res: ServerResponse) => void);
 }
 
 export function createListener(options: ListenerOptions): Server {

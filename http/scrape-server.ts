@@ -7,11 +7,11 @@
  * (docs/operations.md "Telemetry"). Opened with the connection bounds of
  * every listener (listen.ts).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { SERVER_OPTIONS } from './listen.ts';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { httpServer } from './listen.ts';
 
 export function scrapeServer(handler: (request: IncomingMessage, response: ServerResponse) => void): Server {
-  return createServer(SERVER_OPTIONS, (request, response) => {
+  return httpServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
     if (path === '/metrics' && (request.method === 'GET' || request.method === 'HEAD')) {
       handler(request, response);

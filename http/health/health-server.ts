@@ -9,11 +9,11 @@
  *
  * Answers name no actor, account or path: the listener is unauthenticated.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Codes } from '../../runtime/errors.ts';
 import type { StorageCondition } from '../../runtime/storage-full.ts';
 import type { HostGuard } from '../host-guard.ts';
-import { SERVER_OPTIONS } from '../listen.ts';
+import { httpServer } from '../listen.ts';
 import { observeExchange } from '../pipeline/exchange-telemetry.ts';
 
 export type Readiness = {
@@ -33,7 +33,7 @@ export type Readiness = {
 };
 
 export function createHealthServer(readiness: () => Readiness, hosts?: HostGuard): Server {
-  return createServer(SERVER_OPTIONS, healthHandler(readiness, hosts));
+  return httpServer(healthHandler(readiness, hosts));
 }
 
 /**

@@ -21,10 +21,10 @@
  * capability (`/attachments/{capability}`), the host is the caller's text.
  * A refusal is logged at debug by its kind only.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from '../../runtime/log.ts';
 import { Codes } from '../../runtime/errors.ts';
-import { SERVER_OPTIONS } from '../listen.ts';
+import { httpServer } from '../listen.ts';
 import { observeExchange, type TelemetrySurface } from '../pipeline/exchange-telemetry.ts';
 
 /** One HTTPS profile of the surface: where a host's clear-text requests are sent. */
@@ -61,7 +61,7 @@ export function createRedirectListener(targets: readonly RedirectTarget[], deps:
     res.end();
   };
 
-  const server = createServer(SERVER_OPTIONS, (req, res) => answer(req, res, true));
+  const server = httpServer((req, res) => answer(req, res, true));
   // Answering before `100 Continue` tells the client not to send the body (RFC 9110 section 10.1.1); the connection then cannot be reused.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => answer(req, res, false));
   return server;

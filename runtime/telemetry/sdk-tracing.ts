@@ -13,6 +13,7 @@
 import { context, propagation, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, type Resource, resourceFromAttributes } from '@opentelemetry/resources';
+import type { ExportThread } from './export-thread.ts';
 import { otlpSpanExporter } from './otlp-exporters.ts';
 import type { OtlpTarget } from './settings.ts';
 import { SynchronousContextManager } from './sync-context.ts';
@@ -27,10 +28,11 @@ export type InstalledTracing = { flush(): Promise<void>; shutdown(): Promise<voi
  * Installs the global tracer provider, context manager and propagator;
  * `shutdown` exports what is buffered and puts the API's no-ops back.
  * `scheduledDelayMillis`: how long a span may wait in the batch (the SDK's
- * 5 s, or OTEL_BSP_SCHEDULE_DELAY, when not given).
+ * 5 s, or OTEL_BSP_SCHEDULE_DELAY, when not given). `via`: the export thread
+ * that sends the spans (the main thread's; otlp-exporters.ts).
  */
-export async function installTracing(target: OtlpTarget, resource: Resource, scheduledDelayMillis?: number): Promise<InstalledTracing> {
-  const [{ BasicTracerProvider, BatchSpanProcessor }, exporter] = await Promise.all([import('@opentelemetry/sdk-trace-base'), otlpSpanExporter(target)]);
+export async function installTracing(target: OtlpTarget, resource: Resource, scheduledDelayMillis?: number, via?: ExportThread): Promise<InstalledTracing> {
+  const [{ BasicTracerProvider, BatchSpanProcessor }, exporter] = await Promise.all([import('@opentelemetry/sdk-trace-base'), otlpSpanExporter(target, via)]);
   const processor = new BatchSpanProcessor(exporter, scheduledDelayMillis === undefined ? {} : { scheduledDelayMillis });
   const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
   // Not AsyncLocalStorage: on Node 20 it hooks every promise of the thread (most of what traces cost a call).

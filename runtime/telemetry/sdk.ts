@@ -11,6 +11,9 @@
  *   periodic OTLP/HTTP reader; durations in seconds get the semantic
  *   conventions' bucket boundaries;
  * - traces: sdk-tracing.ts;
+ * - what either pushes over OTLP is sent by the export thread
+ *   (export-thread.ts), never through node:http on this thread, whose
+ *   listeners' hot path would pay for it;
  * - OpenTelemetry's own warnings and errors go to our log, rate-limited
  *   (diagnostics.ts).
  *
@@ -63,7 +66,9 @@ export async function installTelemetry(
   const { log } = options;
   routeDiagnostics(log);
   const resource = telemetryResource(settings.serviceName, options.version);
-  const tracing: InstalledTracing | null = settings.traces.otlp === null ? null : await installTracing(settings.traces.otlp, resource);
+  const exportThread = settings.traces.otlp !== null || settings.metrics.otlp !== null ? new (await import('./export-thread.ts')).ExportThread() : null;
+  const tracing: InstalledTracing | null =
+    settings.traces.otlp === null ? null : await installTracing(settings.traces.otlp, resource, undefined, exportThread ?? undefined);
 
   let scrape: ScrapeHandler | null = null;
   let meterProvider: { shutdown(options?: { timeoutMillis?: number }): Promise<void> } | null = null;
@@ -98,7 +103,7 @@ export async function installTelemetry(
     }
     if (otlp !== null) {
       const reader: InstanceType<typeof PeriodicExportingMetricReader> = new PeriodicExportingMetricReader({
-        exporter: await otlpMetricExporter(otlp),
+        exporter: await otlpMetricExporter(otlp, exportThread ?? undefined),
         exportIntervalMillis: otlp.intervalMs,
         // The reader refuses a timeout longer than its interval.
         exportTimeoutMillis: Math.min(otlp.intervalMs, 30_000),
@@ -135,6 +140,8 @@ export async function installTelemetry(
       for (const result of results) {
         if (result.status === 'rejected') log.warn({ event: 'telemetry.shutdown-failed', kind: 'other' }, 'telemetry.shutdown-failed');
       }
+      // After the last exports: they were sent through it.
+      await exportThread?.close();
       diag.disable();
     },
   };

@@ -128,7 +128,7 @@ t.test("telemetry on with Prometheus: an actor thread's measurements reach the s
   const inThread = (await ref.ask({ type: 'loaded-packages' }, { deadlineMs: 5_000 })) as string[];
   t.notOk(inThread.includes('@opentelemetry/sdk-metrics'), 'an actor thread forwards: it loads no metrics SDK');
   t.ok(loadedHere().includes('@opentelemetry/sdk-metrics') && loadedHere().includes('@opentelemetry/exporter-prometheus'));
-  t.notOk(loadedHere().includes('@opentelemetry/exporter-trace-otlp-http'), 'an exporter not configured is not loaded');
+  t.notOk(loadedHere().includes('@opentelemetry/otlp-transformer'), 'an exporter not configured is not loaded (no OTLP serialiser)');
 
   stopped = true;
   await service.stop();
