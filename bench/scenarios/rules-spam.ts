@@ -49,7 +49,7 @@ const OWNER = { name: 'Alice Example', address: 'alice@example.org' };
 const ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
 const GTUBE = 'XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X';
 
-type Side = { cpuMs: number; wallMs: number; peakRssMiB: number; concluded: number; crashes: number };
+type Side = { cpuMs: number; wallMs: number; peakRssMiB: number; concluded: number; crashes: number; runs: number };
 
 function count(database: string, sql: string): number {
   try {
@@ -172,7 +172,9 @@ async function initialMirrors(dir: string, dovecot: Dovecot, stored: number, rep
       const daemon = mirrorConfig(repDir, dovecot, on);
       const measured = await mailcairnOnce(daemon, { stored, ...(on ? { also: rulesSettled } : {}) });
       const concluded = on ? count(daemon.database, 'SELECT count(*) AS n FROM mail_rule_history') : 0;
-      sides[side].push({ cpuMs: measured.cpuMs, wallMs: measured.wallMs, peakRssMiB: measured.peakRssMiB, concluded, crashes: measured.crashes });
+      // Synchronization runs the process began: more than one means something (the rules' own changes seen by the watch?) asked for another.
+      const runs = count(daemon.database, 'SELECT count(*) AS n FROM sync_runs');
+      sides[side].push({ cpuMs: measured.cpuMs, wallMs: measured.wallMs, peakRssMiB: measured.peakRssMiB, concluded, crashes: measured.crashes, runs });
       rmSync(repDir, { recursive: true, force: true });
       if (on) log(`flags of ${await restoreInboxFlags(dovecot, pristine)} messages put back as before the first round`);
     };
@@ -194,6 +196,7 @@ async function initialMirrors(dir: string, dovecot: Dovecot, stored: number, rep
       'peak MiB (median)': round(median(s.map((x) => x.peakRssMiB))),
       // Actors restarted after a crash in each round (sync-sides.ts `crashesIn`): such a round costs more for that alone.
       'crashes (each)': s.map((x) => x.crashes).join(' / '),
+      'sync runs (each)': s.map((x) => x.runs).join(' / '),
       ...(side === 'on' ? { 'conclusions (each)': s.map((x) => x.concluded).join(' / ') } : {}),
     };
   };
