@@ -43,6 +43,7 @@ import {
   CHANGE_JOB_TYPE,
   type Change,
   type ChangeAsk,
+  type ChangeEnd,
   deadLetterChange,
   endChange,
   endChanges,
@@ -72,6 +73,7 @@ import type { Database } from '../../runtime/store/open.ts';
 import { errorCode } from '../../runtime/store/open.ts';
 import { applyChange, REFUSALS, type RefusalReason } from './change-apply.ts';
 import { applyFlagBatch } from './change-batch.ts';
+import type { ChangeWatch } from './change-watch.ts';
 import { classifyImapFailure, imapFailureFields } from './connection.ts';
 import { applyPlacement } from './placement-apply.ts';
 import type {
@@ -121,7 +123,9 @@ export type Journal = {
   idleCheckScheduled: boolean;
 };
 
-type JournalState = { db: Database; config: ImapSyncConfig; journal: Journal };
+/** What the reading session's watch is told of the journal's own flag stores, so that their notices wake nothing (change-watch.ts). */
+type OwnStores = Pick<ChangeWatch, 'expectOwn' | 'ownApplied' | 'ownAbandoned'>;
+type JournalState = { db: Database; config: ImapSyncConfig; journal: Journal; watch?: OwnStores };
 /** Opens a new IMAP session with the account's credentials (the actor's, shared with the reading session). */
 export type Connect = () => Promise<ImapFlow>;
 
@@ -272,11 +276,14 @@ async function applyChangeStep(state: JournalState, ctx: ActorContext, client: I
   if (client.enabled.has('CONDSTORE') && (await applyBatchStep(state, ctx, client, change))) return;
   const job = jobIdOf(change.job.id);
   const kind = change.payload.effect.kind;
-  const result = await applyChange({
-    client,
-    payload: change.payload,
-    progress: change.job.progress,
-    recordProgress: (progress) => recordChangeProgress(db, change.job.id, progress),
+  const result = await ownStores(state, change.payload.sourcePath, [change.payload.uid], async () => {
+    const result = await applyChange({
+      client,
+      payload: change.payload,
+      progress: change.job.progress,
+      recordProgress: (progress) => recordChangeProgress(db, change.job.id, progress),
+    });
+    return { result, made: result.kind === 'ended' ? madeOf([{ uid: change.payload.uid, end: result.end }]) : new Map<number, bigint>() };
   });
   if (result.kind === 'refused') {
     deadLetterChange(db, change, { outcome: 'refused', attempts: change.job.attemptCount + 1, failure: refusal(result.reason), now: Date.now() });
@@ -296,7 +303,11 @@ async function applyChangeStep(state: JournalState, ctx: ActorContext, client: I
 async function applyBatchStep(state: JournalState, ctx: ActorContext, client: ImapFlow, head: Change): Promise<boolean> {
   const batch = flagBatch(state.db, head, Date.now(), BATCH_LIMIT);
   if (batch.length < 2) return false;
-  const ended = await applyFlagBatch(client, batch);
+  const uids = batch.map((c) => c.payload.uid);
+  const ended = await ownStores(state, head.payload.sourcePath, uids, async () => {
+    const ended = await applyFlagBatch(client, batch);
+    return { result: ended, made: madeOf(ended.map((e) => ({ uid: e.change.payload.uid, end: e.end }))) };
+  });
   const now = Date.now();
   endChanges(
     state.db,
@@ -307,6 +318,32 @@ async function applyBatchStep(state: JournalState, ctx: ActorContext, client: Im
     ctx.log.info({ ...fields, batch: batch.length }, 'journal.change-ended');
   }
   return ended.some((e) => e.change.job.id === head.job.id);
+}
+
+/** The MODSEQ each message came to, as its ending read it back (a change ended without the server's state says nothing). */
+function madeOf(endings: ReadonlyArray<{ uid: number; end: Omit<ChangeEnd, 'now'> }>): Map<number, bigint> {
+  const made = new Map<number, bigint>();
+  for (const { uid, end } of endings) if (end.server?.modseq != null) made.set(uid, BigInt(end.server.modseq));
+  return made;
+}
+
+/** Runs a store of `uids` in `path` with the watch told before and after (OwnStores); a failure leaves their notices to be judged as anyone's. */
+async function ownStores<T>(
+  state: JournalState,
+  path: string,
+  uids: readonly number[],
+  store: () => Promise<{ result: T; made: Map<number, bigint> }>,
+): Promise<T> {
+  state.watch?.expectOwn(path, uids);
+  let done: { result: T; made: Map<number, bigint> };
+  try {
+    done = await store();
+  } catch (err) {
+    state.watch?.ownAbandoned(path, uids);
+    throw err;
+  }
+  state.watch?.ownApplied(path, uids, done.made);
+  return done.result;
 }
 
 async function applyPlacementStep(state: JournalState, ctx: ActorContext, client: ImapFlow, placement: Placement): Promise<void> {

@@ -23,6 +23,18 @@
  * before using the session for anything else; `start` again re-selects the
  * watched folder and compares it with its baseline.
  *
+ * - The account's own writing session (the change journal) changes flags
+ *   in the watched folder too, and the server tells this session of each
+ *   change as of anyone's. Those notices are not news: the journal read the
+ *   state it made back and the mirror holds it. The journal says which
+ *   messages it is about to change (`expectOwn`) and, after the STORE, the
+ *   MODSEQ each came to (`ownApplied`); a notice of exactly that state is
+ *   taken as the mirror's own (the baseline moves to its MODSEQ), a notice
+ *   that arrives before the journal has said is held until it does, and
+ *   any other notice wakes the scheduler as before. So a batch of the
+ *   rules' changes no longer brings a run that finds nothing new. A notice
+ *   still held when the watch stops wakes it.
+ *
  * Logs name folders by alias only, and nothing per sweep above debug.
  */
 import type { ImapFlow, MailboxObject, StatusObject } from 'imapflow';
@@ -126,6 +138,9 @@ export type ChangeWatchDeps = {
 
 type Listeners = { client: ImapFlow; off(): void };
 
+/** A flag notice of the watched folder: the message and the MODSEQ it came to. */
+type Notice = { uid: number; modseq: bigint };
+
 export class ChangeWatch {
   private readonly deps: ChangeWatchDeps;
   private tracked: Tracked[] = [];
@@ -136,6 +151,11 @@ export class ChangeWatch {
   private readonly changed = new Set<string>();
   private opening = false;
   watching = false;
+  /** The journal's changes under way (messages about to be stored) and made (the MODSEQ each came to), by folder path. */
+  private readonly ownPending = new Map<string, Set<number>>();
+  private readonly ownMade = new Map<string, Map<number, bigint>>();
+  /** Notices of messages the journal is changing, held until it says what it made. */
+  private held: Notice[] = [];
 
   constructor(deps: ChangeWatchDeps) {
     this.deps = deps;
@@ -145,6 +165,37 @@ export class ChangeWatch {
   afterRun(folders: readonly RunFolder[]): void {
     this.tracked = trackAfterRun(this.tracked, folders);
     this.changed.clear();
+    // The run read everything up to its SELECT: what the journal made before it is in the baselines.
+    this.ownMade.clear();
+  }
+
+  /** The journal is about to store these messages of `path`: their notices wait for `ownApplied` or `ownAbandoned`. */
+  expectOwn(path: string, uids: Iterable<number>): void {
+    const pending = this.ownPending.get(path) ?? new Set<number>();
+    for (const uid of uids) pending.add(uid);
+    this.ownPending.set(path, pending);
+  }
+
+  /** The journal stored them: the MODSEQ each message came to (absent: it did not say, or did not change it). */
+  ownApplied(path: string, uids: Iterable<number>, made: ReadonlyMap<number, bigint>): void {
+    const pending = this.ownPending.get(path);
+    const known = this.ownMade.get(path) ?? new Map<number, bigint>();
+    for (const uid of uids) {
+      pending?.delete(uid);
+      const modseq = made.get(uid);
+      if (modseq !== undefined) known.set(uid, modseq);
+    }
+    if (pending?.size === 0) this.ownPending.delete(path);
+    this.ownMade.set(path, known);
+    this.judgeHeld();
+  }
+
+  /** The journal's attempt failed: whatever it may have changed is judged as anyone's. */
+  ownAbandoned(path: string, uids: Iterable<number>): void {
+    const pending = this.ownPending.get(path);
+    for (const uid of uids) pending?.delete(uid);
+    if (pending?.size === 0) this.ownPending.delete(path);
+    this.judgeHeld();
   }
 
   /** Watch on this session: select the first folder, compare it, listen, and arm the sweep. Safe to call again. */
@@ -174,6 +225,9 @@ export class ChangeWatch {
 
   /** Before the session is used for anything else (a run, other work): no more sweeps, events are not ours. */
   stop(): void {
+    // A notice still held could be anyone's: a run finds out.
+    if (this.held.length > 0 && this.tracked[0] !== undefined) this.changed.add(this.tracked[0].alias);
+    this.held = [];
     this.watching = false;
     this.opening = false;
     this.timer?.cancel();
@@ -208,6 +262,34 @@ export class ChangeWatch {
     this.arm();
   }
 
+  /**
+   * A flag notice of the watched folder: the journal's own state (dropped; the baseline moves to its MODSEQ),
+   * one of a message the journal is storing now (held, when `mayHold`), or news (the scheduler is woken).
+   */
+  private judge(notice: Notice, mayHold: boolean): void {
+    const watched = this.tracked[0];
+    if (watched === undefined) return;
+    const made = this.ownMade.get(watched.path);
+    if (made?.get(notice.uid) === notice.modseq) {
+      made.delete(notice.uid);
+      const baseline = watched.baseline;
+      if (baseline?.highestModseq != null && notice.modseq > baseline.highestModseq) watched.baseline = { ...baseline, highestModseq: notice.modseq };
+      return;
+    }
+    if (mayHold && this.ownPending.get(watched.path)?.has(notice.uid)) {
+      this.held.push(notice);
+      return;
+    }
+    this.note(watched.alias);
+  }
+
+  /** Judges the held notices again once the journal has said what it made (or that it gave up). */
+  private judgeHeld(): void {
+    const held = this.held;
+    this.held = [];
+    for (const notice of held) this.judge(notice, true);
+  }
+
   private arm(): void {
     this.timer?.cancel();
     this.timer = this.deps.schedule(this.deps.periodMs);
@@ -232,6 +314,11 @@ export class ChangeWatch {
     const onChange = (e: { path: string }): void => {
       if (mine(e.path)) this.note(watched.alias);
     };
+    const onFlags = (e: { path: string; uid?: number; modseq?: bigint }): void => {
+      if (!mine(e.path)) return;
+      if (e.uid === undefined || e.modseq === undefined) return this.note(watched.alias);
+      this.judge({ uid: e.uid, modseq: e.modseq }, true);
+    };
     const onClose = (): void => {
       if (this.client !== client || !this.watching) return;
       this.stop();
@@ -239,7 +326,7 @@ export class ChangeWatch {
     };
     client.on('exists', onExists);
     client.on('expunge', onChange);
-    client.on('flags', onChange);
+    client.on('flags', onFlags);
     client.on('highestModseq', onChange);
     client.on('mailboxOpen', onChange);
     client.on('close', onClose);
@@ -248,7 +335,7 @@ export class ChangeWatch {
       off() {
         client.off('exists', onExists);
         client.off('expunge', onChange);
-        client.off('flags', onChange);
+        client.off('flags', onFlags);
         client.off('highestModseq', onChange);
         client.off('mailboxOpen', onChange);
         client.off('close', onClose);
