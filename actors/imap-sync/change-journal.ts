@@ -115,22 +115,27 @@ const GATHER_DURING_RUN_MS = 10_000;
 /** A writing session unused this long is closed. */
 const WRITER_IDLE_MS = 30_000;
 
-/** `step`: the next step's timer and when it is due, while one is scheduled (a step sooner replaces it). */
+/**
+ * `step`: the next step's timer and when it is due, while one is scheduled (a step sooner replaces it).
+ * `gatherUntil`: changes recorded in bulk during a run wait for runs to end until then (GATHER_DURING_RUN_MS after the first).
+ */
 export type Journal = {
   writer: ImapFlow | null;
   step: { at: number; cancel(): void } | null;
+  gatherUntil: number | null;
   lastUsedAt: number;
   idleCheckScheduled: boolean;
 };
 
 /** What the reading session's watch is told of the journal's own flag stores, so that their notices wake nothing (change-watch.ts). */
 type OwnStores = Pick<ChangeWatch, 'expectOwn' | 'ownApplied' | 'ownAbandoned'>;
-type JournalState = { db: Database; config: ImapSyncConfig; journal: Journal; watch?: OwnStores };
+/** `active`: the run under way, if any (the actor's). */
+type JournalState = { db: Database; config: ImapSyncConfig; journal: Journal; watch?: OwnStores; active?: object | null };
 /** Opens a new IMAP session with the account's credentials (the actor's, shared with the reading session). */
 export type Connect = () => Promise<ImapFlow>;
 
 export function newJournal(): Journal {
-  return { writer: null, step: null, lastUsedAt: 0, idleCheckScheduled: false };
+  return { writer: null, step: null, gatherUntil: null, lastUsedAt: 0, idleCheckScheduled: false };
 }
 
 /** At start: carry on with whatever the journal holds. */
@@ -147,6 +152,8 @@ export function recordAsked(
   if (result.outcome !== 'recorded') return { outcome: result.outcome };
   if (!result.repeated) {
     ctx.log.info({ event: 'journal.recorded', changes: result.changes.map((c) => c.changeId) }, 'journal.recorded');
+    // An agent's change goes now, and takes the gathered ones with it.
+    state.journal.gatherUntil = null;
     scheduleStep(state, ctx, 0);
   }
   return { outcome: 'recorded', changes: result.changes };
@@ -167,6 +174,8 @@ export function recordManyAsked(state: JournalState, ctx: ActorContext, asks: re
   const recorded = results.flatMap((r) => (r.outcome === 'recorded' && !r.repeated ? r.changes.map((c) => c.changeId) : []));
   if (recorded.length > 0) {
     ctx.log.info({ event: 'journal.recorded', changes: recorded }, 'journal.recorded');
+    if (runUnderWay) state.journal.gatherUntil ??= now + GATHER_DURING_RUN_MS;
+    else state.journal.gatherUntil = null;
     scheduleStep(state, ctx, runUnderWay ? GATHER_DURING_RUN_MS : GATHER_MS);
   }
   return { replies: results.map((r) => (r.outcome === 'recorded' ? { outcome: 'recorded', changes: r.changes } : { outcome: r.outcome })) };
@@ -229,6 +238,11 @@ export function journalRunEnded(state: JournalState, ctx: ActorContext): void {
 /** Applies the oldest outstanding change, then schedules the next. */
 export async function journalStep(state: JournalState, ctx: ActorContext, connect: Connect): Promise<void> {
   state.journal.step = null;
+  const gatherUntil = state.journal.gatherUntil;
+  // A first mirror is several runs back to back: gathered changes wait for the last one's end (journalRunEnded), within
+  // their bound. Stored meanwhile, they would each be news to the next run's watch (change-watch.ts), and a run more.
+  if (gatherUntil !== null && state.active != null && Date.now() < gatherUntil) return scheduleStep(state, ctx, gatherUntil - Date.now());
+  state.journal.gatherUntil = null;
   const { db, config } = state;
   const change = headChange(db, config.account);
   if (change === null) return scheduleIdleCheck(state, ctx);
