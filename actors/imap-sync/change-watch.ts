@@ -33,7 +33,8 @@
  *   that arrives before the journal has said is held until it does, and
  *   any other notice wakes the scheduler as before. So a batch of the
  *   rules' changes no longer brings a run that finds nothing new. A notice
- *   still held when the watch stops wakes it.
+ *   still held when the watch stops is left to the run that stopped it, or
+ *   to the next `start`'s comparison (the baseline never took it).
  *
  * Logs name folders by alias only, and nothing per sweep above debug.
  */
@@ -225,8 +226,8 @@ export class ChangeWatch {
 
   /** Before the session is used for anything else (a run, other work): no more sweeps, events are not ours. */
   stop(): void {
-    // A notice still held could be anyone's: a run finds out.
-    if (this.held.length > 0 && this.tracked[0] !== undefined) this.changed.add(this.tracked[0].alias);
+    // A notice still held is left to what follows: the run that stops the watch reads its change, and
+    // `start` again compares the folder's HIGHESTMODSEQ with a baseline that never took it.
     this.held = [];
     this.watching = false;
     this.opening = false;
