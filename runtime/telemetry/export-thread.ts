@@ -62,19 +62,21 @@ export class ExportThread {
     const id = this.#next++;
     return new Promise((resolve) => {
       this.#waiting.set(id, resolve);
-      this.#thread().postMessage({ id, ...request } satisfies ExportRequest);
+      const worker = this.#thread();
+      // While an answer is awaited the thread keeps the process running (the last export at shutdown), and only then.
+      worker.ref();
+      worker.postMessage({ id, ...request } satisfies ExportRequest);
     });
   }
 
   #thread(): Worker {
     if (this.#worker !== null) return this.#worker;
     const worker = startWorker(entry, { stdout: false, stderr: false });
-    // Never what keeps the process running: the exporters' own timers decide when to send.
-    worker.unref();
     worker.on('message', (answer: ExportAnswer) => {
       const resolve = this.#waiting.get(answer.id);
       if (resolve === undefined) return;
       this.#waiting.delete(answer.id);
+      if (this.#waiting.size === 0) worker.unref();
       resolve(answer.ok ? { status: 'success' } : { status: 'failure', error: Object.assign(new Error(answer.message), { code: answer.code }) });
     });
     // A thread that failed or ended fails what it held; the next request starts another.
