@@ -180,14 +180,16 @@ export class ChangeWatch {
   /** The journal stored them: the MODSEQ each message came to (absent: it did not say, or did not change it). */
   ownApplied(path: string, uids: Iterable<number>, made: ReadonlyMap<number, bigint>): void {
     const pending = this.ownPending.get(path);
+    // Only the watched folder's notices are judged one by one (the others' changes show in STATUS): nothing to keep for them.
+    const watched = path === this.tracked[0]?.path;
     const known = this.ownMade.get(path) ?? new Map<number, bigint>();
     for (const uid of uids) {
       pending?.delete(uid);
       const modseq = made.get(uid);
-      if (modseq !== undefined) known.set(uid, modseq);
+      if (watched && modseq !== undefined) known.set(uid, modseq);
     }
     if (pending?.size === 0) this.ownPending.delete(path);
-    this.ownMade.set(path, known);
+    if (known.size > 0) this.ownMade.set(path, known);
     this.judgeHeld();
   }
 

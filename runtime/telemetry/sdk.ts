@@ -66,9 +66,8 @@ export async function installTelemetry(
   const { log } = options;
   routeDiagnostics(log);
   const resource = telemetryResource(settings.serviceName, options.version);
-  const exportThread = settings.traces.otlp !== null || settings.metrics.otlp !== null ? new (await import('./export-thread.ts')).ExportThread() : null;
-  const tracing: InstalledTracing | null =
-    settings.traces.otlp === null ? null : await installTracing(settings.traces.otlp, resource, undefined, exportThread ?? undefined);
+  const exportThread = settings.traces.otlp !== null || settings.metrics.otlp !== null ? new (await import('./export-thread.ts')).ExportThread() : undefined;
+  const tracing: InstalledTracing | null = settings.traces.otlp === null ? null : await installTracing(settings.traces.otlp, resource, undefined, exportThread);
 
   let scrape: ScrapeHandler | null = null;
   let meterProvider: { shutdown(options?: { timeoutMillis?: number }): Promise<void> } | null = null;
@@ -103,7 +102,7 @@ export async function installTelemetry(
     }
     if (otlp !== null) {
       const reader: InstanceType<typeof PeriodicExportingMetricReader> = new PeriodicExportingMetricReader({
-        exporter: await otlpMetricExporter(otlp, exportThread ?? undefined),
+        exporter: await otlpMetricExporter(otlp, exportThread),
         exportIntervalMillis: otlp.intervalMs,
         // The reader refuses a timeout longer than its interval.
         exportTimeoutMillis: Math.min(otlp.intervalMs, 30_000),
