@@ -33,9 +33,12 @@ export function daemonCommand(config: string, nodeArgs: readonly string[] = [], 
  */
 export function cpuProfileArgs(name: string): string[] {
   const dir = process.env.BENCH_CPU_PROF;
-  // BENCH_DAEMON_NODE_ARGS: V8 options Node refuses in NODE_OPTIONS (`--trace-deopt`, `--trace-opt`), given to every daemon.
-  const extra = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  return [...extra, ...(dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir, name)}`] : [])];
+  return [...daemonNodeArgs(), ...(dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir, name)}`] : [])];
+}
+
+/** BENCH_DAEMON_NODE_ARGS: V8 options Node refuses in NODE_OPTIONS (`--trace-deopt`, `--trace-gc`), given to every daemon. */
+export function daemonNodeArgs(): string[] {
+  return (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 }
 
 /**

@@ -33,7 +33,7 @@ import { performance } from 'node:perf_hooks';
 import Libsql from 'libsql';
 import type { Dovecot } from '../../test/harness/dovecot.ts';
 import { apiKeyEntry, writeBenchConfig } from '../peers/daemon-config.ts';
-import { daemonCommand, startBenchDaemon } from '../peers/daemon.ts';
+import { daemonCommand, daemonNodeArgs, startBenchDaemon } from '../peers/daemon.ts';
 import { readStats, spawnTimed, timed, type Timed } from '../peers/process-stats.ts';
 
 export const USER = 'bench';
@@ -205,7 +205,7 @@ export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<On
   const runBefore = lastEndedRun(d.database);
   // BENCH_CPU_PROF: a profile per thread of the daemon (Node names each by pid and thread), as docs/benchmarks.md says.
   const prof = process.env.BENCH_CPU_PROF;
-  const { command, args } = daemonCommand(d.config, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
+  const { command, args } = daemonCommand(d.config, [...daemonNodeArgs(), ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])]);
   // Its output is kept (the bench configurations log at warn: a few lines) to count crashes.
   const t = spawnTimed(command, args, { stdout: true });
   const pid = await t.targetPid();
