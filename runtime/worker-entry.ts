@@ -14,10 +14,10 @@ import { Worker, type WorkerOptions } from 'node:worker_threads';
  * floor after collections too). Without it V8 sets a thread's limit about
  * 8 MiB above what survived its last major collection, and counts the
  * thread's live ArrayBuffers (raw mail held between fetch and store)
- * against that margin: the accounts
- * thread then ran a major collection for every 8 MiB of mail it took in,
- * about 25 in a 5,000-message mirror instead of 1, in about half of all
- * runs (docs/performance.md, "The old-generation floor").
+ * against that margin: the accounts thread then ran a major collection for
+ * every 8 MiB of mail it took in, about 25 in a 5,000-message mirror
+ * instead of 1, in about half of all runs (docs/performance.md, "The
+ * old-generation floor").
  */
 export const WORKER_OLD_SPACE_FLOOR_MIB = 64;
 
