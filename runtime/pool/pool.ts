@@ -26,7 +26,7 @@ import { Piscina } from 'piscina';
 import { AppError, fromPayload } from '../errors.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { moduleUrl } from '../module-url.ts';
-import { floorWorkerOldSpace } from '../worker-entry.ts';
+import { applyV8Settings } from '../v8-settings.ts';
 import { type Meta, Reply, type ToHost } from '../protocol/envelope.ts';
 import { encodeToHost } from '../protocol/wire.ts';
 import { type AskOptions, parseReply, type AnyProtocol, type Askable, type Protocol } from '../ref.ts';
@@ -85,7 +85,7 @@ export function createPool<P extends Protocol = AnyProtocol, Config = undefined>
   let closed = false;
   const started = (): Piscina => {
     if (piscina !== null) return piscina;
-    floorWorkerOldSpace();
+    applyV8Settings();
     piscina = new Piscina({
       filename: fileURLToPath(fromSource ? sourceTask : options.entry),
       workerData: {

@@ -1,12 +1,12 @@
 /**
  * The old-generation floor every worker of ours starts with
- * (runtime/worker-entry.ts `WORKER_OLD_SPACE_FLOOR_MIB`). Without it V8 sets
+ * (runtime/v8-settings.ts `WORKER_OLD_SPACE_FLOOR_MIB`). Without it V8 sets
  * a thread's first limit from what its start-up kept, and the accounts
  * thread of a first mirror ran about 25 major collections in half the runs
  * where it now runs one (docs/performance.md, "The old-generation floor").
  * Here: a thread that keeps what a thread keeps from its start, then passes
  * 40 MiB of large short-lived strings, runs no major collection. Without the
- * floor (the call in `startWorker` taken out) it runs one, and this fails.
+ * floor (`applyV8Settings` taken out of `startWorker`) it runs one, and this fails.
  */
 import { once } from 'node:events';
 import type { Worker } from 'node:worker_threads';
