@@ -1,9 +1,9 @@
 /**
  * The V8 settings the service gives itself, once, before its first worker
- * thread (`applyV8Settings`, called by `startWorker` and `createPool`), each
- * measured on a first mirror (docs/performance.md, "The old-generation
- * floor"). An operator who passes the same V8 option on Node's command line
- * keeps theirs.
+ * thread (`applyV8Settings`, called by `startWorker` and `createPool`). Each
+ * was measured on a first mirror (docs/performance.md, "The old-generation
+ * floor" and "The inlining budget"). An operator who passes the same V8
+ * option on Node's command line keeps theirs.
  */
 import v8 from 'node:v8';
 
@@ -20,13 +20,24 @@ import v8 from 'node:v8';
  */
 export const WORKER_OLD_SPACE_FLOOR_MIB = 64;
 
-/*
- * Tried and not kept: TurboFan's inlining budget halved
- * (`--max-inlined-bytecode-size-cumulative=460`): 4.6% less CPU for one
- * 5,000-message mirror, but 6% more for 100 accounts in one process
- * (docs/performance.md, "The inlining budget, tried").
+/**
+ * How much bytecode TurboFan may inline into one function it optimizes
+ * (V8's `--max-inlined-bytecode-size-cumulative`, 920 by default). V8's
+ * helper threads spent about a sixth of a first mirror's CPU compiling, most
+ * of it on a few large functions (imapflow's response parser, MIME
+ * decoding) with everything they call inlined, compiled again each time a
+ * new shape of response deoptimized them. At 460 one account's first
+ * mirror costs 3–5% less CPU in the same wall time; 100 accounts in one
+ * process cost the same within the noise; at 120 the code runs slower by
+ * what the compiler saves. V8 reads it at each compile: every thread's
+ * optimizations from the call on.
  */
-const settings: ReadonlyArray<{ name: string; value: number }> = [{ name: 'initial-old-space-size', value: WORKER_OLD_SPACE_FLOOR_MIB }];
+export const TURBOFAN_INLINING_BUDGET = 460;
+
+const settings = [
+  { name: 'initial-old-space-size', value: WORKER_OLD_SPACE_FLOOR_MIB },
+  { name: 'max-inlined-bytecode-size-cumulative', value: TURBOFAN_INLINING_BUDGET },
+] as const;
 
 let applied = false;
 

@@ -4,18 +4,21 @@
  * does not know is ignored with a line on standard output, and the setting
  * would be lost without a failure), and an option Node's command line
  * gives is left as the operator gave it. What the floor does is checked by
- * worker-heap-floor.test.ts (through `startWorker`).
+ * worker-heap-floor.test.ts (through `startWorker`); what the inlining
+ * budget does to a mirror's CPU is measured in bench/ (docs/performance.md,
+ * "The inlining budget").
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { givenOn, v8Options, WORKER_OLD_SPACE_FLOOR_MIB } from '../../runtime/v8-settings.ts';
+import { givenOn, TURBOFAN_INLINING_BUDGET, v8Options, WORKER_OLD_SPACE_FLOOR_MIB } from '../../runtime/v8-settings.ts';
 
-t.test('the service sets the old-generation floor unless the command line gives one', async (t) => {
-  const floor = [`--initial-old-space-size=${WORKER_OLD_SPACE_FLOOR_MIB}`];
-  t.same(v8Options([]), floor);
-  t.same(v8Options(['--import', 'tsx', '--enable-source-maps', '--max-old-space-size=512']), floor, 'other options change nothing');
-  t.same(v8Options(['--initial_old_space_size=16']), [], "the operator's floor is kept");
+t.test('the service sets the old-generation floor and the inlining budget unless the command line gives them', async (t) => {
+  const both = [`--initial-old-space-size=${WORKER_OLD_SPACE_FLOOR_MIB}`, `--max-inlined-bytecode-size-cumulative=${TURBOFAN_INLINING_BUDGET}`];
+  t.same(v8Options([]), both);
+  t.same(v8Options(['--import', 'tsx', '--enable-source-maps']), both, 'other options change nothing');
+  t.same(v8Options(['--max_inlined_bytecode_size_cumulative=920']), [both[0]], "the operator's inlining budget is kept");
+  t.same(v8Options(['--initial-old-space-size=16', '--max-inlined-bytecode-size-cumulative=920']), [], 'both given');
 });
 
 t.test('givenOn reads an option from the command line, with - or _ in its name', async (t) => {
