@@ -180,6 +180,8 @@ t.test('dead letters: a real fault, the listing, retry and drop', async (t) => {
     }
     const order = listed.jobs.map((j) => [Date.parse(j.deadLetteredAt), Number(j.job.slice(1))] as const);
     t.ok(order[0]![0] > order[1]![0] || (order[0]![0] === order[1]![0] && order[0]![1] > order[1]![1]), 'newest first');
+    // The line follows the dead letter's commit, through the daemon's output pipe: it may arrive after the listing shows it.
+    await until(() => sync.logs.events('job.dead-lettered').length >= 2, 10_000, 'both dead letters logged');
     t.equal(sync.logs.events('job.dead-lettered').length, 2);
   });
 
