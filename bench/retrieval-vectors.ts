@@ -1,7 +1,8 @@
 /**
  * Embedding for the `retrieval` scenario (bench/scenarios/retrieval.ts): the
  * stored passages as the product will send them, embedded by the local
- * USE-lite provider on worker threads or by an OpenAI-compatible provider,
+ * USE-lite provider (each lane a provider with a model thread of its own)
+ * or by an OpenAI-compatible provider,
  * with an on-disk cache so that a re-run does not embed the mailbox again;
  * and the throughput figures.
  *
@@ -14,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { LocalUseLite } from '../actors/embedding/local-use-lite.ts';
 import type { EmbeddingProvider } from '../actors/embedding/provider.ts';
 import type { Database } from '../runtime/store/open.ts';
 
@@ -135,53 +136,10 @@ export async function cachedVectors(
   return { vectors: keys.map((key) => log.vectors.get(key)!), computed: todo, ms: todo === 0 ? 0 : performance.now() - started };
 }
 
-/** The local provider's module, as source (tsx) or compiled (dist/). */
-const LOCAL_MODULE = new URL(`../actors/embedding/local-use-lite.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url).href;
-
-/** A LocalUseLite on its own worker thread (its own model and tfjs), as the embedding actor would run it. */
-export function localWorker(maxInputCharacters?: number): Embedder {
-  const worker = new Worker(
-    `const { parentPort, workerData } = require('node:worker_threads');
-     import(workerData.module).then(({ LocalUseLite }) => {
-       const provider = new LocalUseLite(workerData.max === undefined ? {} : { maxInputCharacters: workerData.max });
-       parentPort.on('message', async (m) => {
-         try { parentPort.postMessage({ id: m.id, vectors: await provider.embed(m.texts) }); }
-         catch (e) { parentPort.postMessage({ id: m.id, error: String((e && e.code) || e) }); }
-       });
-       parentPort.postMessage({ ready: true });
-     });`,
-    { eval: true, workerData: { module: LOCAL_MODULE, max: maxInputCharacters } },
-  );
-  const ready = new Promise<void>((resolve, reject) => {
-    worker.once('message', () => resolve());
-    worker.once('error', reject);
-  });
-  let ids = 0;
-  const pending = new Map<number, (m: { vectors?: Float32Array[]; error?: string }) => void>();
-  worker.on('message', (m: { id?: number; vectors?: Float32Array[]; error?: string }) => {
-    if (m.id !== undefined) pending.get(m.id)?.(m);
-  });
-  const ask = async (msg: Record<string, unknown>): Promise<{ vectors?: Float32Array[]; error?: string }> => {
-    await ready;
-    const id = ids++;
-    return new Promise((resolve) => {
-      pending.set(id, (m) => {
-        pending.delete(id);
-        resolve(m);
-      });
-      worker.postMessage({ ...msg, id });
-    });
-  };
-  return {
-    async embed(texts) {
-      const m = await ask({ texts });
-      if (m.error !== undefined || !m.vectors) throw new Error(`local worker: ${m.error ?? 'no vectors'}`);
-      return m.vectors;
-    },
-    async close() {
-      await worker.terminate();
-    },
-  };
+/** The local provider with one model thread of its own (its own model and tfjs), as the embedding actor runs each. */
+export function localModel(maxInputCharacters?: number): Embedder {
+  const provider = new LocalUseLite({ threads: 1, ...(maxInputCharacters === undefined ? {} : { maxInputCharacters }) });
+  return { embed: (texts) => provider.embed(texts), close: () => provider.close() };
 }
 
 /** A provider in this thread, as an embedder of chunks (split into `batch`-sized calls). */
@@ -199,13 +157,13 @@ export function inThread(provider: EmbeddingProvider, batch: number): Embedder {
 export type Throughput = { threads: number; texts: number; meanChars: number; wallS: number; textsPerS: number; textsPerCpuS: number };
 
 /**
- * Texts per second of the local provider on `threads` worker threads at once,
+ * Texts per second of `threads` local providers (one model thread each) at once,
  * each embedding the same `texts` after a warm-up; per CPU-second from the
  * workers' own CPU time (process.cpuUsage in a worker is the process's, so
  * the delta is taken across the run while nothing else in it works).
  */
 export async function localThroughput(texts: readonly string[], threads: number): Promise<Throughput> {
-  const workers = Array.from({ length: threads }, () => localWorker());
+  const workers = Array.from({ length: threads }, () => localModel());
   try {
     await Promise.all(workers.map((w) => w.embed(texts.slice(0, 4))));
     const cpu0 = process.cpuUsage();

@@ -16,6 +16,7 @@ import { actorDensity } from './scenarios/actor-density.ts';
 import { authOverhead } from './scenarios/auth-overhead.ts';
 import { cli } from './scenarios/cli.ts';
 import { embedBackfill } from './scenarios/embed-backfill.ts';
+import { embedDaemon } from './scenarios/embed-daemon.ts';
 import { contacts } from './scenarios/contacts.ts';
 import { mailboxChanges } from './scenarios/mailbox-changes.ts';
 import { mimeParse } from './scenarios/mime-parse.ts';
@@ -45,6 +46,7 @@ const scenarios: Scenario[] = [
   accounts100,
   retrieval,
   embedBackfill,
+  embedDaemon,
   ask,
   contacts,
   rulesSpam,

@@ -10,6 +10,7 @@ import { isServerUrl } from './checks/storage.ts';
 import { NO_EFFECT } from './not-served.ts';
 import type { Config } from './schema.ts';
 import { defaultMailPort } from './schema/accounts.ts';
+import { defaultLocalThreads } from './schema/embeddings.ts';
 import { formatTimeSpan } from './schema/time-span.ts';
 
 function scheme(ref: string): string {
@@ -57,7 +58,7 @@ function embeddingLine(config: Config): string {
     : 'backfill off (arrivals only)';
   const spend = `at most ${e.MaxInputCharactersPerPeriod} characters per ${formatTimeSpan(e.Period)}`;
   if (e.Provider === 'Local')
-    return `Embeddings: Local model declared, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
+    return `Embeddings: Local model declared, on ${e.LocalThreads ?? defaultLocalThreads()} thread(s) below normal priority, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
   if (e.BaseAddress === undefined || e.Model === undefined || e.Dimensions === undefined) return 'Embeddings: none declared (semantic search inactive)';
   return `Embeddings: OpenAiCompatible at ${new URL(e.BaseAddress).host}, ${e.Dimensions} dimensions, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
 }

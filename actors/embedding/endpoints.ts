@@ -29,6 +29,7 @@ export function endpointOf(state: EmbeddingState, g: Generation): Declared | nul
     apiKeyRef: g.apiKeyRef,
     requestTimeoutMs: declared?.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     batchSize: declared?.batchSize ?? DEFAULT_BATCH_SIZE,
+    localThreads: declared?.localThreads ?? 1,
   };
 }
 

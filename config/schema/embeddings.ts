@@ -7,6 +7,7 @@
  * Declared: `Provider: Local` (the model shipped with Mailcairn, no service),
  * or an OpenAI-compatible `BaseAddress` with `Model` and `Dimensions`.
  */
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { choice, httpUrl, text, wholeNumber } from './fields.ts';
 import { secretRef } from './secret-ref.ts';
@@ -15,6 +16,16 @@ import { timeSpan } from './time-span.ts';
 /** The model shipped with Mailcairn (`Provider: Local`): Universal Sentence Encoder lite, English, computed in process. */
 export const LOCAL_MODEL = 'universal-sentence-encoder-lite-en';
 export const LOCAL_DIMENSIONS = 512;
+
+/**
+ * Threads that run the local model when `LocalThreads` is not written: one
+ * per core, at most two. Each holds its own copy of the model (~200 MiB) and
+ * runs below normal priority, so the backfill takes the cores the rest of
+ * the service leaves idle.
+ */
+export function defaultLocalThreads(): number {
+  return Math.min(2, availableParallelism());
+}
 
 export const Embeddings = z
   .strictObject({
@@ -31,6 +42,11 @@ export const Embeddings = z
     Period: timeSpan('00:01:00', '31.00:00:00', 'Length of the spend period (ours)').prefault('1.00:00:00'),
     RequestTimeout: timeSpan('00:00:01', '00:10:00', 'How long one provider call may take (ours)').prefault('00:01:00'),
     BatchSize: wholeNumber(1, 2_048, 'Passages sent per provider call (ours)').default(64),
+    LocalThreads: wholeNumber(
+      1,
+      16,
+      'Local: threads that run the model, each with its own copy (~200 MiB), below normal priority; default one per core, at most 2 (ours)',
+    ).optional(),
   })
   .meta({
     description:

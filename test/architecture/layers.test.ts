@@ -98,6 +98,7 @@ const BENCH_MEASURES: Record<string, string> = {
   'bench/hybrid-search.ts → actors/mail-query/search.ts': 'times searchEmails in process',
   'bench/hybrid-search.ts → actors/mail-query/vector-index.ts': 'times the vector index (cold load, nearest messages, recall)',
   'bench/ingest-stages.ts → actors/mime-parse/parse-message.ts': 'times the parse stage of ingest',
+  'bench/retrieval-vectors.ts → actors/embedding/local-use-lite.ts': 'embeds the evaluation mailbox with the local model, one provider per lane',
   'bench/retrieval-vectors.ts → actors/embedding/provider.ts': 'the provider interface the embedding run drives (type only)',
   'bench/scenarios/ask.ts → actors/mime-parse/parse-message.ts': 'the received time of evaluation messages, read as ingest reads it',
   'bench/scenarios/contacts.ts → actors/derivation/collect-correspondents.ts': 'times collection in process (selection, then the store)',

@@ -78,6 +78,8 @@ const companions: Record<string, [string, unknown]> = {
   'MailSynchronization:Backoff:Initial': ['MailSynchronization:Backoff:Maximum', '1.00:00:00'],
   'Spam:Engine:RetryDelayMaximum': ['Spam:Engine:RetryDelay', '00:00:01'],
   'Spam:Engine:RetryDelay': ['Spam:Engine:RetryDelayMaximum', '1.00:00:00'],
+  // The local model's threads are a key of Provider Local only.
+  'Embeddings:LocalThreads': ['Embeddings:Provider', 'Local'],
 };
 
 t.test('every range: just inside is accepted, just outside is refused naming the setting and the range', (t) => {

@@ -1,15 +1,19 @@
 /**
  * The local USE-lite embedding provider, with the real model from
- * node_modules: 512-long unit vectors; the same text gives the same vector
- * bit for bit; a paraphrase lands nearer than an unrelated sentence; an
- * empty list loads nothing; text past the limit does not change the vector;
- * concurrent first calls share one load; an abort between batches ends the
- * call; a call after close fails; no socket, DNS lookup or fetch is
- * attempted (the model must never be downloaded); and no text is logged.
+ * node_modules on its own threads: 512-long unit vectors; the same text
+ * gives the same vector bit for bit; a paraphrase lands nearer than an
+ * unrelated sentence; an empty list starts nothing; text past the limit does
+ * not change the vector; each model thread loads the model once and runs
+ * below normal priority; a call's runs go to both threads at once; an abort
+ * between runs ends the call; a call after close fails; loading and running
+ * the model attempts no socket, DNS lookup or fetch (the model must never be
+ * downloaded); and no text is logged.
  */
 import dns from 'node:dns';
+import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
+import { infer, loadLocalModel } from '../../../actors/embedding/local-model.ts';
 import { BATCH_TEXTS, LOCAL_DIMENSIONS, LOCAL_MAX_INPUT_CHARACTERS, LOCAL_MODEL, LocalUseLite } from '../../../actors/embedding/local-use-lite.ts';
 import { AppError } from '../../../runtime/errors.ts';
 import { captureLog } from '../../helpers/log-capture.ts';
@@ -40,24 +44,33 @@ t.teardown(() => {
 });
 
 const capture = captureLog();
-const provider = new LocalUseLite({ log: capture.log });
+const provider = new LocalUseLite({ log: capture.log, threads: 2 });
 t.teardown(() => provider.close());
 
 const cosine = (a: Float32Array, b: Float32Array): number => a.reduce((s, x, i) => s + x * b[i]!, 0);
 const norm = (a: Float32Array): number => Math.sqrt(cosine(a, a));
 
-t.test('an empty list answers at once and loads no model', async (t) => {
+t.test('an empty list answers at once and starts no model thread', async (t) => {
   t.same(await provider.embed([]), []);
-  t.equal(provider.loaded, false);
+  t.equal(provider.started, false);
   t.equal(provider.id, `local/${LOCAL_MODEL}`);
   t.equal(provider.maxInputCharacters, LOCAL_MAX_INPUT_CHARACTERS);
 });
 
-t.test('concurrent first calls share one load; 512-long unit vectors; deterministic', async (t) => {
+t.test('the model loads once on each of its threads, below normal priority; 512-long unit vectors; deterministic', async (t) => {
   const texts = ['the invoice was never paid', 'bill still outstanding', 'team picnic on Saturday', ''];
   const [a, b] = await Promise.all([provider.embed(texts), provider.embed(texts)]);
-  t.equal(capture.events('embedding.model-loaded').length, 1, 'one load');
-  t.equal(capture.events('embedding.model-loaded')[0]?.simd, true, 'the SIMD build of the wasm backend');
+  // Two calls of one run each, at once: one run on each thread.
+  const loads = capture.events('embedding.model-loaded');
+  t.equal(loads.length, 2, 'one load on each of the two threads');
+  for (const load of loads) {
+    t.equal(load.simd, true, 'the SIMD build of the wasm backend');
+    t.equal(load.backend, 'wasm');
+    t.equal(load.threads, 2);
+    if (process.platform === 'linux') t.equal(load.nice, 10, 'the model thread runs below normal priority');
+  }
+  await provider.embed(texts);
+  t.equal(capture.events('embedding.model-loaded').length, 2, 'the model is kept: no load on later calls');
   t.equal(a.length, 4);
   for (const v of a) {
     t.ok(v instanceof Float32Array);
@@ -130,6 +143,17 @@ t.test('a query placed during a long backfill call is answered between its runs,
   t.ok(Buffer.from(query!.buffer).equals(Buffer.from(queryAlone!.buffer)));
 });
 
+t.test("a call's runs go to both threads at once", async (t) => {
+  // Each thread reports the CPU time of its own thread over the call; both must have run the model.
+  const texts = Array.from({ length: BATCH_TEXTS * 10 }, (_, i) => `note ${i} on the quarterly budget review and the travel plans`);
+  const before = modelThreadCpu();
+  const vectors = await provider.embed(texts);
+  const after = modelThreadCpu();
+  t.equal(vectors.length, texts.length);
+  const busy = [...after].filter(([tid, ms]) => ms - (before.get(tid) ?? 0) >= 10);
+  t.equal(busy.length, 2, `both model threads computed (${[...after].map(([tid, ms]) => `${tid}: +${ms - (before.get(tid) ?? 0)} ms`).join(', ')})`);
+});
+
 t.test('a call after close fails as closed', async (t) => {
   const closing = new LocalUseLite();
   await closing.embed(['warm']);
@@ -139,7 +163,33 @@ t.test('a call after close fails as closed', async (t) => {
   t.equal((err as AppError).details?.failure, 'closed');
 });
 
+t.test('the model loaded and run on this thread (as each model thread does) attempts no network', async (t) => {
+  const model = await loadLocalModel();
+  const [v] = await infer(model, ['the invoice was never paid'], LOCAL_MAX_INPUT_CHARACTERS);
+  t.equal(v?.length, LOCAL_DIMENSIONS);
+  model.model.model.dispose();
+});
+
 t.test('no network was attempted, and no text reached the log', async (t) => {
   t.same(attempts, []);
   t.notMatch(capture.raw(), /invoice|outstanding|picnic|shipment/);
 });
+
+/** CPU milliseconds of each of this process's threads named as the model's pool threads are (Linux only; empty elsewhere). */
+function modelThreadCpu(): Map<number, number> {
+  const out = new Map<number, number>();
+  if (process.platform !== 'linux') return out;
+  const tick = 10; // USER_HZ 100: /proc's times are in 10 ms ticks
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // Field 19 of stat (index 16 after the name) is the nice value: the model's threads are the ones at 10.
+      if (Number(fields[16]) !== 10) continue;
+      out.set(Number(tid), (Number(fields[11]) + Number(fields[12])) * tick);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
+}

@@ -113,6 +113,10 @@ t.test('background work: backoff bounds in order, an embedding declaration whole
   ]);
   t.same(problemLines({ Embeddings: { Provider: 'Local' } }), [], 'the local model is declared by its provider alone');
   t.same(problemLines({ Embeddings: { Provider: 'Local', Model: 'universal-sentence-encoder-lite-en', Dimensions: 512 } }), []);
+  t.same(problemLines({ Embeddings: { Provider: 'Local', LocalThreads: 1 } }), [], 'the local model on one thread');
+  t.same(problemLines({ Embeddings: { BaseAddress: 'http://127.0.0.1:11434/v1', Model: 'm', Dimensions: 3, LocalThreads: 2 } }), [
+    'Embeddings:LocalThreads: is used by Provider Local only (remove it)',
+  ]);
   t.same(
     problemLines({ Embeddings: { Provider: 'Local', BaseAddress: 'http://127.0.0.1:11434', ApiKey: 'env:K', Model: 'nomic-embed-text', Dimensions: 768 } }),
     [

@@ -230,6 +230,7 @@ t.test('embeddings <model>: gen_ai attributes and the count of texts, the failur
       apiKeyRef: null,
       requestTimeoutMs: 5_000,
       batchSize: 8,
+      localThreads: 1,
     },
     createLogger({ level: 'silent' }),
   );
