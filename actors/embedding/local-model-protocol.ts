@@ -23,7 +23,7 @@ export const LocalModelMessage = z.strictObject({
 });
 
 /** What the thread did to load the model, on the run that loaded it (null on every later run). */
-export type ModelLoad = { ms: number; backend: string; simd: boolean; nice: number | null };
+export type ModelLoad = { ms: number; backend: string; simd: boolean; oneByOne: boolean; nice: number | null };
 
 export type LocalInferReply = { vectors: Float32Array[]; load: ModelLoad | null };
 

@@ -50,7 +50,10 @@ async function loaded(): Promise<{ model: LoadedModel; load: ModelLoad | null }>
   } catch (err) {
     throw failure('model-load', errorClass(err));
   }
-  return { model, load: { ms: Math.round(performance.now() - started), backend: model.core.getBackend(), simd: model.simd, nice } };
+  return {
+    model,
+    load: { ms: Math.round(performance.now() - started), backend: model.core.getBackend(), simd: model.simd, oneByOne: model.oneByOne, nice },
+  };
 }
 
 /** `reason`: the cause's error class only (local-use-lite.ts logs it), never its message. */

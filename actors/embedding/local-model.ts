@@ -8,6 +8,7 @@
  * Importable from `actors/embedding/` only.
  */
 import { createRequire } from 'node:module';
+import { type KernelRegistry, productsOneByOne } from './matrix-products.ts';
 import { LOCAL_DIMENSIONS } from './protocol.ts';
 
 // The packages are CommonJS and ship without usable typings (tfjs' types are
@@ -16,7 +17,7 @@ interface Tensor {
   dataSync(): Float32Array;
   dispose(): void;
 }
-interface Core {
+interface Core extends KernelRegistry {
   tensor2d(values: Int32Array, shape: [number, number], dtype: 'int32'): Tensor;
   tensor1d(values: Int32Array, dtype: 'int32'): Tensor;
   getBackend(): string;
@@ -26,7 +27,8 @@ interface Model {
   tokenizer: { encode(input: string): number[] };
   model: { executeAsync(inputs: Record<string, Tensor>): Promise<Tensor>; dispose(): void };
 }
-export type LoadedModel = { core: Core; model: Model; simd: boolean };
+/** `oneByOne`: whether the attention's products go to the backend's fast path one by one (matrix-products.ts). */
+export type LoadedModel = { core: Core; model: Model; simd: boolean; oneByOne: boolean };
 
 /**
  * Resolves the packages from this module (never the working directory) and
@@ -42,7 +44,9 @@ export async function loadLocalModel(): Promise<LoadedModel> {
   if (typeof modelSource !== 'function') throw new Error('model-embeddings-en has no file source');
   const model = await initModel(modelSource);
   const simd = (await core.env().getAsync('WASM_HAS_SIMD_SUPPORT')) === true;
-  return { core, model, simd };
+  // The wasm backend is ready once the model is: its kernels can be replaced now, before the first run.
+  const oneByOne = productsOneByOne(core);
+  return { core, model, simd, oneByOne };
 }
 
 /**

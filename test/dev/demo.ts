@@ -687,7 +687,7 @@ async function showSemanticSearch(service: Service, url: string, apiKey: string)
   const embedding = service.supervisor.ref(EMBEDDING_ID);
   const before = await searchAsAgent(url, apiKey);
   const activated = await embedding.ask({ type: 'embedding.activate' }, { deadlineMs: 30_000 });
-  note(`Semantic search: activated the local model; embedding ${activated.forecast.passages} passages on its own thread (about a minute or two)…`);
+  note(`Semantic search: activated the local model; embedding ${activated.forecast.passages} passages on threads of its own (about half a minute)…`);
   const end = Date.now() + EMBED_TIMEOUT_MS;
   let told = Date.now();
   for (;;) {

@@ -66,6 +66,7 @@ t.test('the model loads once on each of its threads, below normal priority; 512-
   for (const load of loads) {
     t.equal(load.simd, true, 'the SIMD build of the wasm backend');
     t.equal(load.backend, 'wasm');
+    t.equal(load.oneByOne, true, "the attention's products go to the fast path one by one");
     t.equal(load.threads, 2);
     if (process.platform === 'linux') t.equal(load.nice, 10, 'the model thread runs below normal priority');
   }
