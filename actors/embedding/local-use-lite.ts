@@ -15,12 +15,11 @@
  * runs below normal priority (local-model-task.ts), so searches and the
  * mirror come first. A call's texts go in runs of `BATCH_TEXTS`, at most
  * one run per thread in flight; runs of concurrent calls take turns, so a
- * query placed during a backfill call waits for one run, not the call. Each text is cut to `LOCAL_MAX_INPUT_CHARACTERS` (the
- * caller trims too, to count what it sends:
- * `EmbeddingProvider.maxInputCharacters`).
- * The output is deterministic for a text among texts of its length (same
- * text, same vector, bit for bit); beside longer texts it can differ in the
- * seventh decimal (the padding changes the order of the sums). Vectors are
+ * query placed during a backfill call waits for one run, not the call. Each
+ * text is cut to `LOCAL_MAX_INPUT_CHARACTERS` (the caller trims too, to
+ * count what it sends: `EmbeddingProvider.maxInputCharacters`).
+ * The output is deterministic on one machine: each text is run alone, so
+ * the same text gives the same vector, bit for bit. Vectors are
  * L2-normalised.
  *
  * Failures: a load that fails is `E_EMBED_UNAVAILABLE` with failure class
@@ -50,10 +49,10 @@ export const LOCAL_DISTANCE: Distance = 'cosine';
  * CPU-ms a text at 35 tokens, 50 at 128; docs/performance.md "Semantic
  * backfill"). On the evaluation mailbox (10,165 passages) the 128th token
  * ends at a median of 381 characters, at 573 for 99 %, and at 754 at most;
- * so 800 characters loses nothing there
- * and counts fewer characters the model never reads (600, 1,000 and 2,000
- * gave the same scores to three decimals, bench/scenarios/retrieval.ts;
- * 600 cuts the window of 0.5 % of passages). A passage is 1,000–2,000
+ * so 800 characters loses nothing there and counts fewer characters the
+ * model never reads (600, 1,000 and 2,000 gave the same scores to three
+ * decimals, bench/scenarios/retrieval.ts; 600 cuts the window of 0.5 % of
+ * passages; 300 and 200 cut paraphrase recall, R48). A passage is 1,000–2,000
  * characters (actors/mime-parse/passages.ts): only its opening is embedded.
  */
 export const LOCAL_MAX_INPUT_CHARACTERS = 800;
@@ -71,7 +70,7 @@ export const BATCH_TEXTS = 1;
 
 /**
  * How long one run may take, the model's load included, before its thread is
- * ended and replaced: far above a run (~50 ms a text) or a load (~0.2 s),
+ * ended and replaced: far above a run (~40 ms a text) or a load (~0.2 s),
  * so only a thread that hangs meets it.
  */
 const RUN_DEADLINE_MS = 120_000;

@@ -32,6 +32,8 @@ export type KernelRegistry = {
 };
 
 const BACKEND = 'wasm';
+/** Marks the kernel this module put in place. */
+const INSTALLED = Symbol('mailcairn.products-one-by-one');
 
 /** Replaces the wasm backend's BatchMatMul as described above; false when a kernel it needs is missing (then nothing changes). */
 export function productsOneByOne(registry: KernelRegistry): boolean {
@@ -42,6 +44,8 @@ export function productsOneByOne(registry: KernelRegistry): boolean {
   const concat = kernel('Concat');
   const reshape = kernel('Reshape');
   if (!matMul || !transpose || !slice || !concat || !reshape) return false;
+  // Put in place once per thread: a second call (a model loaded again on the same thread) keeps the first.
+  if (INSTALLED in matMul) return true;
 
   const oneByOne: KernelFunc = (args) => {
     const { a, b } = args.inputs as Record<string, TensorInfo>;
@@ -83,6 +87,6 @@ export function productsOneByOne(registry: KernelRegistry): boolean {
   };
 
   registry.unregisterKernel('BatchMatMul', BACKEND);
-  registry.registerKernel({ kernelName: 'BatchMatMul', backendName: BACKEND, kernelFunc: oneByOne });
+  registry.registerKernel({ kernelName: 'BatchMatMul', backendName: BACKEND, kernelFunc: Object.assign(oneByOne, { [INSTALLED]: true }) });
   return true;
 }

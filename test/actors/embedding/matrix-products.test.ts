@@ -3,7 +3,8 @@
  * backend: with BatchMatMul replaced, batched and transposed products (the
  * model's attention) give what the backend's own kernel gave, to float
  * rounding; a single untransposed product and broadcast batches are still
- * answered; and nothing the replacement makes in between stays allocated.
+ * answered; nothing the replacement makes in between stays allocated; and
+ * putting it in place twice keeps the first.
  */
 import { createRequire } from 'node:module';
 import t from 'tap';
@@ -43,6 +44,9 @@ t.test('batched and transposed products equal the backend kernel’s; nothing le
   };
   const before = inputs.map(product);
   t.equal(productsOneByOne(tf), true, 'the kernel was replaced');
+  const installed = tf.getKernel('BatchMatMul', 'wasm')?.kernelFunc;
+  t.equal(productsOneByOne(tf), true, 'asked again');
+  t.equal(tf.getKernel('BatchMatMul', 'wasm')?.kernelFunc, installed, 'the kernel in place is kept, not wrapped again');
   const held = tf.engine().backend.numDataIds();
   const after = inputs.map(product);
   t.equal(tf.engine().backend.numDataIds(), held, 'every transpose, slice and product in between was released');
