@@ -159,16 +159,16 @@ export type Throughput = { threads: number; texts: number; meanChars: number; wa
 /**
  * Texts per second of `threads` local providers (one model thread each) at once,
  * each embedding the same `texts` after a warm-up; per CPU-second from the
- * workers' own CPU time (process.cpuUsage in a worker is the process's, so
- * the delta is taken across the run while nothing else in it works).
+ * process's CPU time across the run (the model threads' own, since nothing
+ * else in the process works meanwhile).
  */
 export async function localThroughput(texts: readonly string[], threads: number): Promise<Throughput> {
-  const workers = Array.from({ length: threads }, () => localModel());
+  const providers = Array.from({ length: threads }, () => localModel());
   try {
-    await Promise.all(workers.map((w) => w.embed(texts.slice(0, 4))));
+    await Promise.all(providers.map((p) => p.embed(texts.slice(0, 4))));
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    await Promise.all(workers.map((w) => w.embed(texts)));
+    await Promise.all(providers.map((p) => p.embed(texts)));
     const wallS = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const cpuS = (cpu.user + cpu.system) / 1e6;
@@ -182,6 +182,6 @@ export async function localThroughput(texts: readonly string[], threads: number)
       textsPerCpuS: Math.round((n / cpuS) * 10) / 10,
     };
   } finally {
-    await Promise.all(workers.map((w) => w.close()));
+    await Promise.all(providers.map((p) => p.close()));
   }
 }

@@ -177,7 +177,11 @@ export class LocalUseLite implements EmbeddingProvider {
     if (reply.load !== null) {
       this.log?.info({ event: 'embedding.model-loaded', provider: this.id, threads: this.threads, ...reply.load }, 'embedding.model-loaded');
     }
-    if (reply.vectors.length !== texts.length) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'inference', attempts: 1 });
+    if (reply.vectors.length !== texts.length) {
+      // A thread that answers another count than it was asked is failing, as one that throws is.
+      this.failed('inference');
+      throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'inference', attempts: 1 });
+    }
     return reply.vectors;
   }
 

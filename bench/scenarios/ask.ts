@@ -61,6 +61,7 @@ import { round } from '../stats.ts';
 import { activateAndEmbed, STANDIN_DIMENSIONS, standinEmbeddings, startHybridDaemon, warmUpVectorIndex } from './hybrid-daemon.ts';
 import { keyOf, sources } from './retrieval.ts';
 import { callTool, chooseShapes, connectClient, type Daemon, ms, p, PASSWORD, READER_API_KEY, USER, waitForMirror } from './search.ts';
+import { exitWhenInterrupted } from '../interrupted.ts';
 
 const RUN_CALLS = [1, 3, 8] as const;
 const MAX_CALLS = 8;
@@ -101,12 +102,7 @@ async function withDaemon(
 ): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), `mailcairn-bench-${name}-`));
   trackDir(dir);
-  const interrupted = (signal: NodeJS.Signals): void => {
-    process.stderr.write(`[${name}] ${signal}: stopping\n`);
-    process.exit(130);
-  };
-  process.once('SIGINT', interrupted);
-  process.once('SIGTERM', interrupted);
+  const letGo = exitWhenInterrupted(name);
   const log: Log = (line) => void process.stderr.write(`[${name}] ${line}\n`);
   let daemon: Daemon | null = null;
   const dovecot = await startDovecot({ users: [{ user: USER, password: PASSWORD }] });
@@ -120,8 +116,7 @@ async function withDaemon(
     await (daemon as Daemon | null)?.stop();
     await dovecot.stop();
     rmSync(dir, { recursive: true, force: true });
-    process.off('SIGINT', interrupted);
-    process.off('SIGTERM', interrupted);
+    letGo();
   }
 }
 

@@ -55,6 +55,7 @@ import type { Row, Scenario } from '../scenario.ts';
 import { round, summarize } from '../stats.ts';
 import { benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
 import { cpuProfileArgs, startBenchDaemon } from '../peers/daemon.ts';
+import { exitWhenInterrupted } from '../interrupted.ts';
 
 const RESOURCE = 'https://mail.example.test/mcp';
 const SCOPE = 'mail.read';
@@ -177,12 +178,7 @@ export const authOverhead: Scenario = {
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-auth-'));
     trackDir(dir);
     const log = (line: string): void => void process.stderr.write(`[auth-overhead] ${line}\n`);
-    const interrupted = (signal: NodeJS.Signals): void => {
-      process.stderr.write(`[auth-overhead] ${signal}: stopping\n`);
-      process.exit(130);
-    };
-    process.once('SIGINT', interrupted);
-    process.once('SIGTERM', interrupted);
+    const letGo = exitWhenInterrupted('auth-overhead');
 
     const provider = await startOAuthProvider({ users: [SUBJECT], accessTokenTtl: 3600, resource: { indicator: RESOURCE, scopes: [SCOPE] } });
     const subjects: Subject[] = [];
@@ -261,8 +257,7 @@ export const authOverhead: Scenario = {
         await subject.daemon.stop();
       }
       await provider.stop();
-      process.off('SIGINT', interrupted);
-      process.off('SIGTERM', interrupted);
+      letGo();
       if (process.env.BENCH_CPU_PROF) log(`CPU profiles in ${resolve(process.env.BENCH_CPU_PROF)}`);
       rmSync(dir, { recursive: true, force: true });
     }

@@ -35,6 +35,7 @@ import type { Scenario } from '../scenario.ts';
 import { round } from '../stats.ts';
 import { activateAndEmbed, startHybridDaemon } from './hybrid-daemon.ts';
 import { callTool, chooseShapes, connectClient, type Daemon, ms, p, PASSWORD, RESULTS, sample, USER, waitForMirror } from './search.ts';
+import { exitWhenInterrupted } from '../interrupted.ts';
 
 const GOAL_MESSAGES = 50_000;
 /** Between two searches during the backfill: a busy agent's pace (each hybrid search embeds its query on a model thread), not a load test. */
@@ -50,6 +51,7 @@ export const embedDaemon: Scenario = {
     const limitMs = Number(process.env.BENCH_EMBED_WAIT_MINUTES ?? '30') * 60_000;
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-embed-'));
     trackDir(dir);
+    const letGo = exitWhenInterrupted('embed-daemon');
     const log = (line: string): void => void process.stderr.write(`[embed-daemon] ${line}\n`);
     let daemon: Daemon | null = null;
     const dovecot = await startDovecot({ users: [{ user: USER, password: PASSWORD }] });
@@ -150,6 +152,7 @@ export const embedDaemon: Scenario = {
       await daemon?.stop();
       await dovecot.stop();
       rmSync(dir, { recursive: true, force: true });
+      letGo();
     }
   },
 };

@@ -350,7 +350,7 @@ export const retrieval: Scenario = {
         .slice(0, 96);
       const measured: Throughput[] = [];
       for (const n of [1, 2]) {
-        process.stderr.write(`throughput: local provider, ${n} worker thread(s)\n`);
+        process.stderr.write(`throughput: local provider, ${n} model thread(s)\n`);
         measured.push(await localThroughput(sample, n));
       }
       for (const m of measured) {

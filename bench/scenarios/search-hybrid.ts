@@ -58,6 +58,7 @@ import {
   USER,
   waitForMirror,
 } from './search.ts';
+import { exitWhenInterrupted } from '../interrupted.ts';
 
 /** A bare provider call: one short input, the wire format the daemon sends. */
 async function standinCall(standin: EmbeddingStandin): Promise<void> {
@@ -80,12 +81,7 @@ export const searchHybrid: Scenario = {
     const embedLimitMs = Number(process.env.BENCH_EMBED_WAIT_MINUTES ?? '30') * 60_000;
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-hybrid-'));
     trackDir(dir);
-    const interrupted = (signal: NodeJS.Signals): void => {
-      process.stderr.write(`[search-hybrid] ${signal}: stopping\n`);
-      process.exit(130);
-    };
-    process.once('SIGINT', interrupted);
-    process.once('SIGTERM', interrupted);
+    const letGo = exitWhenInterrupted('search-hybrid');
     const log = (line: string): void => void process.stderr.write(`[search-hybrid] ${line}\n`);
     const rows: Row[] = [];
     let daemon: Daemon | null = null;
@@ -195,8 +191,7 @@ export const searchHybrid: Scenario = {
       await dovecot.stop();
       await standin.close();
       rmSync(dir, { recursive: true, force: true });
-      process.off('SIGINT', interrupted);
-      process.off('SIGTERM', interrupted);
+      letGo();
     }
     return rows;
   },

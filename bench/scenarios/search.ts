@@ -81,6 +81,7 @@ import { round, summarize } from '../stats.ts';
 import { benchCorpora, type Corpus } from './corpora.ts';
 import { apiKeyEntry, benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
 import { cpuProfileArgs, startBenchDaemon } from '../peers/daemon.ts';
+import { exitWhenInterrupted } from '../interrupted.ts';
 
 export const USER = 'bench';
 export const PASSWORD = 'pw-bench';
@@ -607,13 +608,7 @@ export const search: Scenario = {
   name: 'search',
   description: 'search_emails (in process, over MCP) and list_emails throughput vs the notmuch CLI on the same mailbox, per corpus',
   async run() {
-    // Interrupted: exit normally, so the harness's exit hooks stop what was started (by PID) and remove the directories.
-    const interrupted = (signal: NodeJS.Signals): void => {
-      process.stderr.write(`[search] ${signal}: stopping\n`);
-      process.exit(130);
-    };
-    process.once('SIGINT', interrupted);
-    process.once('SIGTERM', interrupted);
+    const letGo = exitWhenInterrupted('search');
     try {
       const rows: Row[] = [];
       const goals: Row[] = [];
@@ -624,8 +619,7 @@ export const search: Scenario = {
       }
       return [...rows, ...goals];
     } finally {
-      process.off('SIGINT', interrupted);
-      process.off('SIGTERM', interrupted);
+      letGo();
     }
   },
 };

@@ -118,6 +118,7 @@ import {
   USER,
   waitForMirror,
 } from './search.ts';
+import { exitWhenInterrupted } from '../interrupted.ts';
 
 type Key = 'off' | 'off-again' | 'metrics' | 'traces' | 'metrics-base' | 'traces-base';
 /** `byDefault` false: run only when BENCH_TELEMETRY_CONFIGS names it; `base`: the daemon of the build BENCH_TELEMETRY_BASE names. */
@@ -318,12 +319,7 @@ export const telemetry: Scenario = {
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-telemetry-'));
     trackDir(dir);
     const log = (line: string): void => void process.stderr.write(`[telemetry] ${line}\n`);
-    const interrupted = (signal: NodeJS.Signals): void => {
-      process.stderr.write(`[telemetry] ${signal}: stopping\n`);
-      process.exit(130);
-    };
-    process.once('SIGINT', interrupted);
-    process.once('SIGTERM', interrupted);
+    const letGo = exitWhenInterrupted('telemetry');
 
     // One subject per configuration for the whole run; each pass gives it a fresh daemon and client.
     const subjects: Subject[] = [];
@@ -451,8 +447,7 @@ export const telemetry: Scenario = {
       await stopPass();
       for (const sink of sinks) await sink.stop();
       await dovecot.stop();
-      process.off('SIGINT', interrupted);
-      process.off('SIGTERM', interrupted);
+      letGo();
       if (process.env.BENCH_CPU_PROF) log(`CPU profiles in ${resolve(process.env.BENCH_CPU_PROF)}`);
       rmSync(dir, { recursive: true, force: true });
     }

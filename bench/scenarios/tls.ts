@@ -75,6 +75,7 @@ import { cpuProfileArgs, startBenchDaemon } from '../peers/daemon.ts';
 import { interval } from '../peers/process-stats.ts';
 import type { Row, Scenario } from '../scenario.ts';
 import { formatBytes, median, round, summarize } from '../stats.ts';
+import { exitWhenInterrupted } from '../interrupted.ts';
 
 const DOMAIN = 'mail.bench.test';
 const START_LIMIT_MS = 60_000;
@@ -317,12 +318,7 @@ export const tls: Scenario = {
     const dir = mkdtempSync(join(tmpdir(), 'mailcairn-bench-tls-'));
     trackDir(dir);
     const log = (line: string): void => void process.stderr.write(`[tls] ${line}\n`);
-    const interrupted = (signal: NodeJS.Signals): void => {
-      process.stderr.write(`[tls] ${signal}: stopping\n`);
-      process.exit(130);
-    };
-    process.once('SIGINT', interrupted);
-    process.once('SIGTERM', interrupted);
+    const letGo = exitWhenInterrupted('tls');
 
     const daemons: Daemon[] = [];
     const cases: Case[] = [];
@@ -431,8 +427,7 @@ export const tls: Scenario = {
       loadAtEnd = loadavg()[0]!;
     } finally {
       for (const daemon of daemons) await daemon.stop();
-      process.off('SIGINT', interrupted);
-      process.off('SIGTERM', interrupted);
+      letGo();
       if (process.env.BENCH_CPU_PROF) log(`CPU profiles in ${resolve(process.env.BENCH_CPU_PROF)}`);
       rmSync(dir, { recursive: true, force: true });
     }
