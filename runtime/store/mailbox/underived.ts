@@ -41,6 +41,14 @@ export type UnderivedMessage = {
 
 type Head = { id: number; binding_id: number; uid: number; alias: string; bytes: number | null };
 
+/**
+ * A folder's mail not derived yet. Left to itself the planner seeks (binding_id, state) and reads every stored message
+ * of the folder: 7 ms a call at 50,000, paid by every search and listing (their freshness). The partial index holds
+ * only what is not derived yet. Exported for the test of its plan.
+ */
+export const LAG_OF_BINDING =
+  "SELECT count(*) AS count FROM messages INDEXED BY messages_underived WHERE account_id = ? AND binding_id = ? AND parse_version IS NULL AND state = 'stored'";
+
 const statements = perConnection((db: Database) => ({
   heads: db.prepare(
     `SELECT m.id, m.binding_id, m.uid, (SELECT b.alias FROM folder_bindings b WHERE b.id = m.binding_id) AS alias, (SELECT length(r.mime) FROM message_raw r WHERE r.message_id = m.id) AS bytes
@@ -49,7 +57,7 @@ const statements = perConnection((db: Database) => ({
   ),
   raw: db.prepare('SELECT mime FROM message_raw WHERE message_id = ?'),
   lastId: db.prepare("SELECT max(id) AS id FROM messages WHERE account_id = ? AND parse_version IS NULL AND state = 'stored'"),
-  lagOfBinding: db.prepare("SELECT count(*) AS count FROM messages WHERE account_id = ? AND binding_id = ? AND parse_version IS NULL AND state = 'stored'"),
+  lagOfBinding: db.prepare(LAG_OF_BINDING),
 }));
 
 export type SegmentBounds = {
