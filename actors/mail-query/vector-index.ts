@@ -53,14 +53,21 @@ import {
 } from '../../runtime/store/mailbox/vectors.ts';
 
 /**
- * Candidates per message asked (passages, rescored exactly): 2,000 for the
- * 50 of a hybrid search. Measured at 255,000 passages (bench/hybrid-search.ts,
- * docs/semantic-search.md): recall@50 1.000 on clustered vectors (0.989 at
- * 1,000), 1.000 on real embeddings (16,000 of them, in memory); random
- * vectors, which sign bits separate poorly, 0.72. Measured again with the
- * pool's memory map: 1,000 still 0.988–0.989, so 2,000 stays.
+ * Candidates per message asked (passages, rescored exactly in SQL): 1,000
+ * for the 50 of a hybrid search. Each costs about 3–4 µs in SQL (an index
+ * probe, the row, the distance), so at 2,000 the rescoring was half of the
+ * vector half's 14 ms at 255,000 passages (stop 49). They are the best of a
+ * pool four times larger by sign bits (`POOL_PER_CANDIDATE`), ranked by the
+ * query's components against each row's signs: on the retrieval set's real
+ * embeddings, twice the Hamming pool narrowed to half its size that way
+ * keeps recall@50 (0.978 against 0.975; docs/semantic-search.md). Before:
+ * 2,000 by Hamming alone, recall@50 1.000 on clustered vectors and on real
+ * embeddings at 255,000 passages, 0.989 at 1,000; random vectors, which sign
+ * bits separate poorly, 0.72.
  */
-export const CANDIDATES_PER_RESULT = 40;
+export const CANDIDATES_PER_RESULT = 20;
+/** Rows taken by Hamming distance per candidate kept (`SignatureIndex.candidates`' pool). */
+export const POOL_PER_CANDIDATE = 4;
 /**
  * At or below this many rows in scope, the exact scan: at 2,500 rows (a 1 %
  * folder) it took 3–6 ms against 16–19 ms through the index; at 51,000, 90
@@ -134,6 +141,50 @@ export function signatureOf(bytes: Uint8Array, dimensions: number, into: Uint32A
   const words = wordsFor(dimensions);
   for (let w = 0; w < words; w++) into[at + w] = 0;
   for (let i = 0; i < dimensions; i++) if (bytes[4 * i + 3]! & 0x80) into[at + (i >>> 5)]! |= 1 << (i & 31);
+}
+
+/**
+ * Per byte of a signature, the query's eight components summed with the
+ * signs the byte's bits give them (bit set: negative): `signedDot` of a row
+ * is then one lookup per byte. Components past the vector's length are 0.
+ */
+function signTables(query: Float32Array, words: number): Float64Array {
+  const bytes = words * 4;
+  const tables = new Float64Array(bytes * 256);
+  for (let b = 0; b < bytes; b++) {
+    const base = b * 256;
+    let plus = 0;
+    for (let j = 0; j < 8; j++) plus += query[8 * b + j] ?? 0;
+    tables[base] = plus;
+    // Each pattern from the one without its lowest set bit: that component's sign turned.
+    for (let v = 1; v < 256; v++) {
+      const low = v & -v;
+      tables[base + v] = tables[base + (v ^ low)]! - 2 * (query[8 * b + 31 - Math.clz32(low)] ?? 0);
+    }
+  }
+  return tables;
+}
+
+/**
+ * The query's dot product with the row's sign vector (±1 per component, by
+ * its sign bit): the query's own components weigh each agreeing or
+ * disagreeing sign, where the Hamming distance counts them all alike. With
+ * the same bits it ranks nearer to the exact order (recall@50 on the
+ * retrieval set's embeddings: the nearest 800 by Hamming narrowed to 200
+ * this way 0.978, the nearest 400 by Hamming alone 0.975).
+ */
+function signedDot(signatures: Uint32Array, at: number, tables: Float64Array, words: number): number {
+  let sum = 0;
+  for (let w = 0; w < words; w++) {
+    const word = signatures[at + w]!;
+    const base = w * 1024;
+    sum +=
+      tables[base + (word & 0xff)]! +
+      tables[base + 256 + ((word >>> 8) & 0xff)]! +
+      tables[base + 512 + ((word >>> 16) & 0xff)]! +
+      tables[base + 768 + (word >>> 24)]!;
+  }
+  return sum;
 }
 
 /** 32-bit words of a signature, rounded up to a multiple of three (the scan takes three at a time; padding is 0 on both sides). */
@@ -220,16 +271,21 @@ export class SignatureIndex {
   }
 
   /**
-   * The passages of the `count` rows in scope whose signatures are nearest
-   * the query's (ties at the cut: the earlier rows), and how many rows the
-   * scope holds.
+   * The passages of the `count` rows in scope nearest the query, and how
+   * many rows the scope holds. The `pool` rows whose signatures are nearest
+   * by Hamming distance (ties at the cut: the earlier rows) are ranked again
+   * by the query's own components against each row's signs (`signedDot`),
+   * and the `count` best of them kept (ties: the earlier rows). `pool` equal
+   * to `count` keeps the Hamming order alone.
    */
   candidates(
     query: Float32Array,
     scope: { bindingIds: readonly number[]; from: number; below: number },
     count: number,
+    pool = count,
   ): { passageIds: number[]; inScope: number } {
     const { words, rows, signatures, bindings, received } = this;
+    const wide = Math.max(count, pool);
     const q = new Uint32Array(words);
     signatureOf(vectorBytes(query), this.dimensions, q);
     let top = 0;
@@ -254,24 +310,37 @@ export class SignatureIndex {
       histogram[d]!++;
       inScope++;
     }
-    // The cut: the smallest distance below which, with its ties, `count` rows lie.
+    // The cut: the smallest distance below which, with its ties, `wide` rows lie.
     let cut = 0;
     for (let seen = 0; cut < histogram.length; cut++) {
       seen += histogram[cut]!;
-      if (seen >= count) break;
+      if (seen >= wide) break;
     }
-    let atCut = count;
+    let atCut = wide;
     for (let d = 0; d < cut; d++) atCut -= histogram[d]!;
-    const passageIds: number[] = [];
-    for (let r = 0; r < rows && passageIds.length < count; r++) {
+    const nearest: number[] = [];
+    for (let r = 0; r < rows && nearest.length < wide; r++) {
       const d = distances[r]!;
-      if (d < cut) passageIds.push(this.passages[r]!);
+      if (d < cut) nearest.push(r);
       else if (d === cut && atCut > 0) {
-        passageIds.push(this.passages[r]!);
+        nearest.push(r);
         atCut--;
       }
     }
-    return { passageIds, inScope };
+    const kept = nearest.length <= count ? nearest : this.bestBySignedDot(query, nearest, count);
+    return { passageIds: kept.map((r) => this.passages[r]!), inScope };
+  }
+
+  /** The `count` of `rows` (in row order) with the largest `signedDot`, in row order; ties: the earlier rows. */
+  private bestBySignedDot(query: Float32Array, rows: readonly number[], count: number): number[] {
+    const tables = signTables(query, this.words);
+    const scores = new Float64Array(rows.length);
+    for (let i = 0; i < rows.length; i++) scores[i] = signedDot(this.signatures, rows[i]! * this.words, tables, this.words);
+    const order = Array.from(rows.keys()).sort((a, b) => scores[b]! - scores[a]! || a - b);
+    return order
+      .slice(0, count)
+      .sort((a, b) => a - b)
+      .map((i) => rows[i]!);
   }
 
   private grow(capacity: number): void {
@@ -441,7 +510,7 @@ export function nearestMessagesFast(
   const below = query.receivedBelow === undefined ? Number.MAX_SAFE_INTEGER : Math.max(0, query.receivedBelow);
   if (h.index.rowsIn(query.bindingIds) <= exactBelow) return nearestMessages(db, query);
   const count = query.limit * (tuning.candidatesPerResult ?? CANDIDATES_PER_RESULT);
-  const { passageIds, inScope } = h.index.candidates(query.queryVector, { bindingIds: query.bindingIds, from, below }, count);
+  const { passageIds, inScope } = h.index.candidates(query.queryVector, { bindingIds: query.bindingIds, from, below }, count, count * POOL_PER_CANDIDATE);
   if (inScope <= exactBelow) return nearestMessages(db, query);
   const scored = passageDistances(db, query, passageIds);
   if (scored.length < passageIds.length) {

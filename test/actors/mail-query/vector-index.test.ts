@@ -290,3 +290,45 @@ t.test('signatures: the Hamming distance is exact at any width (no store)', asyn
     );
   }
 });
+
+t.test('signatures: a pool by sign bits is narrowed by the query’s own components (no store)', async (t) => {
+  const index = new SignatureIndex(DIMENSIONS);
+  const query = new Float32Array(DIMENSIONS).fill(0.1);
+  query[0] = 0.9;
+  query[1] = 0.01;
+  const flipped = (i: number) => {
+    const v = new Float32Array(DIMENSIONS).fill(0.1);
+    v[i] = -0.1;
+    return new Uint8Array(v.buffer);
+  };
+  // Both one sign away from the query: the first on its heaviest component, the second on its lightest.
+  index.add({ passageId: 1, bindingId: 1, received: 0, vector: flipped(0) });
+  index.add({ passageId: 2, bindingId: 1, received: 0, vector: flipped(1) });
+  const all = { bindingIds: [1], from: -1, below: Number.MAX_SAFE_INTEGER };
+  t.same(index.candidates(query, all, 1).passageIds, [1], 'by Hamming distance alone: a tie, the earlier row');
+  t.same(index.candidates(query, all, 1, 2).passageIds, [2], 'narrowed from a pool of two: the sign that weighs least in the query');
+});
+
+t.test('signatures: the narrowing keeps the best by signed dot product at any width (no store)', async (t) => {
+  let seed = 11;
+  const random = () => {
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+    return seed / 2 ** 32 - 0.5;
+  };
+  for (const dimensions of [6, 384, 512, 1200]) {
+    const vectors = Array.from({ length: 300 }, () => Float32Array.from({ length: dimensions }, random));
+    const index = new SignatureIndex(dimensions);
+    for (const [i, v] of vectors.entries()) index.add({ passageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
+    const query = Float32Array.from({ length: dimensions }, random);
+    const signedDot = (v: Float32Array) => v.reduce((sum, x, i) => sum + (x < 0 ? -query[i]! : query[i]!), 0);
+    const naive = vectors.map(signedDot).sort((a, b) => b - a);
+    // The pool is every row: the narrowing alone decides.
+    const { passageIds } = index.candidates(query, { bindingIds: [1], from: -1, below: Number.MAX_SAFE_INTEGER }, 20, 300);
+    const kept = passageIds.map((id) => signedDot(vectors[id - 1]!)).sort((a, b) => b - a);
+    t.equal(kept.length, 20);
+    t.ok(
+      kept.every((score, i) => Math.abs(score - naive[i]!) < 1e-9),
+      `${dimensions} dimensions: the 20 best by the query's components against the rows' signs`,
+    );
+  }
+});
