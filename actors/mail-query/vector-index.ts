@@ -4,12 +4,14 @@
  * by each query-pool thread, with exact rescoring in SQL.
  *
  * - `SignatureIndex` (pure, no I/O): per passage vector row, the sign bits of
- *   its components packed into 32-bit words (384 dimensions → 48 bytes),
- *   with its passage, binding and received time in typed arrays.
- *   A query scans every row: rows outside the bindings or the received range
- *   are skipped, the others get the Hamming distance of their signature to
- *   the query's (XOR + popcount); the `count` nearest are the candidates
- *   (a histogram of the distances finds the cut, no heap).
+ *   its components packed into 64-bit words (384 dimensions → 48 bytes) in
+ *   a WebAssembly memory, with its passage, binding and received time in
+ *   typed arrays. A query scans every row: rows outside the bindings or the
+ *   received range are marked out, the others get the Hamming distance of
+ *   their signature to the query's (XOR + popcount in hamming.wat); the
+ *   nearest form a pool (a histogram of the distances finds the cut, no
+ *   heap), narrowed to the `count` candidates by the query's own components
+ *   against each row's signs.
  * - `nearestMessagesFast`: the candidates' vectors are read back by
  *   (passage, generation) and ranked exactly in SQL (`passageDistances`), so
  *   distances, ties and scope are those of `nearestMessages`; a candidate
@@ -35,6 +37,7 @@
  * memory. Imported by `search.ts` (and the bench and tests).
  */
 import type { Database } from '../../runtime/store/open.ts';
+import { hammingKernel } from './hamming-kernel.ts';
 import {
   countVectors,
   generation as generationOf,
@@ -86,51 +89,6 @@ const STALE_SHARE = 0.25;
  * background, and an index holding more than a quarter more is loaded again.
  */
 const COUNT_EVERY_MS = 10 * 60_000;
-
-/**
- * The Hamming distance of the signature at `at` to the query's. Popcount
- * three words at a time: their 4-bit counts add without carry (≤ 12), then
- * into bytes (≤ 24 a group; up to 30 words no byte can overflow, beyond
- * they are folded every 10 groups). Measured 5.9 ms for 255,000 rows of 12
- * words, against 8.1 ms word by word and 8.6 ms with a 16-bit lookup table
- * (V8, Node 20).
- */
-function hammingAt(signatures: Uint32Array, at: number, q: Uint32Array, words: number): number {
-  if (words <= 30) {
-    let bytes = 0;
-    for (let w = 0, o = at; w < words; w += 3, o += 3)
-      bytes += nibbleCounts(signatures[o]! ^ q[w]!, signatures[o + 1]! ^ q[w + 1]!, signatures[o + 2]! ^ q[w + 2]!);
-    return sumOfBytes(bytes);
-  }
-  let d = 0;
-  let bytes = 0;
-  for (let w = 0, o = at, groups = 1; w < words; w += 3, o += 3, groups++) {
-    bytes += nibbleCounts(signatures[o]! ^ q[w]!, signatures[o + 1]! ^ q[w + 1]!, signatures[o + 2]! ^ q[w + 2]!);
-    if (groups % 10 === 0) {
-      d += sumOfBytes(bytes);
-      bytes = 0;
-    }
-  }
-  return d + sumOfBytes(bytes);
-}
-
-/** The bit counts of three words, per byte (each ≤ 24). */
-function nibbleCounts(a: number, b: number, c: number): number {
-  a -= (a >>> 1) & 0x55555555;
-  a = (a & 0x33333333) + ((a >>> 2) & 0x33333333);
-  b -= (b >>> 1) & 0x55555555;
-  b = (b & 0x33333333) + ((b >>> 2) & 0x33333333);
-  c -= (c >>> 1) & 0x55555555;
-  c = (c & 0x33333333) + ((c >>> 2) & 0x33333333);
-  const nibbles = a + b + c;
-  return (nibbles & 0x0f0f0f0f) + ((nibbles >>> 4) & 0x0f0f0f0f);
-}
-
-/** The four bytes of a word, added (each up to 255). */
-function sumOfBytes(x: number): number {
-  const halves = (x & 0x00ff00ff) + ((x >>> 8) & 0x00ff00ff);
-  return (halves & 0xffff) + (halves >>> 16);
-}
 
 /**
  * The sign bits of float32 components, as stored (little-endian bytes): bit
@@ -187,8 +145,8 @@ function signedDot(signatures: Uint32Array, at: number, tables: Float64Array, wo
   return sum;
 }
 
-/** 32-bit words of a signature, rounded up to a multiple of three (the scan takes three at a time; padding is 0 on both sides). */
-export const wordsFor = (dimensions: number): number => Math.ceil(dimensions / 96) * 3;
+/** 32-bit words of a signature, rounded up to an even count (the scan reads 64 bits at a time; padding is 0 on both sides). */
+export const wordsFor = (dimensions: number): number => Math.ceil(dimensions / 64) * 2;
 
 /** A signature index of one generation's passage vectors (pure: rows in, candidates out). */
 export class SignatureIndex {
@@ -197,6 +155,9 @@ export class SignatureIndex {
   rows = 0;
   /** Rows dropped (found gone, or replaced by a rewrite): their slots stay until a reload. */
   dead = 0;
+  /** The scan, and the memory the signatures live in (from byte 0, row after row); a query's scratch follows them. */
+  private readonly kernel = hammingKernel();
+  /** A view of the kernel's memory, made again whenever it grows. */
   private signatures: Uint32Array;
   private passages: Int32Array;
   /** 0 for a dropped row: no binding id is 0 (ids start at 1). */
@@ -204,14 +165,13 @@ export class SignatureIndex {
   private received: Float64Array;
   /** Row of each passage id (+1; 0: none). */
   private rowOfPassage = new Int32Array(1024);
-  private distances = new Uint16Array(0);
   /** Live rows per binding. */
   private perBinding = new Map<number, number>();
 
   constructor(dimensions: number, capacity = 1024) {
     this.dimensions = dimensions;
     this.words = wordsFor(dimensions);
-    this.signatures = new Uint32Array(capacity * this.words);
+    this.signatures = this.signatureView(capacity);
     this.passages = new Int32Array(capacity);
     this.bindings = new Int32Array(capacity);
     this.received = new Float64Array(capacity);
@@ -224,14 +184,7 @@ export class SignatureIndex {
 
   /** Bytes held (typed arrays), for the figures. */
   get bytes(): number {
-    return (
-      this.signatures.byteLength +
-      this.passages.byteLength +
-      this.bindings.byteLength +
-      this.received.byteLength +
-      this.rowOfPassage.byteLength +
-      this.distances.byteLength
-    );
+    return this.kernel.memory.buffer.byteLength + this.passages.byteLength + this.bindings.byteLength + this.received.byteLength + this.rowOfPassage.byteLength;
   }
 
   /** Adds a passage's row; a passage already held is replaced (its vector was rewritten). */
@@ -284,32 +237,28 @@ export class SignatureIndex {
     count: number,
     pool = count,
   ): { passageIds: number[]; inScope: number } {
-    const { words, rows, signatures, bindings, received } = this;
+    const { words, rows, bindings, received } = this;
     const wide = Math.max(count, pool);
-    const q = new Uint32Array(words);
-    signatureOf(vectorBytes(query), this.dimensions, q);
+    const scratch = this.scratch(rows);
+    signatureOf(vectorBytes(query), this.dimensions, scratch.memory, scratch.query / 4);
     let top = 0;
     for (const id of scope.bindingIds) top = Math.max(top, id);
     const wanted = new Uint8Array(top + 1);
     for (const id of scope.bindingIds) if (id > 0) wanted[id] = 1;
-    if (this.distances.length < rows) this.distances = new Uint16Array(this.passages.length);
-    const distances = this.distances;
-    const histogram = new Uint32Array(this.dimensions + 2);
+    const { distances, histogram } = scratch;
     const OUT = 0xffff;
     const { from, below } = scope;
     let inScope = 0;
     for (let r = 0; r < rows; r++) {
       const binding = bindings[r]!;
       const at = received[r]!;
-      if (binding > top || wanted[binding] === 0 || at < from || at >= below) {
-        distances[r] = OUT;
-        continue;
+      if (binding > top || wanted[binding] === 0 || at < from || at >= below) distances[r] = OUT;
+      else {
+        distances[r] = 0;
+        inScope++;
       }
-      const d = hammingAt(signatures, r * words, q, words);
-      distances[r] = d;
-      histogram[d]!++;
-      inScope++;
     }
+    this.kernel.distances(0, rows, words * 4, scratch.query, distances.byteOffset, histogram.byteOffset);
     // The cut: the smallest distance below which, with its ties, `wide` rows lie.
     let cut = 0;
     for (let seen = 0; cut < histogram.length; cut++) {
@@ -344,17 +293,55 @@ export class SignatureIndex {
   }
 
   private grow(capacity: number): void {
-    const grow = <T extends Uint32Array | Int32Array | Float64Array>(old: T, size: number): T => {
+    const grow = <T extends Int32Array | Float64Array>(old: T, size: number): T => {
       const next = new (old.constructor as new (n: number) => T)(size);
       next.set(old);
       return next;
     };
-    this.signatures = grow(this.signatures, capacity * this.words);
+    // The signatures stay where they are (from byte 0): a larger memory only makes room after them.
+    this.signatures = this.signatureView(capacity);
     this.passages = grow(this.passages, capacity);
     this.bindings = grow(this.bindings, capacity);
     this.received = grow(this.received, capacity);
   }
+
+  /** The kernel's memory grown to at least `bytes`; a grown memory detaches every view of it. */
+  private reserve(bytes: number): ArrayBuffer {
+    const { memory } = this.kernel;
+    const short = bytes - memory.buffer.byteLength;
+    if (short > 0) memory.grow(Math.ceil(short / WASM_PAGE));
+    return memory.buffer;
+  }
+
+  /** The signatures of `capacity` rows, as a view from byte 0. */
+  private signatureView(capacity: number): Uint32Array {
+    return new Uint32Array(this.reserve(capacity * this.words * 4), 0, capacity * this.words);
+  }
+
+  /**
+   * A query's scratch after the signatures of the rows held: the query's
+   * signature, the histogram of distances (cleared) and a distance per row;
+   * the signatures' view made again if the memory grew for it.
+   */
+  private scratch(rows: number): { memory: Uint32Array; query: number; histogram: Uint32Array; distances: Uint16Array } {
+    const query = align8(this.passages.length * this.words * 4);
+    const histogramAt = align8(query + this.words * 4);
+    const histogramLength = this.dimensions + 2;
+    const distancesAt = align8(histogramAt + histogramLength * 4);
+    const before = this.kernel.memory.buffer;
+    const buffer = this.reserve(distancesAt + rows * 2);
+    if (buffer !== before) this.signatures = new Uint32Array(buffer, 0, this.passages.length * this.words);
+    return {
+      memory: new Uint32Array(buffer),
+      query,
+      histogram: new Uint32Array(buffer, histogramAt, histogramLength).fill(0),
+      distances: new Uint16Array(buffer, distancesAt, rows),
+    };
+  }
 }
+
+const WASM_PAGE = 65_536;
+const align8 = (n: number): number => Math.ceil(n / 8) * 8;
 
 /** A pool thread's index of one generation, and how far it has read. */
 type Held = {

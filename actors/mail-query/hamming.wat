@@ -1,0 +1,35 @@
+;; The Hamming distance of every in-scope row's signature to the query's,
+;; and their histogram (actors/mail-query/vector-index.ts). One linear
+;; memory, laid out by the caller: signatures (row after row, `rowBytes`
+;; each, a multiple of 8), the query's signature, the histogram (u32 per
+;; distance), the distances (u16 per row; 0xffff: out of scope, left as is).
+;; i64.popcnt is the processor's own population count where it has one.
+(module
+  (memory (export "memory") 1)
+  (func (export "distances")
+    (param $sig i32) (param $rows i32) (param $rowBytes i32) (param $query i32) (param $out i32) (param $histogram i32)
+    (local $k i32) (local $d i32) (local $slot i32)
+    (if (i32.eqz (local.get $rows)) (then (return)))
+    (loop $row
+      (if (i32.ne (i32.load16_u (local.get $out)) (i32.const 0xffff))
+        (then
+          (local.set $d (i32.const 0))
+          (local.set $k (i32.const 0))
+          (loop $word
+            (local.set $d
+              (i32.add (local.get $d)
+                (i32.wrap_i64
+                  (i64.popcnt
+                    (i64.xor
+                      (i64.load (i32.add (local.get $sig) (local.get $k)))
+                      (i64.load (i32.add (local.get $query) (local.get $k))))))))
+            (local.set $k (i32.add (local.get $k) (i32.const 8)))
+            (br_if $word (i32.lt_u (local.get $k) (local.get $rowBytes))))
+          (i32.store16 (local.get $out) (local.get $d))
+          (local.set $slot (i32.add (local.get $histogram) (i32.shl (local.get $d) (i32.const 2))))
+          (i32.store (local.get $slot) (i32.add (i32.load (local.get $slot)) (i32.const 1)))))
+      (local.set $sig (i32.add (local.get $sig) (local.get $rowBytes)))
+      (local.set $out (i32.add (local.get $out) (i32.const 2)))
+      (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
+      (br_if $row (local.get $rows))))
+)
