@@ -188,7 +188,7 @@ function realVectorRecall(): void {
       all.push(new Float32Array(buf.buffer.slice(buf.byteOffset + at + 32, buf.byteOffset + at + record)));
     const queries = all.splice(all.length - 200, 200);
     const index = new SignatureIndex(dims, all.length);
-    for (const [i, v] of all.entries()) index.add({ passageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
+    for (const [i, v] of all.entries()) index.add({ passageId: i + 1, messageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
     const cosine = (a: Float32Array, b: Float32Array) => {
       let dot = 0;
       let na = 0;

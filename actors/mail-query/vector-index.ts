@@ -148,6 +148,13 @@ function signedDot(signatures: Uint32Array, at: number, tables: Float64Array, wo
 /** 32-bit words of a signature, rounded up to an even count (the scan reads 64 bits at a time; padding is 0 on both sides). */
 export const wordsFor = (dimensions: number): number => Math.ceil(dimensions / 64) * 2;
 
+/**
+ * Which rows a query may find: of these bindings, received in [from,
+ * below), and, with `messages` (1 at a message id's index), of those
+ * messages only.
+ */
+export type IndexScope = { bindingIds: readonly number[]; from: number; below: number; messages?: Uint8Array };
+
 /** A signature index of one generation's passage vectors (pure: rows in, candidates out). */
 export class SignatureIndex {
   readonly dimensions: number;
@@ -160,6 +167,7 @@ export class SignatureIndex {
   /** A view of the kernel's memory, made again whenever it grows. */
   private signatures: Uint32Array;
   private passages: Int32Array;
+  private messages: Int32Array;
   /** 0 for a dropped row: no binding id is 0 (ids start at 1). */
   private bindings: Int32Array;
   private received: Float64Array;
@@ -173,6 +181,7 @@ export class SignatureIndex {
     this.words = wordsFor(dimensions);
     this.signatures = this.signatureView(capacity);
     this.passages = new Int32Array(capacity);
+    this.messages = new Int32Array(capacity);
     this.bindings = new Int32Array(capacity);
     this.received = new Float64Array(capacity);
   }
@@ -188,13 +197,14 @@ export class SignatureIndex {
   }
 
   /** Adds a passage's row; a passage already held is replaced (its vector was rewritten). */
-  add(row: { passageId: number; bindingId: number; received: number; vector: Uint8Array }): void {
+  add(row: { passageId: number; messageId: number; bindingId: number; received: number; vector: Uint8Array }): void {
     if (row.vector.byteLength !== this.dimensions * 4) throw new RangeError('a vector of another length than its generation');
     this.drop(row.passageId);
     if (this.rows === this.passages.length) this.grow(this.rows * 2);
     const r = this.rows++;
     signatureOf(row.vector, this.dimensions, this.signatures, r * this.words);
     this.passages[r] = row.passageId;
+    this.messages[r] = row.messageId;
     this.bindings[r] = row.bindingId;
     this.perBinding.set(row.bindingId, (this.perBinding.get(row.bindingId) ?? 0) + 1);
     this.received[r] = row.received;
@@ -231,13 +241,8 @@ export class SignatureIndex {
    * and the `count` best of them kept (ties: the earlier rows). `pool` equal
    * to `count` keeps the Hamming order alone.
    */
-  candidates(
-    query: Float32Array,
-    scope: { bindingIds: readonly number[]; from: number; below: number },
-    count: number,
-    pool = count,
-  ): { passageIds: number[]; inScope: number } {
-    const { words, rows, bindings, received } = this;
+  candidates(query: Float32Array, scope: IndexScope, count: number, pool = count): { passageIds: number[]; inScope: number } {
+    const { words, rows, bindings, received, messages } = this;
     const wide = Math.max(count, pool);
     const scratch = this.scratch(rows);
     signatureOf(vectorBytes(query), this.dimensions, scratch.memory, scratch.query / 4);
@@ -248,11 +253,12 @@ export class SignatureIndex {
     const { distances, histogram } = scratch;
     const OUT = 0xffff;
     const { from, below } = scope;
+    const only = scope.messages;
     let inScope = 0;
     for (let r = 0; r < rows; r++) {
       const binding = bindings[r]!;
       const at = received[r]!;
-      if (binding > top || wanted[binding] === 0 || at < from || at >= below) distances[r] = OUT;
+      if (binding > top || wanted[binding] === 0 || at < from || at >= below || (only !== undefined && only[messages[r]!] !== 1)) distances[r] = OUT;
       else {
         distances[r] = 0;
         inScope++;
@@ -301,6 +307,7 @@ export class SignatureIndex {
     // The signatures stay where they are (from byte 0): a larger memory only makes room after them.
     this.signatures = this.signatureView(capacity);
     this.passages = grow(this.passages, capacity);
+    this.messages = grow(this.messages, capacity);
     this.bindings = grow(this.bindings, capacity);
     this.received = grow(this.received, capacity);
   }
@@ -474,31 +481,61 @@ function loadInBackground(db: Database, h: Held): void {
  * `nearestMessages`, through the index when it is loaded and the scope is
  * large; exact otherwise. Runs inside the caller's read transaction.
  */
-export function nearestMessagesFast(
-  db: Database,
-  query: NearestQuery,
-  tuning: { candidatesPerResult?: number; exactScopeRows?: number; countEveryMs?: number } = {},
-): NearestMessage[] {
+export function nearestMessagesFast(db: Database, query: NearestQuery, tuning: Tuning = {}): NearestMessage[] {
   const exactBelow = tuning.exactScopeRows ?? EXACT_SCOPE_ROWS;
   const target = generationOf(db, query.generation);
   if (target === undefined || query.bindingIds.length === 0 || query.limit < 1) return [];
-  const h = heldFor(db, target.id, target.dimensions);
+  const h = readyIndex(db, target.id, target.dimensions);
+  if (h === null || h.index.rowsIn(query.bindingIds) <= exactBelow) return nearestMessages(db, query);
+  return fromIndex(db, h, query, undefined, tuning) ?? nearestMessages(db, query);
+}
+
+/**
+ * The nearest of `messageIds` (a filter's mail: a sender's, say) through
+ * the index, as `nearestMessagesFast` ranks a scope; null when the index is
+ * not loaded or holds too few of them among the candidates, for the caller's
+ * exact ranking of those messages. Every row of theirs is a candidate when
+ * they have at most `count` rows: then the answer is exact.
+ */
+export function nearestMessagesAmong(db: Database, query: NearestQuery, messageIds: readonly number[], tuning: Tuning = {}): NearestMessage[] | null {
+  const target = generationOf(db, query.generation);
+  if (target === undefined || query.bindingIds.length === 0 || query.limit < 1 || messageIds.length === 0) return [];
+  const h = readyIndex(db, target.id, target.dimensions);
+  if (h === null) return null;
+  let top = 0;
+  for (const id of messageIds) top = Math.max(top, id);
+  const messages = new Uint8Array(top + 1);
+  for (const id of messageIds) messages[id] = 1;
+  return fromIndex(db, h, query, messages, { ...tuning, exactScopeRows: 0 });
+}
+
+type Tuning = { candidatesPerResult?: number; exactScopeRows?: number; countEveryMs?: number };
+
+/** The thread's index of the generation brought up to this snapshot, or null while it loads (in the background). */
+function readyIndex(db: Database, generationId: number, dimensions: number): Held | null {
+  const h = heldFor(db, generationId, dimensions);
   if (!h.complete) {
     loadInBackground(db, h);
-    return nearestMessages(db, query);
+    return null;
   }
   // What was written since the last search, in this snapshot; a burst larger than that is left to the background.
   if (!readOn(db, h, DELTA_ROWS)) {
     h.complete = false;
     loadInBackground(db, h);
-    return nearestMessages(db, query);
+    return null;
   }
+  return h;
+}
+
+/** The index's candidates in scope, rescored exactly, by message; null where the exact answer is due instead. */
+function fromIndex(db: Database, h: Held, query: NearestQuery, only: Uint8Array | undefined, tuning: Tuning): NearestMessage[] | null {
+  const exactBelow = tuning.exactScopeRows ?? EXACT_SCOPE_ROWS;
   const from = query.receivedFrom === undefined ? -1 : Math.max(0, query.receivedFrom);
   const below = query.receivedBelow === undefined ? Number.MAX_SAFE_INTEGER : Math.max(0, query.receivedBelow);
-  if (h.index.rowsIn(query.bindingIds) <= exactBelow) return nearestMessages(db, query);
   const count = query.limit * (tuning.candidatesPerResult ?? CANDIDATES_PER_RESULT);
-  const { passageIds, inScope } = h.index.candidates(query.queryVector, { bindingIds: query.bindingIds, from, below }, count, count * POOL_PER_CANDIDATE);
-  if (inScope <= exactBelow) return nearestMessages(db, query);
+  const scope: IndexScope = { bindingIds: query.bindingIds, from, below, ...(only === undefined ? {} : { messages: only }) };
+  const { passageIds, inScope } = h.index.candidates(query.queryVector, scope, count, count * POOL_PER_CANDIDATE);
+  if (inScope <= exactBelow) return null;
   const scored = passageDistances(db, query, passageIds);
   if (scored.length < passageIds.length) {
     const back = new Set(scored.map((s) => s.passageId));
@@ -511,6 +548,6 @@ export function nearestMessagesFast(
   }
   if (Date.now() - h.countedAt > (tuning.countEveryMs ?? COUNT_EVERY_MS)) countInBackground(db, h);
   // Fewer messages among the candidates than asked while the scope holds more: the exact answer.
-  if (messages.size < query.limit && inScope > passageIds.length) return nearestMessages(db, query);
+  if (messages.size < query.limit && inScope > passageIds.length) return null;
   return [...messages.values()];
 }

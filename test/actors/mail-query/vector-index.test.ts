@@ -15,7 +15,14 @@
  * folders and the received range hold.
  */
 import t from 'tap';
-import { heldIndex, loadIndex, nearestMessagesFast, scheduleSlicesWith, SignatureIndex } from '../../../actors/mail-query/vector-index.ts';
+import {
+  heldIndex,
+  loadIndex,
+  nearestMessagesAmong,
+  nearestMessagesFast,
+  scheduleSlicesWith,
+  SignatureIndex,
+} from '../../../actors/mail-query/vector-index.ts';
 import {
   beginGeneration,
   deleteMessageVectors,
@@ -92,6 +99,36 @@ t.test('the index answers what the exact scan answers', async (t) => {
     const fast = inRead(s.world, () => nearestMessagesFast(db, query, FORCED));
     t.same(fast, exact, `topic ${topic}: same messages, order and distances`);
   }
+});
+
+t.test('restricted to some messages (a filter’s mail), the index answers what the exact ranking of them answers', async (t) => {
+  const s = stored(t);
+  const { db, bindings } = s.world;
+  const scope = [bindings.aliceInbox, bindings.aliceArchive];
+  // Every third message: the mail a sender filter would let through.
+  const some = s.ids.filter((_, i) => i % 3 === 0);
+  const query = (topic: number, limit: number): NearestQuery => ({ generation: s.generation, queryVector: vectorOf(topic), bindingIds: scope, limit });
+  t.equal(
+    inRead(s.world, () => nearestMessagesAmong(db, query(0, 4), some)),
+    null,
+    'the index not loaded yet: no answer, for the exact ranking',
+  );
+  loadIndex(db, s.generation);
+  for (let topic = 0; topic < TOPICS; topic++) {
+    const everything = inRead(s.world, () => nearestMessages(db, query(topic, s.ids.length)));
+    const exact = everything.filter((m) => some.includes(m.messageId)).slice(0, 3);
+    // Enough candidates for every row of those messages (22): exact, whatever the signs say.
+    const all = inRead(s.world, () => nearestMessagesAmong(db, query(topic, 3), some, { candidatesPerResult: 8 }));
+    t.same(all, exact, `topic ${topic}: the same of those messages, order and distances`);
+    // Six candidates: the nearest still found by its signs, and nothing of other mail.
+    const few = inRead(s.world, () => nearestMessagesAmong(db, query(topic, 3), some, FORCED)) ?? [];
+    t.same(few[0], exact[0], `topic ${topic}: the nearest of them through six candidates`);
+    t.ok(
+      few.every((m) => some.includes(m.messageId)),
+      'only those messages',
+    );
+  }
+  t.same(inRead(s.world, () => nearestMessagesAmong(db, query(1, 50), some, FORCED))?.length, some.length, 'fewer of them than asked: all of them');
 });
 
 t.test('the folders and the received range hold', async (t) => {
@@ -255,13 +292,14 @@ t.test('an index holding many rows deleted since is loaded again', async (t) => 
 t.test('signatures: Hamming order, scope, replacement and dropping (no store)', async (t) => {
   const index = new SignatureIndex(DIMENSIONS, 2);
   const bytes = (v: Float32Array) => new Uint8Array(v.buffer);
-  for (let topic = 0; topic < TOPICS; topic++) index.add({ passageId: topic + 1, bindingId: 1 + (topic % 2), received: topic, vector: bytes(vectorOf(topic)) });
+  for (let topic = 0; topic < TOPICS; topic++)
+    index.add({ passageId: topic + 1, messageId: topic + 1, bindingId: 1 + (topic % 2), received: topic, vector: bytes(vectorOf(topic)) });
   const all = { bindingIds: [1, 2], from: -1, below: Number.MAX_SAFE_INTEGER };
   t.same(index.candidates(vectorOf(3), all, 1).passageIds, [4], 'the same sign pattern is nearest');
   t.same(index.candidates(vectorOf(3), { ...all, bindingIds: [1] }, 1).inScope, 4, 'one binding: half the rows');
   t.notOk(index.candidates(vectorOf(3), { ...all, bindingIds: [1] }, 8).passageIds.includes(4), 'a row of another binding is never a candidate');
   t.same(index.candidates(vectorOf(3), { ...all, from: 4 }, 8).passageIds.sort(), [5, 6, 7, 8], 'received range');
-  index.add({ passageId: 4, bindingId: 2, received: 3, vector: bytes(vectorOf(6)) });
+  index.add({ passageId: 4, messageId: 4, bindingId: 2, received: 3, vector: bytes(vectorOf(6)) });
   t.equal(index.live, TOPICS, 'a rewrite replaces the row');
   t.same(index.candidates(vectorOf(6), all, 2).passageIds.sort(), [4, 7]);
   index.drop(7);
@@ -278,7 +316,7 @@ t.test('signatures: the Hamming distance is exact at any width (no store)', asyn
   for (const dimensions of [6, 384, 512, 1200, 3000]) {
     const vectors = Array.from({ length: 300 }, () => Float32Array.from({ length: dimensions }, random));
     const index = new SignatureIndex(dimensions);
-    for (const [i, v] of vectors.entries()) index.add({ passageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
+    for (const [i, v] of vectors.entries()) index.add({ passageId: i + 1, messageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
     const query = Float32Array.from({ length: dimensions }, random);
     const hamming = (v: Float32Array) => v.reduce((n, x, i) => n + (x < 0 !== query[i]! < 0 ? 1 : 0), 0);
     const naive = vectors.map(hamming).sort((a, b) => a - b);
@@ -302,8 +340,8 @@ t.test('signatures: a pool by sign bits is narrowed by the query’s own compone
     return new Uint8Array(v.buffer);
   };
   // Both one sign away from the query: the first on its heaviest component, the second on its lightest.
-  index.add({ passageId: 1, bindingId: 1, received: 0, vector: flipped(0) });
-  index.add({ passageId: 2, bindingId: 1, received: 0, vector: flipped(1) });
+  index.add({ passageId: 1, messageId: 1, bindingId: 1, received: 0, vector: flipped(0) });
+  index.add({ passageId: 2, messageId: 2, bindingId: 1, received: 0, vector: flipped(1) });
   const all = { bindingIds: [1], from: -1, below: Number.MAX_SAFE_INTEGER };
   t.same(index.candidates(query, all, 1).passageIds, [1], 'by Hamming distance alone: a tie, the earlier row');
   t.same(index.candidates(query, all, 1, 2).passageIds, [2], 'narrowed from a pool of two: the sign that weighs least in the query');
@@ -318,7 +356,7 @@ t.test('signatures: the narrowing keeps the best by signed dot product at any wi
   for (const dimensions of [6, 384, 512, 1200]) {
     const vectors = Array.from({ length: 300 }, () => Float32Array.from({ length: dimensions }, random));
     const index = new SignatureIndex(dimensions);
-    for (const [i, v] of vectors.entries()) index.add({ passageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
+    for (const [i, v] of vectors.entries()) index.add({ passageId: i + 1, messageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
     const query = Float32Array.from({ length: dimensions }, random);
     const signedDot = (v: Float32Array) => v.reduce((sum, x, i) => sum + (x < 0 ? -query[i]! : query[i]!), 0);
     const naive = vectors.map(signedDot).sort((a, b) => b - a);
