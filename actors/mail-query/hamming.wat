@@ -1,8 +1,10 @@
-;; The Hamming distance of every in-scope row's signature to the query's,
-;; and their histogram (actors/mail-query/vector-index.ts). One linear
-;; memory, laid out by the caller: signatures (row after row, `rowBytes`
-;; each, a multiple of 8), the query's signature, the histogram (u32 per
-;; distance), the distances (u16 per row; 0xffff: out of scope, left as is).
+;; The sign-bit index's scan (actors/mail-query/vector-index.ts): the
+;; Hamming distance of every in-scope row's signature to the query's with
+;; their histogram (`distances`), then the rows under the cut (`select`).
+;; One linear memory, laid out by the caller: signatures (row after row,
+;; `rowBytes` each, a multiple of 8), the query's signature, the histogram
+;; (u32 per distance), the distances (u16 per row; 0xffff: out of scope,
+;; left as is), the rows selected (u32 each).
 ;; i64.popcnt is the processor's own population count where it has one.
 (module
   (memory (export "memory") 1)
@@ -32,4 +34,26 @@
       (local.set $out (i32.add (local.get $out) (i32.const 2)))
       (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
       (br_if $row (local.get $rows))))
+
+  ;; Row numbers, in order, of the rows nearer than `cut` and the first
+  ;; `atCut` at it, at most `wide`, written from `dest`; answers how many.
+  (func (export "select")
+    (param $out i32) (param $rows i32) (param $cut i32) (param $atCut i32) (param $wide i32) (param $dest i32) (result i32)
+    (local $r i32) (local $n i32) (local $d i32)
+    (block $done
+      (loop $each
+        (br_if $done (i32.ge_u (local.get $r) (local.get $rows)))
+        (br_if $done (i32.ge_u (local.get $n) (local.get $wide)))
+        (local.set $d (i32.load16_u (i32.add (local.get $out) (i32.shl (local.get $r) (i32.const 1)))))
+        (if (i32.or
+              (i32.lt_u (local.get $d) (local.get $cut))
+              (i32.and (i32.eq (local.get $d) (local.get $cut)) (i32.gt_s (local.get $atCut) (i32.const 0))))
+          (then
+            (if (i32.eq (local.get $d) (local.get $cut))
+              (then (local.set $atCut (i32.sub (local.get $atCut) (i32.const 1)))))
+            (i32.store (i32.add (local.get $dest) (i32.shl (local.get $n) (i32.const 2))) (local.get $r))
+            (local.set $n (i32.add (local.get $n) (i32.const 1)))))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $each)))
+    (local.get $n))
 )

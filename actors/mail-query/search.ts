@@ -344,7 +344,8 @@ function rankedByMessage(
   const target = generation(db, semantic.generation);
   if (target === undefined) return [];
   if (messageIds.length > BY_MESSAGE_EXACT) {
-    const limit = depth * 2;
+    // They pass every filter already: only the query's exclusions can still remove some.
+    const limit = excluded === null ? depth : depth * 2;
     const near = nearestMessagesAmong(db, { generation: target.id, queryVector: semantic.vector, bindingIds, ...range, limit }, messageIds);
     if (near !== null) {
       const passed = inRankOrder(

@@ -175,6 +175,8 @@ export class SignatureIndex {
   private rowOfPassage = new Int32Array(1024);
   /** Live rows per binding. */
   private perBinding = new Map<number, number>();
+  /** The rows dropped (`dead` of them), for a scan of the whole index. */
+  private readonly droppedRows: number[] = [];
 
   constructor(dimensions: number, capacity = 1024) {
     this.dimensions = dimensions;
@@ -223,7 +225,14 @@ export class SignatureIndex {
     this.rowOfPassage[passageId] = 0;
     this.perBinding.set(this.bindings[r]!, this.perBinding.get(this.bindings[r]!)! - 1);
     this.bindings[r] = 0;
+    this.droppedRows.push(r);
     this.dead++;
+  }
+
+  /** Whether every binding with live rows is wanted (1 at its id). */
+  private everyBindingIn(wanted: Uint8Array): boolean {
+    for (const [id, n] of this.perBinding) if (n > 0 && wanted[id] !== 1) return false;
+    return true;
   }
 
   /** Rows of these bindings (a bound on a scope: the received range is not counted). */
@@ -244,7 +253,7 @@ export class SignatureIndex {
   candidates(query: Float32Array, scope: IndexScope, count: number, pool = count): { passageIds: number[]; inScope: number } {
     const { words, rows, bindings, received, messages } = this;
     const wide = Math.max(count, pool);
-    const scratch = this.scratch(rows);
+    const scratch = this.scratch(rows, wide);
     signatureOf(vectorBytes(query), this.dimensions, scratch.memory, scratch.query / 4);
     let top = 0;
     for (const id of scope.bindingIds) top = Math.max(top, id);
@@ -255,13 +264,20 @@ export class SignatureIndex {
     const { from, below } = scope;
     const only = scope.messages;
     let inScope = 0;
-    for (let r = 0; r < rows; r++) {
-      const binding = bindings[r]!;
-      const at = received[r]!;
-      if (binding > top || wanted[binding] === 0 || at < from || at >= below || (only !== undefined && only[messages[r]!] !== 1)) distances[r] = OUT;
-      else {
-        distances[r] = 0;
-        inScope++;
+    if (only === undefined && from < 0 && below === Number.MAX_SAFE_INTEGER && this.everyBindingIn(wanted)) {
+      // The whole index (a search of every folder, no dates): only the rows dropped are out.
+      distances.fill(0);
+      for (const r of this.droppedRows) distances[r] = OUT;
+      inScope = this.live;
+    } else {
+      for (let r = 0; r < rows; r++) {
+        const binding = bindings[r]!;
+        const at = received[r]!;
+        if (binding > top || wanted[binding] === 0 || at < from || at >= below || (only !== undefined && only[messages[r]!] !== 1)) distances[r] = OUT;
+        else {
+          distances[r] = 0;
+          inScope++;
+        }
       }
     }
     this.kernel.distances(0, rows, words * 4, scratch.query, distances.byteOffset, histogram.byteOffset);
@@ -273,29 +289,30 @@ export class SignatureIndex {
     }
     let atCut = wide;
     for (let d = 0; d < cut; d++) atCut -= histogram[d]!;
-    const nearest: number[] = [];
-    for (let r = 0; r < rows && nearest.length < wide; r++) {
-      const d = distances[r]!;
-      if (d < cut) nearest.push(r);
-      else if (d === cut && atCut > 0) {
-        nearest.push(r);
-        atCut--;
-      }
-    }
+    const selected = this.kernel.select(distances.byteOffset, rows, cut, atCut, wide, scratch.selected);
+    const nearest = new Uint32Array(this.kernel.memory.buffer, scratch.selected, selected);
     const kept = nearest.length <= count ? nearest : this.bestBySignedDot(query, nearest, count);
-    return { passageIds: kept.map((r) => this.passages[r]!), inScope };
+    return { passageIds: Array.from(kept, (r) => this.passages[r]!), inScope };
   }
 
   /** The `count` of `rows` (in row order) with the largest `signedDot`, in row order; ties: the earlier rows. */
-  private bestBySignedDot(query: Float32Array, rows: readonly number[], count: number): number[] {
+  private bestBySignedDot(query: Float32Array, rows: Uint32Array, count: number): number[] {
     const tables = signTables(query, this.words);
     const scores = new Float64Array(rows.length);
     for (let i = 0; i < rows.length; i++) scores[i] = signedDot(this.signatures, rows[i]! * this.words, tables, this.words);
-    const order = Array.from(rows.keys()).sort((a, b) => scores[b]! - scores[a]! || a - b);
-    return order
-      .slice(0, count)
-      .sort((a, b) => a - b)
-      .map((i) => rows[i]!);
+    // The count-th largest score, then every row above it and the earliest at it.
+    const threshold = Float64Array.from(scores).sort()[rows.length - count]!;
+    let atThreshold = count;
+    for (const score of scores) if (score > threshold) atThreshold--;
+    const kept: number[] = [];
+    for (let i = 0; i < rows.length; i++) {
+      if (scores[i]! > threshold) kept.push(rows[i]!);
+      else if (scores[i] === threshold && atThreshold > 0) {
+        kept.push(rows[i]!);
+        atThreshold--;
+      }
+    }
+    return kept;
   }
 
   private grow(capacity: number): void {
@@ -327,22 +344,25 @@ export class SignatureIndex {
 
   /**
    * A query's scratch after the signatures of the rows held: the query's
-   * signature, the histogram of distances (cleared) and a distance per row;
-   * the signatures' view made again if the memory grew for it.
+   * signature, the histogram of distances (cleared), a distance per row and
+   * room for `wide` selected rows; the signatures' view made again if the
+   * memory grew for it.
    */
-  private scratch(rows: number): { memory: Uint32Array; query: number; histogram: Uint32Array; distances: Uint16Array } {
+  private scratch(rows: number, wide: number): { memory: Uint32Array; query: number; histogram: Uint32Array; distances: Uint16Array; selected: number } {
     const query = align8(this.passages.length * this.words * 4);
     const histogramAt = align8(query + this.words * 4);
     const histogramLength = this.dimensions + 2;
     const distancesAt = align8(histogramAt + histogramLength * 4);
+    const selected = align8(distancesAt + rows * 2);
     const before = this.kernel.memory.buffer;
-    const buffer = this.reserve(distancesAt + rows * 2);
+    const buffer = this.reserve(selected + wide * 4);
     if (buffer !== before) this.signatures = new Uint32Array(buffer, 0, this.passages.length * this.words);
     return {
       memory: new Uint32Array(buffer),
       query,
       histogram: new Uint32Array(buffer, histogramAt, histogramLength).fill(0),
       distances: new Uint16Array(buffer, distancesAt, rows),
+      selected,
     };
   }
 }

@@ -42,3 +42,18 @@ t.test('the scan: each in-scope row’s distance and their histogram; rows out o
   kernel.distances(0, 0, rowBytes, queryAt, distancesAt, histogramAt);
   t.equal(histogram[1], 1, 'no rows: nothing read or counted');
 });
+
+t.test('the selection: rows nearer than the cut, then the first ones at it, in order, at most as many as asked', async (t) => {
+  const kernel = hammingKernel();
+  const distancesAt = 0;
+  const destAt = 64;
+  new Uint16Array(kernel.memory.buffer, distancesAt, 8).set([5, 2, 0xffff, 3, 2, 3, 9, 3]);
+  const picked = (cut: number, atCut: number, wide: number) => {
+    const n = kernel.select(distancesAt, 8, cut, atCut, wide, destAt);
+    return [...new Uint32Array(kernel.memory.buffer, destAt, n)];
+  };
+  t.same(picked(3, 2, 4), [1, 3, 4, 5], 'both rows at 2, the first two of the three at 3');
+  t.same(picked(3, 2, 3), [1, 3, 4], 'no more than asked');
+  t.same(picked(0, 0, 8), [], 'nothing under a cut of 0');
+  t.same(picked(10, 0, 8), [0, 1, 3, 4, 5, 6, 7], 'a row out of scope (0xffff) is never taken');
+});
