@@ -13,10 +13,11 @@
  *   heap), narrowed to the `count` candidates by the query's own components
  *   against each row's signs.
  * - `nearestMessagesFast`: the candidates' vectors are read back by
- *   (passage, generation) and ranked exactly in SQL (`passageDistances`), so
- *   distances, ties and scope are those of `nearestMessages`; a candidate
- *   whose vector is gone (tombstone, erasure, re-derivation since loading)
- *   does not come back and is dropped from the index. Small scopes, an
+ *   (passage, generation) and ranked exactly in SQL, by message
+ *   (`nearestOfPassages`), so distances, ties and scope are those of
+ *   `nearestMessages`; a candidate whose vector is gone (tombstone, erasure,
+ *   re-derivation since loading) does not come back and is dropped from the
+ *   index (`passageDistances` says which). Small scopes, an
  *   index not loaded yet, or too few messages among the candidates go to
  *   the exact `nearestMessages`, which stays the reference.
  * - Keeping current: the first load reads the generation in the table's
@@ -45,6 +46,7 @@ import {
   type NearestMessage,
   type NearestQuery,
   nearestMessages,
+  nearestOfPassages,
   passageDistances,
   VECTOR_CURSOR_START,
   VECTOR_KEY_START,
@@ -556,18 +558,14 @@ function fromIndex(db: Database, h: Held, query: NearestQuery, only: Uint8Array 
   const scope: IndexScope = { bindingIds: query.bindingIds, from, below, ...(only === undefined ? {} : { messages: only }) };
   const { passageIds, inScope } = h.index.candidates(query.queryVector, scope, count, count * POOL_PER_CANDIDATE);
   if (inScope <= exactBelow) return null;
-  const scored = passageDistances(db, query, passageIds);
-  if (scored.length < passageIds.length) {
-    const back = new Set(scored.map((s) => s.passageId));
+  const { messages, found } = nearestOfPassages(db, query, passageIds);
+  if (found < passageIds.length) {
+    // Some vectors are gone (or left the scope): which ones, so that they are no candidates again.
+    const back = new Set(passageDistances(db, query, passageIds).map((s) => s.passageId));
     for (const id of passageIds) if (!back.has(id)) h.index.drop(id);
-  }
-  const messages = new Map<number, NearestMessage>();
-  for (const { messageId, bindingId, distance } of scored) {
-    if (!messages.has(messageId)) messages.set(messageId, { messageId, bindingId, distance });
-    if (messages.size === query.limit) break;
   }
   if (Date.now() - h.countedAt > (tuning.countEveryMs ?? COUNT_EVERY_MS)) countInBackground(db, h);
   // Fewer messages among the candidates than asked while the scope holds more: the exact answer.
-  if (messages.size < query.limit && inScope > passageIds.length) return null;
-  return [...messages.values()];
+  if (messages.length < query.limit && inScope > passageIds.length) return null;
+  return messages;
 }

@@ -106,6 +106,21 @@ const rescore = (fn: string) =>
    WHERE +v.binding_id ${inJson} AND +v.received >= ? AND +v.received < ?
    ORDER BY distance, v.received DESC, v.message_id DESC`;
 
+/**
+ * The candidates' messages by their nearest passage, `limit` of them, and
+ * how many candidates came back: the rows stay in SQL, grouped there, and
+ * only the messages asked reach JavaScript (handing over 1,000 rows took
+ * about a third of `rescore`'s time).
+ */
+const nearestOfCandidates = (fn: string) =>
+  `WITH scored AS MATERIALIZED (
+     SELECT v.message_id AS messageId, v.binding_id AS bindingId, v.received AS received, ${fn}(v.vector, ?) AS distance
+     FROM json_each(?) c CROSS JOIN passage_vectors v ON v.passage_id = c.value AND v.generation_id = ?
+     WHERE +v.binding_id ${inJson} AND +v.received >= ? AND +v.received < ?)
+   SELECT messageId, bindingId, min(distance) AS distance, (SELECT count(*) FROM scored) AS found
+   FROM scored GROUP BY messageId
+   ORDER BY distance, max(received) DESC, messageId DESC LIMIT ?`;
+
 const statements = perConnection((db: Database) => ({
   generation: db.prepare('SELECT * FROM embedding_generations WHERE id = ?'),
   generations: db.prepare('SELECT * FROM embedding_generations ORDER BY id'),
@@ -151,6 +166,8 @@ const statements = perConnection((db: Database) => ({
   count: db.prepare('SELECT count(*) AS n FROM passage_vectors INDEXED BY passage_vectors_seq WHERE generation_id = ?'),
   rescoreCosine: db.prepare(rescore('vector_distance_cos')),
   rescoreL2: db.prepare(rescore('vector_distance_l2')),
+  nearestOfCandidatesCosine: db.prepare(nearestOfCandidates('vector_distance_cos')),
+  nearestOfCandidatesL2: db.prepare(nearestOfCandidates('vector_distance_l2')),
   deleteMessages: db.prepare(`DELETE FROM passage_vectors WHERE message_id ${inJson}`),
   // One pass over the bindings' stored mail (index messages_binding_state), two index probes per email.
   // Counting distinct messages in passage_vectors instead read every vector of the scope: 590 ms for
@@ -441,4 +458,29 @@ export function passageDistances(db: Database, query: Omit<NearestQuery, 'limit'
     range.from,
     range.below,
   ]);
+}
+
+/**
+ * The nearest `limit` messages among these passages (the index's
+ * candidates), each at its nearest passage, ordered and tied as
+ * `nearestMessages`; and how many of the passages are still there, in the
+ * scope of the query (fewer than given: some vectors are gone, and
+ * `passageDistances` says which).
+ */
+export function nearestOfPassages(db: Database, query: NearestQuery, passageIds: readonly number[]): { messages: NearestMessage[]; found: number } {
+  const target = generation(db, query.generation);
+  if (target === undefined || query.bindingIds.length === 0 || passageIds.length === 0) return { messages: [], found: 0 };
+  checkVector(query.queryVector, target);
+  const range = receivedRange(query);
+  const s = statements(db);
+  const rows = many<NearestMessage & { found: number }>(target.distance === 'cosine' ? s.nearestOfCandidatesCosine : s.nearestOfCandidatesL2, [
+    vectorBytes(query.queryVector),
+    JSON.stringify(passageIds),
+    target.id,
+    JSON.stringify(query.bindingIds),
+    range.from,
+    range.below,
+    query.limit,
+  ]);
+  return { messages: rows.map(({ messageId, bindingId, distance }) => ({ messageId, bindingId, distance })), found: rows[0]?.found ?? 0 };
 }
