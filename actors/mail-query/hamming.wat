@@ -1,10 +1,12 @@
 ;; The sign-bit index's scan (actors/mail-query/vector-index.ts): the
 ;; Hamming distance of every in-scope row's signature to the query's with
-;; their histogram (`distances`), then the rows under the cut (`select`).
+;; their histogram (`distances`), then the rows under the cut (`select`),
+;; then their dot products with the query by sign (`signedDots`).
 ;; One linear memory, laid out by the caller: signatures (row after row,
 ;; `rowBytes` each, a multiple of 8), the query's signature, the histogram
 ;; (u32 per distance), the distances (u16 per row; 0xffff: out of scope,
-;; left as is), the rows selected (u32 each).
+;; left as is), the rows selected (u32 each), the query's sign tables (f64,
+;; 256 a signature byte), the selected rows' scores (f64 each).
 ;; i64.popcnt is the processor's own population count where it has one.
 (module
   (memory (export "memory") 1)
@@ -56,4 +58,30 @@
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $each)))
     (local.get $n))
+
+  ;; For each of `n` rows whose numbers (u32) are listed from `rowsAt`: the
+  ;; sum over the row's signature bytes of the f64 at `tables` + 2048 per
+  ;; byte position + 8 per byte value (vector-index.ts `signTables`), written
+  ;; as f64 from `outAt`.
+  (func (export "signedDots")
+    (param $sig i32) (param $rowsAt i32) (param $n i32) (param $rowBytes i32) (param $tables i32) (param $outAt i32)
+    (local $at i32) (local $b i32) (local $t i32) (local $sum f64)
+    (if (i32.eqz (local.get $n)) (then (return)))
+    (loop $row
+      (local.set $at (i32.add (local.get $sig) (i32.mul (i32.load (local.get $rowsAt)) (local.get $rowBytes))))
+      (local.set $sum (f64.const 0))
+      (local.set $b (i32.const 0))
+      (local.set $t (local.get $tables))
+      (loop $byte
+        (local.set $sum
+          (f64.add (local.get $sum)
+            (f64.load (i32.add (local.get $t) (i32.shl (i32.load8_u (i32.add (local.get $at) (local.get $b))) (i32.const 3))))))
+        (local.set $t (i32.add (local.get $t) (i32.const 2048)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br_if $byte (i32.lt_u (local.get $b) (local.get $rowBytes))))
+      (f64.store (local.get $outAt) (local.get $sum))
+      (local.set $outAt (i32.add (local.get $outAt) (i32.const 8)))
+      (local.set $rowsAt (i32.add (local.get $rowsAt) (i32.const 4)))
+      (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+      (br_if $row (local.get $n))))
 )

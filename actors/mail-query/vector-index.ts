@@ -105,12 +105,11 @@ export function signatureOf(bytes: Uint8Array, dimensions: number, into: Uint32A
 
 /**
  * Per byte of a signature, the query's eight components summed with the
- * signs the byte's bits give them (bit set: negative): `signedDot` of a row
+ * signs the byte's bits give them (bit set: negative): the kernel's `signedDots` of a row
  * is then one lookup per byte. Components past the vector's length are 0.
  */
-function signTables(query: Float32Array, words: number): Float64Array {
+function signTables(query: Float32Array, words: number, tables: Float64Array): void {
   const bytes = words * 4;
-  const tables = new Float64Array(bytes * 256);
   for (let b = 0; b < bytes; b++) {
     const base = b * 256;
     let plus = 0;
@@ -122,29 +121,6 @@ function signTables(query: Float32Array, words: number): Float64Array {
       tables[base + v] = tables[base + (v ^ low)]! - 2 * (query[8 * b + 31 - Math.clz32(low)] ?? 0);
     }
   }
-  return tables;
-}
-
-/**
- * The query's dot product with the row's sign vector (±1 per component, by
- * its sign bit): the query's own components weigh each agreeing or
- * disagreeing sign, where the Hamming distance counts them all alike. With
- * the same bits it ranks nearer to the exact order (recall@50 on the
- * retrieval set's embeddings: the nearest 800 by Hamming narrowed to 200
- * this way 0.978, the nearest 400 by Hamming alone 0.975).
- */
-function signedDot(signatures: Uint32Array, at: number, tables: Float64Array, words: number): number {
-  let sum = 0;
-  for (let w = 0; w < words; w++) {
-    const word = signatures[at + w]!;
-    const base = w * 1024;
-    sum +=
-      tables[base + (word & 0xff)]! +
-      tables[base + 256 + ((word >>> 8) & 0xff)]! +
-      tables[base + 512 + ((word >>> 16) & 0xff)]! +
-      tables[base + 768 + (word >>> 24)]!;
-  }
-  return sum;
 }
 
 /** 32-bit words of a signature, rounded up to an even count (the scan reads 64 bits at a time; padding is 0 on both sides). */
@@ -248,7 +224,7 @@ export class SignatureIndex {
    * The passages of the `count` rows in scope nearest the query, and how
    * many rows the scope holds. The `pool` rows whose signatures are nearest
    * by Hamming distance (ties at the cut: the earlier rows) are ranked again
-   * by the query's own components against each row's signs (`signedDot`),
+   * by the query's own components against each row's signs (`bestBySignedDot`),
    * and the `count` best of them kept (ties: the earlier rows). `pool` equal
    * to `count` keeps the Hamming order alone.
    */
@@ -292,22 +268,35 @@ export class SignatureIndex {
     let atCut = wide;
     for (let d = 0; d < cut; d++) atCut -= histogram[d]!;
     const selected = this.kernel.select(distances.byteOffset, rows, cut, atCut, wide, scratch.selected);
-    const nearest = new Uint32Array(this.kernel.memory.buffer, scratch.selected, selected);
-    const kept = nearest.length <= count ? nearest : this.bestBySignedDot(query, nearest, count);
+    const kept =
+      selected <= count
+        ? new Uint32Array(this.kernel.memory.buffer, scratch.selected, selected)
+        : this.bestBySignedDot(query, scratch.selected, selected, count, scratch);
     return { passageIds: Array.from(kept, (r) => this.passages[r]!), inScope };
   }
 
-  /** The `count` of `rows` (in row order) with the largest `signedDot`, in row order; ties: the earlier rows. */
-  private bestBySignedDot(query: Float32Array, rows: Uint32Array, count: number): number[] {
-    const tables = signTables(query, this.words);
-    const scores = new Float64Array(rows.length);
-    for (let i = 0; i < rows.length; i++) scores[i] = signedDot(this.signatures, rows[i]! * this.words, tables, this.words);
+  /**
+   * The `count` of the `n` selected rows (in row order, from byte `at`)
+   * whose signs agree best with the query, weighed by its components: the
+   * query's dot product with the row's sign vector (±1 a component, by its
+   * sign bit), where the Hamming distance counts every disagreeing sign
+   * alike. With the same bits it ranks nearer the exact order (recall@50 on
+   * the retrieval set's embeddings: the nearest 800 by Hamming narrowed to
+   * 200 this way 0.978, the nearest 400 by Hamming alone 0.975). In row
+   * order; ties: the earlier rows.
+   */
+  private bestBySignedDot(query: Float32Array, at: number, n: number, count: number, scratch: Scratch): number[] {
+    const { memory } = this.kernel;
+    signTables(query, this.words, new Float64Array(memory.buffer, scratch.tables, this.words * 4 * 256));
+    this.kernel.signedDots(0, at, n, this.words * 4, scratch.tables, scratch.scores);
+    const rows = new Uint32Array(memory.buffer, at, n);
+    const scores = new Float64Array(memory.buffer, scratch.scores, n);
     // The count-th largest score, then every row above it and the earliest at it.
-    const threshold = Float64Array.from(scores).sort()[rows.length - count]!;
+    const threshold = Float64Array.from(scores).sort()[n - count]!;
     let atThreshold = count;
     for (const score of scores) if (score > threshold) atThreshold--;
     const kept: number[] = [];
-    for (let i = 0; i < rows.length; i++) {
+    for (let i = 0; i < n; i++) {
       if (scores[i]! > threshold) kept.push(rows[i]!);
       else if (scores[i] === threshold && atThreshold > 0) {
         kept.push(rows[i]!);
@@ -346,18 +335,20 @@ export class SignatureIndex {
 
   /**
    * A query's scratch after the signatures of the rows held: the query's
-   * signature, the histogram of distances (cleared), a distance per row and
-   * room for `wide` selected rows; the signatures' view made again if the
-   * memory grew for it.
+   * signature, the histogram of distances (cleared), a distance per row,
+   * room for `wide` selected rows, the query's sign tables and the selected
+   * rows' scores; the signatures' view made again if the memory grew for it.
    */
-  private scratch(rows: number, wide: number): { memory: Uint32Array; query: number; histogram: Uint32Array; distances: Uint16Array; selected: number } {
+  private scratch(rows: number, wide: number): Scratch {
     const query = align8(this.passages.length * this.words * 4);
     const histogramAt = align8(query + this.words * 4);
     const histogramLength = this.dimensions + 2;
     const distancesAt = align8(histogramAt + histogramLength * 4);
     const selected = align8(distancesAt + rows * 2);
+    const tables = align8(selected + wide * 4);
+    const scores = tables + this.words * 4 * 256 * 8;
     const before = this.kernel.memory.buffer;
-    const buffer = this.reserve(selected + wide * 4);
+    const buffer = this.reserve(scores + wide * 8);
     if (buffer !== before) this.signatures = new Uint32Array(buffer, 0, this.passages.length * this.words);
     return {
       memory: new Uint32Array(buffer),
@@ -365,9 +356,14 @@ export class SignatureIndex {
       histogram: new Uint32Array(buffer, histogramAt, histogramLength).fill(0),
       distances: new Uint16Array(buffer, distancesAt, rows),
       selected,
+      tables,
+      scores,
     };
   }
 }
+
+/** Where a query's scratch lies in the kernel's memory (byte offsets, and views of it). */
+type Scratch = { memory: Uint32Array; query: number; histogram: Uint32Array; distances: Uint16Array; selected: number; tables: number; scores: number };
 
 const WASM_PAGE = 65_536;
 const align8 = (n: number): number => Math.ceil(n / 8) * 8;

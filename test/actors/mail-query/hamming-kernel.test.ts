@@ -57,3 +57,21 @@ t.test('the selection: rows nearer than the cut, then the first ones at it, in o
   t.same(picked(0, 0, 8), [], 'nothing under a cut of 0');
   t.same(picked(10, 0, 8), [0, 1, 3, 4, 5, 6, 7], 'a row out of scope (0xffff) is never taken');
 });
+
+t.test('signed dots: per listed row, the table entries its signature bytes pick, summed', async (t) => {
+  const kernel = hammingKernel();
+  const rowBytes = 8;
+  const bytes = new Uint8Array(kernel.memory.buffer);
+  bytes.set([1, 0, 0, 0, 0, 0, 0, 0], 0); // row 0
+  bytes.set([0, 255, 0, 0, 0, 0, 0, 2], 8); // row 1
+  const rowsAt = 64;
+  new Uint32Array(kernel.memory.buffer, rowsAt, 2).set([1, 0]);
+  const tablesAt = 128;
+  const tables = new Float64Array(kernel.memory.buffer, tablesAt, rowBytes * 256);
+  // Byte position p, value v: p * 1000 + v.
+  for (let p = 0; p < rowBytes; p++) for (let v = 0; v < 256; v++) tables[p * 256 + v] = p * 1000 + v;
+  const outAt = tablesAt + rowBytes * 256 * 8;
+  kernel.signedDots(0, rowsAt, 2, rowBytes, tablesAt, outAt);
+  const sum = (row: number[]) => row.reduce((s, v, p) => s + p * 1000 + v, 0);
+  t.same([...new Float64Array(kernel.memory.buffer, outAt, 2)], [sum([0, 255, 0, 0, 0, 0, 0, 2]), sum([1, 0, 0, 0, 0, 0, 0, 0])], 'in the order listed');
+});
