@@ -34,7 +34,7 @@
  * actor's store access, and by modules under `runtime/store/mailbox/`.
  */
 import type { Database } from '../open.ts';
-import { many, one, run } from '../rows.ts';
+import { many, one, run, type SqlValue } from '../rows.ts';
 import { perConnection } from './prepared.ts';
 
 export type Distance = 'cosine' | 'l2';
@@ -448,16 +448,14 @@ export function passageDistances(db: Database, query: Omit<NearestQuery, 'limit'
   const target = generation(db, query.generation);
   if (target === undefined || query.bindingIds.length === 0 || passageIds.length === 0) return [];
   checkVector(query.queryVector, target);
-  const range = receivedRange(query);
   const s = statements(db);
-  return many<PassageDistance>(target.distance === 'cosine' ? s.rescoreCosine : s.rescoreL2, [
-    vectorBytes(query.queryVector),
-    JSON.stringify(passageIds),
-    target.id,
-    JSON.stringify(query.bindingIds),
-    range.from,
-    range.below,
-  ]);
+  return many<PassageDistance>(target.distance === 'cosine' ? s.rescoreCosine : s.rescoreL2, candidateParams(target.id, query, passageIds));
+}
+
+/** The parameters both candidate statements start with: the query, the candidates, the generation and the scope. */
+function candidateParams(generationId: number, query: Omit<NearestQuery, 'limit'>, passageIds: readonly number[]): SqlValue[] {
+  const range = receivedRange(query);
+  return [vectorBytes(query.queryVector), JSON.stringify(passageIds), generationId, JSON.stringify(query.bindingIds), range.from, range.below];
 }
 
 /**
@@ -471,15 +469,9 @@ export function nearestOfPassages(db: Database, query: NearestQuery, passageIds:
   const target = generation(db, query.generation);
   if (target === undefined || query.bindingIds.length === 0 || passageIds.length === 0) return { messages: [], found: 0 };
   checkVector(query.queryVector, target);
-  const range = receivedRange(query);
   const s = statements(db);
   const rows = many<NearestMessage & { found: number }>(target.distance === 'cosine' ? s.nearestOfCandidatesCosine : s.nearestOfCandidatesL2, [
-    vectorBytes(query.queryVector),
-    JSON.stringify(passageIds),
-    target.id,
-    JSON.stringify(query.bindingIds),
-    range.from,
-    range.below,
+    ...candidateParams(target.id, query, passageIds),
     query.limit,
   ]);
   return { messages: rows.map(({ messageId, bindingId, distance }) => ({ messageId, bindingId, distance })), found: rows[0]?.found ?? 0 };
