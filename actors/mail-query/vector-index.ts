@@ -173,7 +173,8 @@ export class SignatureIndex {
 
   /** Bytes held (typed arrays), for the figures. */
   get bytes(): number {
-    return this.kernel.memory.buffer.byteLength + this.passages.byteLength + this.bindings.byteLength + this.received.byteLength + this.rowOfPassage.byteLength;
+    const arrays = [this.passages, this.messages, this.bindings, this.received, this.rowOfPassage];
+    return this.kernel.memory.buffer.byteLength + arrays.reduce((sum, a) => sum + a.byteLength, 0);
   }
 
   /** Adds a passage's row; a passage already held is replaced (its vector was rewritten). */
