@@ -528,7 +528,8 @@ export function nearestMessagesAmong(db: Database, query: NearestQuery, messageI
   return fromIndex(db, h, query, messages, { ...tuning, exactScopeRows: 0 });
 }
 
-type Tuning = { candidatesPerResult?: number; exactScopeRows?: number; countEveryMs?: number };
+/** The bench's and the tests' knobs; the defaults are the constants above. */
+type Tuning = { candidatesPerResult?: number; poolPerCandidate?: number; exactScopeRows?: number; countEveryMs?: number };
 
 /** The thread's index of the generation brought up to this snapshot, or null while it loads (in the background). */
 function readyIndex(db: Database, generationId: number, dimensions: number): Held | null {
@@ -553,7 +554,7 @@ function fromIndex(db: Database, h: Held, query: NearestQuery, only: Uint8Array 
   const below = query.receivedBelow === undefined ? Number.MAX_SAFE_INTEGER : Math.max(0, query.receivedBelow);
   const count = query.limit * (tuning.candidatesPerResult ?? CANDIDATES_PER_RESULT);
   const scope: IndexScope = { bindingIds: query.bindingIds, from, below, ...(only === undefined ? {} : { messages: only }) };
-  const { passageIds, inScope } = h.index.candidates(query.queryVector, scope, count, count * POOL_PER_CANDIDATE);
+  const { passageIds, inScope } = h.index.candidates(query.queryVector, scope, count, count * (tuning.poolPerCandidate ?? POOL_PER_CANDIDATE));
   if (inScope <= exactBelow) return null;
   const { messages, found } = nearestOfPassages(db, query, passageIds);
   if (found < passageIds.length) {
