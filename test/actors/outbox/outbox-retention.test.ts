@@ -36,7 +36,9 @@ function storeOf(t: Test, database: string): Database {
 
 const rowOf = (id: string): number => Number(id.slice(1));
 
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+// Filing waits on the account's sync actor, which may be in its first run: on a loaded two-core machine that took
+// over 20 s once (.ci/run, stop 49), so the wait is generous; it still ends by itself.
+async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     const value = probe();
