@@ -59,16 +59,15 @@ import {
 
 /**
  * Candidates per message asked (passages, rescored exactly in SQL): 1,000
- * for the 50 of a hybrid search. Each costs about 3–4 µs in SQL (an index
+ * for the 50 of a hybrid search. Each costs about 2–4 µs in SQL (an index
  * probe, the row, the distance), so at 2,000 the rescoring was half of the
- * vector half's 14 ms at 255,000 passages (stop 49). They are the best of a
- * pool four times larger by sign bits (`POOL_PER_CANDIDATE`), ranked by the
- * query's components against each row's signs: on the retrieval set's real
- * embeddings, twice the Hamming pool narrowed to half its size that way
- * keeps recall@50 (0.978 against 0.975; docs/semantic-search.md). Before:
- * 2,000 by Hamming alone, recall@50 1.000 on clustered vectors and on real
- * embeddings at 255,000 passages, 0.989 at 1,000; random vectors, which sign
- * bits separate poorly, 0.72.
+ * vector half at 255,000 passages (stop 49). They are the best of a pool
+ * four times larger by sign bits (`POOL_PER_CANDIDATE`), ranked by the
+ * query's components against each row's signs. bench/hybrid-search.ts at
+ * 255,483 passages (docs/semantic-search.md): recall@50 0.998 on clustered
+ * vectors (2,000 by Hamming alone: 1.000; 1,000: 0.989), 0.828 on random
+ * ones (2,000 by Hamming: 0.724); 1.000 on the retrieval set's real
+ * embeddings (9,253 of them, in memory).
  */
 export const CANDIDATES_PER_RESULT = 20;
 /** Rows taken by Hamming distance per candidate kept (`SignatureIndex.candidates`' pool). */
@@ -138,8 +137,7 @@ export class SignatureIndex {
   readonly dimensions: number;
   readonly words: number;
   rows = 0;
-  /** Rows dropped (found gone, or replaced by a rewrite): their slots stay until a reload. */
-  dead = 0;
+
   /** The scan, and the memory the signatures live in (from byte 0, row after row); a query's scratch follows them. */
   private readonly kernel = hammingKernel();
   /** A view of the kernel's memory, made again whenever it grows. */
@@ -153,7 +151,7 @@ export class SignatureIndex {
   private rowOfPassage = new Int32Array(1024);
   /** Live rows per binding. */
   private perBinding = new Map<number, number>();
-  /** The rows dropped (`dead` of them), for a scan of the whole index. */
+  /** The rows dropped (found gone, or replaced by a rewrite): their slots stay until a reload. */
   private readonly droppedRows: number[] = [];
 
   constructor(dimensions: number, capacity = 1024) {
@@ -164,6 +162,11 @@ export class SignatureIndex {
     this.messages = new Int32Array(capacity);
     this.bindings = new Int32Array(capacity);
     this.received = new Float64Array(capacity);
+  }
+
+  /** Rows dropped. */
+  get dead(): number {
+    return this.droppedRows.length;
   }
 
   /** Live rows. */
@@ -205,7 +208,6 @@ export class SignatureIndex {
     this.perBinding.set(this.bindings[r]!, this.perBinding.get(this.bindings[r]!)! - 1);
     this.bindings[r] = 0;
     this.droppedRows.push(r);
-    this.dead++;
   }
 
   /** Whether every binding with live rows is wanted (1 at its id). */
