@@ -102,8 +102,9 @@ const recallQueries = Number(process.env.BENCH_RECALL_QUERIES ?? 30);
 /** Candidates per result (rescored in SQL), and the pool by sign bits per candidate (1: Hamming alone). */
 const CANDIDATE_CASES = [
   { perResult: 20, pool: 1 },
-  { perResult: 40, pool: 1 },
-  { perResult: CANDIDATES_PER_RESULT, pool: POOL_PER_CANDIDATE },
+  { perResult: 20, pool: 4 },
+  { perResult: 10, pool: 8 },
+  { perResult: 5, pool: 16 },
 ] as const;
 const caseName = (c: { perResult: number; pool: number }): string =>
   c.pool === 1 ? `${c.perResult * 50} by Hamming` : `${c.perResult * c.pool * 50} by Hamming narrowed to ${c.perResult * 50}`;
@@ -219,8 +220,10 @@ function realVectorRecall(): void {
     const rows: Array<Record<string, unknown>> = [];
     for (const [count, pool] of [
       [250, 250],
+      [250, 4000],
       [500, 500],
       [500, 2000],
+      [500, 4000],
       [1000, 1000],
       [1000, 4000],
       [2000, 2000],

@@ -4,8 +4,8 @@
  * (i64.popcnt, one processor instruction where it has one), 0.47 ms for
  * 255,483 rows of 384 bits against 5.9 ms for the best JavaScript form
  * (three words per nibble count); then the rows under the cut, and their
- * dot products with the query by sign. The
- * module is small enough to carry as bytes; a test compiles hamming.wat
+ * dot products with the query by two bits a component (sign, magnitude).
+ * The module is small enough to carry as bytes; a test compiles hamming.wat
  * again and checks they are its own.
  *
  * Regenerate after editing hamming.wat:
@@ -15,7 +15,7 @@
  */
 
 export const HAMMING_WASM_BASE64 =
-  'AGFzbQEAAAABFAJgBn9/f39/fwBgBn9/f39/fwF/AwQDAAEABQMBAAEHLAQGbWVtb3J5AgAJZGlzdGFuY2VzAAAGc2VsZWN0AAEKc2lnbmVkRG90cwACCu4CA4MBAQN/IAFFBEAPCwNAIAQvAQBB//8DRwRAQQAhB0EAIQYDQCAHIAAgBmopAwAgAyAGaikDAIV7p2ohByAGQQhqIQYgBiACSQ0ACyAEIAc7AQAgBSAHQQJ0aiEIIAggCCgCAEEBajYCAAsgACACaiEAIARBAmohBCABQQFrIQEgAQ0ACwtnAQN/AkADQCAGIAFPDQEgByAETw0BIAAgBkEBdGovAQAhCCAIIAJJIAggAkYgA0EASnFyBEAgCCACRgRAIANBAWshAwsgBSAHQQJ0aiAGNgIAIAdBAWohBwsgBkEBaiEGDAALCyAHC38CA38BfCACRQRADwsDQCAAIAEoAgAgA2xqIQZEAAAAAAAAAAAhCUEAIQcgBCEIA0AgCSAIIAYgB2otAABBA3RqKwMAoCEJIAhBgBBqIQggB0EBaiEHIAcgA0kNAAsgBSAJOQMAIAVBCGohBSABQQRqIQEgAkEBayECIAINAAsL';
+  'AGFzbQEAAAABIANgB39/f39/f38AYAZ/f39/f38Bf2AIf39/f39/f38AAwQDAAECBQMBAAEHLAQGbWVtb3J5AgAJZGlzdGFuY2VzAAAGc2VsZWN0AAEKdHdvQml0RG90cwACCqsDA4MBAQN/IAFFBEAPCwNAIAUvAQBB//8DRwRAQQAhCEEAIQcDQCAIIAAgB2opAwAgBCAHaikDAIV7p2ohCCAHQQhqIQcgByADSQ0ACyAFIAg7AQAgBiAIQQJ0aiEJIAkgCSgCAEEBajYCAAsgACACaiEAIAVBAmohBSABQQFrIQEgAQ0ACwtnAQN/AkADQCAGIAFPDQEgByAETw0BIAAgBkEBdGovAQAhCCAIIAJJIAggAkYgA0EASnFyBEAgCCACRgRAIANBAWshAwsgBSAHQQJ0aiAGNgIAIAdBAWohBwsgBkEBaiEGDAALCyAHC7sBAgV/AXwgAkUEQA8LA0AgACABKAIAIANsaiEIRAAAAAAAAAAAIQ1BACEJQQAhDANAIAggCWotAAAhCiAIIARqIAlqLQAAIQsgDSAFIAxqIApBA3RqKwMAIAYgDGogCyAKQf8Bc3FBA3RqKwMAoCAGIAxqIAsgCnFBA3RqKwMAoaAhDSAMQYAQaiEMIAlBAWohCSAJIARJDQALIAcgDTkDACAHQQhqIQcgAUEEaiEBIAJBAWshAiACDQALCw==';
 
 /** What this module uses of the WebAssembly API (the project's TypeScript libraries do not declare it). */
 type Wasm = {
@@ -31,18 +31,19 @@ const compiled = new wasm.Module(Buffer.from(HAMMING_WASM_BASE64, 'base64'));
 export type HammingKernel = {
   memory: WasmMemory;
   /**
-   * For each of `rows` rows from byte `signatures` (`rowBytes` each, a multiple of 8) whose u16 at `out` is not
-   * 0xffff: its Hamming distance to the signature at `query`, written there, and counted in the u32 histogram at
-   * `histogram`.
+   * For each of `rows` rows from byte `rowsAt` (`stride` bytes each; their first `length`, a multiple of 8, the sign
+   * bits) whose u16 at `out` is not 0xffff: its Hamming distance to the `length` bytes at `query`, written there, and
+   * counted in the u32 histogram at `histogram`.
    */
-  distances(signatures: number, rows: number, rowBytes: number, query: number, out: number, histogram: number): void;
-  /** The numbers of the rows nearer than \`cut\` and of the first \`atCut\` at it (in order, at most \`wide\`) from byte \`dest\`; how many. */
+  distances(rowsAt: number, rows: number, stride: number, length: number, query: number, out: number, histogram: number): void;
+  /** The numbers of the rows nearer than `cut` and of the first `atCut` at it (in order, at most `wide`) from byte `dest`; how many. */
   select(out: number, rows: number, cut: number, atCut: number, wide: number, dest: number): number;
   /**
-   * For each of \`n\` rows numbered (u32) from byte \`rowsAt\`: the sum over its signature's bytes of the f64 at \`tables\`
-   * + 2048 per byte position + 8 per byte value, written as f64 from \`outAt\`.
+   * For each of `n` rows numbered (u32) from byte `listAt`, by byte position p of its `length` sign bytes s and the
+   * magnitude bytes m after them: `signs`[p][s] + `sums`[p][m & ~s] − `sums`[p][m & s] (f64 tables of 256 entries a
+   * position), summed, written as f64 from `outAt`.
    */
-  signedDots(signatures: number, rowsAt: number, n: number, rowBytes: number, tables: number, outAt: number): void;
+  twoBitDots(rowsAt: number, listAt: number, n: number, stride: number, length: number, signs: number, sums: number, outAt: number): void;
 };
 
 export function hammingKernel(): HammingKernel {

@@ -3,15 +3,17 @@
  * binary-quantised candidate index of the serving generation, held in memory
  * by each query-pool thread, with exact rescoring in SQL.
  *
- * - `SignatureIndex` (pure, no I/O): per passage vector row, the sign bits of
- *   its components packed into 64-bit words (384 dimensions → 48 bytes) in
- *   a WebAssembly memory, with its passage, binding and received time in
- *   typed arrays. A query scans every row: rows outside the bindings or the
+ * - `SignatureIndex` (pure, no I/O): per passage vector row, two bits a
+ *   component packed into 64-bit words in a WebAssembly memory, the sign
+ *   bits then whether each component is large for its row (384 dimensions
+ *   → 96 bytes), with its passage, binding and received time in typed
+ *   arrays and a chain of each message's rows. A query scans every row (or
+ *   only the rows of the messages given): rows outside the bindings or the
  *   received range are marked out, the others get the Hamming distance of
- *   their signature to the query's (XOR + popcount in hamming.wat); the
+ *   their signs to the query's (XOR + popcount in hamming.wat); the
  *   nearest form a pool (a histogram of the distances finds the cut, no
- *   heap), narrowed to the `count` candidates by the query's own components
- *   against each row's signs.
+ *   heap), narrowed to the `count` candidates by the query's own
+ *   components against each row's two bits.
  * - `nearestMessagesFast`: the candidates' vectors are read back by
  *   (passage, generation) and ranked exactly in SQL, by message
  *   (`nearestOfPassages`), so distances, ties and scope are those of
@@ -58,20 +60,21 @@ import {
 } from '../../runtime/store/mailbox/vectors.ts';
 
 /**
- * Candidates per message asked (passages, rescored exactly in SQL): 1,000
- * for the 50 of a hybrid search. Each costs about 2–4 µs in SQL (an index
- * probe, the row, the distance), so at 2,000 the rescoring was half of the
- * vector half at 255,000 passages (stop 49). They are the best of a pool
- * four times larger by sign bits (`POOL_PER_CANDIDATE`), ranked by the
- * query's components against each row's signs. bench/hybrid-search.ts at
- * 255,483 passages (docs/semantic-search.md): recall@50 0.998 on clustered
- * vectors (2,000 by Hamming alone: 1.000; 1,000: 0.989), 0.828 on random
- * ones (2,000 by Hamming: 0.724); 1.000 on the retrieval set's real
- * embeddings (9,253 of them, in memory).
+ * Candidates per message asked (passages, rescored exactly in SQL): 500
+ * for the 50 of a hybrid search. Each costs about 2 µs in SQL where the
+ * store's file is mapped, and about 4 µs past the 2 GiB the query pool maps
+ * (`MMAP_BYTES`: at 50,000 messages the raw MIME puts the vectors there), so
+ * the rescoring was most of the vector half (stops 49 and 50). They are the
+ * best of a pool eight times larger by sign bits (`POOL_PER_CANDIDATE`),
+ * ranked by the query's components against each row's two bits a
+ * component. bench/hybrid-search.ts at 255,483 passages (HS50,
+ * docs/semantic-search.md): recall@50 0.999 on clustered vectors, 0.856 on
+ * random ones (4,000 narrowed to 1,000 by signs alone, stop 49: 0.998 and
+ * 0.828); 1.000 on the retrieval set's real embeddings (9,253, in memory).
  */
-export const CANDIDATES_PER_RESULT = 20;
+export const CANDIDATES_PER_RESULT = 10;
 /** Rows taken by Hamming distance per candidate kept (`SignatureIndex.candidates`' pool). */
-export const POOL_PER_CANDIDATE = 4;
+export const POOL_PER_CANDIDATE = 8;
 /**
  * At or below this many rows in scope, the exact scan: at 2,500 rows (a 1 %
  * folder) it took 3–6 ms against 16–19 ms through the index; at 51,000, 90
@@ -103,21 +106,53 @@ export function signatureOf(bytes: Uint8Array, dimensions: number, into: Uint32A
 }
 
 /**
- * Per byte of a signature, the query's eight components summed with the
- * signs the byte's bits give them (bit set: negative): the kernel's `signedDots` of a row
- * is then one lookup per byte. Components past the vector's length are 0.
+ * A magnitude bit is set where |x| exceeds this many times the row's root
+ * mean square component: with the sign, two bits a component, the optimal
+ * four-level quantiser of a normal distribution (Lloyd–Max: cuts at 0 and
+ * ±0.98σ, levels about ±0.45σ and ±1.5σ, taken here as ±1 and ±3).
  */
-function signTables(query: Float32Array, words: number, tables: Float64Array): void {
+const MAGNITUDE_CUT = 0.98;
+
+/**
+ * A row's two bit planes from its float32 components as stored
+ * (little-endian bytes): the sign bits at word `at` (`signatureOf`), then,
+ * `wordsFor(dimensions)` words on, its magnitude bits (`MAGNITUDE_CUT`).
+ * `floats` is scratch of at least `dimensions` (the bytes need no alignment).
+ */
+function codesOf(bytes: Uint8Array, dimensions: number, into: Uint32Array, at: number, floats: Float32Array): void {
+  const words = wordsFor(dimensions);
+  signatureOf(bytes, dimensions, into, at);
+  new Uint8Array(floats.buffer, floats.byteOffset, dimensions * 4).set(bytes);
+  let squares = 0;
+  for (let i = 0; i < dimensions; i++) squares += floats[i]! * floats[i]!;
+  const cut = MAGNITUDE_CUT * Math.sqrt(squares / dimensions);
+  const magnitudes = at + words;
+  for (let w = 0; w < words; w++) into[magnitudes + w] = 0;
+  for (let i = 0; i < dimensions; i++) if (Math.abs(floats[i]!) > cut) into[magnitudes + (i >>> 5)]! |= 1 << (i & 31);
+}
+
+/**
+ * The query's tables for the kernel's `twoBitDots`, by byte position p of
+ * a plane (components 8p to 8p + 7; past the vector's length, 0) and byte
+ * value v: `signs`, the eight components summed with the signs v's bits
+ * give them (bit set: negative); `sums`, twice the components of v's set
+ * bits. A row's score, Σ q_i · sign_i · (1 + 2 · magnitude_i), is then three
+ * lookups a byte: signs[p][s] + sums[p][m & ~s] − sums[p][m & s].
+ */
+function queryTables(query: Float32Array, words: number, signs: Float64Array, sums: Float64Array): void {
   const bytes = words * 4;
   for (let b = 0; b < bytes; b++) {
     const base = b * 256;
     let plus = 0;
     for (let j = 0; j < 8; j++) plus += query[8 * b + j] ?? 0;
-    tables[base] = plus;
-    // Each pattern from the one without its lowest set bit: that component's sign turned.
+    signs[base] = plus;
+    sums[base] = 0;
+    // Each pattern from the one without its lowest set bit: that component's sign turned, or added.
     for (let v = 1; v < 256; v++) {
       const low = v & -v;
-      tables[base + v] = tables[base + (v ^ low)]! - 2 * (query[8 * b + 31 - Math.clz32(low)] ?? 0);
+      const component = query[8 * b + 31 - Math.clz32(low)] ?? 0;
+      signs[base + v] = signs[base + (v ^ low)]! - 2 * component;
+      sums[base + v] = sums[base + (v ^ low)]! + 2 * component;
     }
   }
 }
@@ -127,28 +162,42 @@ export const wordsFor = (dimensions: number): number => Math.ceil(dimensions / 6
 
 /**
  * Which rows a query may find: of these bindings, received in [from,
- * below), and, with `messages` (1 at a message id's index), of those
- * messages only.
+ * below), and, with `messages` (message ids), of those messages only.
  */
-export type IndexScope = { bindingIds: readonly number[]; from: number; below: number; messages?: Uint8Array };
+export type IndexScope = { bindingIds: readonly number[]; from: number; below: number; messages?: readonly number[] };
 
 /** A signature index of one generation's passage vectors (pure: rows in, candidates out). */
 export class SignatureIndex {
   readonly dimensions: number;
   readonly words: number;
+  /** Bytes of a row's codes: two planes of `words` words. */
+  private readonly stride: number;
+  /** Scratch for a row's components as floats. */
+  private readonly floats: Float32Array;
   rows = 0;
 
-  /** The scan, and the memory the signatures live in (from byte 0, row after row); a query's scratch follows them. */
+  /**
+   * The scan, and the memory the rows' codes live in (from byte 0, `stride` bytes a row: the sign bits, then the
+   * magnitude bits); a query's scratch follows them.
+   */
   private readonly kernel = hammingKernel();
   /** A view of the kernel's memory, made again whenever it grows. */
   private signatures: Uint32Array;
   private passages: Int32Array;
-  private messages: Int32Array;
   /** 0 for a dropped row: no binding id is 0 (ids start at 1). */
   private bindings: Int32Array;
   private received: Float64Array;
   /** Row of each passage id (+1; 0: none). */
   private rowOfPassage = new Int32Array(1024);
+  /**
+   * Each message's rows as a chain, so that a scope of some messages (a
+   * sender's mail) visits their rows only, not every row: the last row
+   * added for a message id (+1; 0: none), and per row the one added before
+   * it for the same message (+1; 0: none). A dropped row stays in its chain,
+   * out of every scope by its binding (0).
+   */
+  private lastRowOfMessage = new Int32Array(1024);
+  private previousRowOfMessage: Int32Array;
   /** Live rows per binding. */
   private perBinding = new Map<number, number>();
   /** The rows dropped (found gone, or replaced by a rewrite): their slots stay until a reload. */
@@ -157,11 +206,13 @@ export class SignatureIndex {
   constructor(dimensions: number, capacity = 1024) {
     this.dimensions = dimensions;
     this.words = wordsFor(dimensions);
+    this.stride = this.words * 8;
+    this.floats = new Float32Array(dimensions);
     this.signatures = this.signatureView(capacity);
     this.passages = new Int32Array(capacity);
-    this.messages = new Int32Array(capacity);
     this.bindings = new Int32Array(capacity);
     this.received = new Float64Array(capacity);
+    this.previousRowOfMessage = new Int32Array(capacity);
   }
 
   /** Rows dropped. */
@@ -176,7 +227,7 @@ export class SignatureIndex {
 
   /** Bytes held (typed arrays), for the figures. */
   get bytes(): number {
-    const arrays = [this.passages, this.messages, this.bindings, this.received, this.rowOfPassage];
+    const arrays = [this.passages, this.bindings, this.received, this.rowOfPassage, this.lastRowOfMessage, this.previousRowOfMessage];
     return this.kernel.memory.buffer.byteLength + arrays.reduce((sum, a) => sum + a.byteLength, 0);
   }
 
@@ -186,18 +237,16 @@ export class SignatureIndex {
     this.drop(row.passageId);
     if (this.rows === this.passages.length) this.grow(this.rows * 2);
     const r = this.rows++;
-    signatureOf(row.vector, this.dimensions, this.signatures, r * this.words);
+    codesOf(row.vector, this.dimensions, this.signatures, (r * this.stride) / 4, this.floats);
     this.passages[r] = row.passageId;
-    this.messages[r] = row.messageId;
     this.bindings[r] = row.bindingId;
     this.perBinding.set(row.bindingId, (this.perBinding.get(row.bindingId) ?? 0) + 1);
     this.received[r] = row.received;
-    if (row.passageId >= this.rowOfPassage.length) {
-      const grown = new Int32Array(Math.max(row.passageId + 1, this.rowOfPassage.length * 2));
-      grown.set(this.rowOfPassage);
-      this.rowOfPassage = grown;
-    }
+    if (row.passageId >= this.rowOfPassage.length) this.rowOfPassage = widened(this.rowOfPassage, row.passageId + 1);
     this.rowOfPassage[row.passageId] = r + 1;
+    if (row.messageId >= this.lastRowOfMessage.length) this.lastRowOfMessage = widened(this.lastRowOfMessage, row.messageId + 1);
+    this.previousRowOfMessage[r] = this.lastRowOfMessage[row.messageId]!;
+    this.lastRowOfMessage[row.messageId] = r + 1;
   }
 
   /** Forgets a passage's row (its vector is gone). */
@@ -227,12 +276,12 @@ export class SignatureIndex {
    * The passages of the `count` rows in scope nearest the query, and how
    * many rows the scope holds. The `pool` rows whose signatures are nearest
    * by Hamming distance (ties at the cut: the earlier rows) are ranked again
-   * by the query's own components against each row's signs (`bestBySignedDot`),
+   * by the query's own components against each row's two bits (`bestByTwoBits`),
    * and the `count` best of them kept (ties: the earlier rows). `pool` equal
    * to `count` keeps the Hamming order alone.
    */
   candidates(query: Float32Array, scope: IndexScope, count: number, pool = count): { passageIds: number[]; inScope: number } {
-    const { words, rows, bindings, received, messages } = this;
+    const { words, rows, bindings, received } = this;
     const wide = Math.max(count, pool);
     const scratch = this.scratch(rows, wide);
     signatureOf(vectorBytes(query), this.dimensions, scratch.memory, scratch.query / 4);
@@ -245,23 +294,38 @@ export class SignatureIndex {
     const { from, below } = scope;
     const only = scope.messages;
     let inScope = 0;
-    if (only === undefined && from < 0 && below === Number.MAX_SAFE_INTEGER && this.everyBindingIn(wanted)) {
+    const inRange = (r: number): boolean => {
+      const binding = bindings[r]!;
+      const at = received[r]!;
+      return binding <= top && wanted[binding] === 1 && at >= from && at < below;
+    };
+    if (only !== undefined) {
+      // Some messages (a filter's mail): their rows alone, by their chains.
+      distances.fill(OUT);
+      const { lastRowOfMessage, previousRowOfMessage } = this;
+      for (const id of only) {
+        for (let r = (lastRowOfMessage[id] ?? 0) - 1; r >= 0; r = previousRowOfMessage[r]! - 1) {
+          // A message listed twice counts its rows once.
+          if (distances[r] === OUT && inRange(r)) {
+            distances[r] = 0;
+            inScope++;
+          }
+        }
+      }
+    } else if (from < 0 && below === Number.MAX_SAFE_INTEGER && this.everyBindingIn(wanted)) {
       // The whole index (a search of every folder, no dates): only the rows dropped are out.
       distances.fill(0);
       for (const r of this.droppedRows) distances[r] = OUT;
       inScope = this.live;
     } else {
       for (let r = 0; r < rows; r++) {
-        const binding = bindings[r]!;
-        const at = received[r]!;
-        if (binding > top || wanted[binding] === 0 || at < from || at >= below || (only !== undefined && only[messages[r]!] !== 1)) distances[r] = OUT;
-        else {
+        if (inRange(r)) {
           distances[r] = 0;
           inScope++;
-        }
+        } else distances[r] = OUT;
       }
     }
-    this.kernel.distances(0, rows, words * 4, scratch.query, distances.byteOffset, histogram.byteOffset);
+    this.kernel.distances(0, rows, this.stride, words * 4, scratch.query, distances.byteOffset, histogram.byteOffset);
     // The cut: the smallest distance below which, with its ties, `wide` rows lie.
     let cut = 0;
     for (let seen = 0; cut < histogram.length; cut++) {
@@ -274,24 +338,29 @@ export class SignatureIndex {
     const kept =
       selected <= count
         ? new Uint32Array(this.kernel.memory.buffer, scratch.selected, selected)
-        : this.bestBySignedDot(query, scratch.selected, selected, count, scratch);
+        : this.bestByTwoBits(query, scratch.selected, selected, count, scratch);
     return { passageIds: Array.from(kept, (r) => this.passages[r]!), inScope };
   }
 
   /**
    * The `count` of the `n` selected rows (in row order, from byte `at`)
-   * whose signs agree best with the query, weighed by its components: the
-   * query's dot product with the row's sign vector (±1 a component, by its
-   * sign bit), where the Hamming distance counts every disagreeing sign
-   * alike. With the same bits it ranks nearer the exact order (recall@50 on
-   * the retrieval set's embeddings: the nearest 800 by Hamming narrowed to
-   * 200 this way 0.978, the nearest 400 by Hamming alone 0.975). In row
-   * order; ties: the earlier rows.
+   * nearest the query by their two bits a component: the query's dot
+   * product with the row quantised to ±1 and ±3 (sign, and whether the
+   * component is large for its row), where the Hamming distance counts
+   * every disagreeing sign alike. Rows are compared by direction (a cosine
+   * generation's order; an L2 generation's is decided by the exact
+   * rescoring). In row order; ties: the earlier rows.
    */
-  private bestBySignedDot(query: Float32Array, at: number, n: number, count: number, scratch: Scratch): number[] {
+  private bestByTwoBits(query: Float32Array, at: number, n: number, count: number, scratch: Scratch): number[] {
     const { memory } = this.kernel;
-    signTables(query, this.words, new Float64Array(memory.buffer, scratch.tables, this.words * 4 * 256));
-    this.kernel.signedDots(0, at, n, this.words * 4, scratch.tables, scratch.scores);
+    const tableLength = this.words * 4 * 256;
+    queryTables(
+      query,
+      this.words,
+      new Float64Array(memory.buffer, scratch.tables, tableLength),
+      new Float64Array(memory.buffer, scratch.tables + tableLength * 8, tableLength),
+    );
+    this.kernel.twoBitDots(0, at, n, this.stride, this.words * 4, scratch.tables, scratch.tables + tableLength * 8, scratch.scores);
     const rows = new Uint32Array(memory.buffer, at, n);
     const scores = new Float64Array(memory.buffer, scratch.scores, n);
     // The count-th largest score, then every row above it and the earliest at it.
@@ -318,9 +387,9 @@ export class SignatureIndex {
     // The signatures stay where they are (from byte 0): a larger memory only makes room after them.
     this.signatures = this.signatureView(capacity);
     this.passages = grow(this.passages, capacity);
-    this.messages = grow(this.messages, capacity);
     this.bindings = grow(this.bindings, capacity);
     this.received = grow(this.received, capacity);
+    this.previousRowOfMessage = grow(this.previousRowOfMessage, capacity);
   }
 
   /** The kernel's memory grown to at least `bytes`; a grown memory detaches every view of it. */
@@ -331,28 +400,28 @@ export class SignatureIndex {
     return memory.buffer;
   }
 
-  /** The signatures of `capacity` rows, as a view from byte 0. */
+  /** The codes of `capacity` rows, as a view from byte 0. */
   private signatureView(capacity: number): Uint32Array {
-    return new Uint32Array(this.reserve(capacity * this.words * 4), 0, capacity * this.words);
+    return new Uint32Array(this.reserve(capacity * this.stride), 0, (capacity * this.stride) / 4);
   }
 
   /**
-   * A query's scratch after the signatures of the rows held: the query's
+   * A query's scratch after the codes of the rows held: the query's
    * signature, the histogram of distances (cleared), a distance per row,
-   * room for `wide` selected rows, the query's sign tables and the selected
-   * rows' scores; the signatures' view made again if the memory grew for it.
+   * room for `wide` selected rows, the query's two sets of tables and the
+   * selected rows' scores; the codes' view made again if the memory grew for it.
    */
   private scratch(rows: number, wide: number): Scratch {
-    const query = align8(this.passages.length * this.words * 4);
+    const query = align8(this.passages.length * this.stride);
     const histogramAt = align8(query + this.words * 4);
     const histogramLength = this.dimensions + 2;
     const distancesAt = align8(histogramAt + histogramLength * 4);
     const selected = align8(distancesAt + rows * 2);
     const tables = align8(selected + wide * 4);
-    const scores = tables + this.words * 4 * 256 * 8;
+    const scores = tables + 2 * this.words * 4 * 256 * 8;
     const before = this.kernel.memory.buffer;
     const buffer = this.reserve(scores + wide * 8);
-    if (buffer !== before) this.signatures = new Uint32Array(buffer, 0, this.passages.length * this.words);
+    if (buffer !== before) this.signatures = new Uint32Array(buffer, 0, (this.passages.length * this.stride) / 4);
     return {
       memory: new Uint32Array(buffer),
       query,
@@ -367,6 +436,13 @@ export class SignatureIndex {
 
 /** Where a query's scratch lies in the kernel's memory (byte offsets, and views of it). */
 type Scratch = { memory: Uint32Array; query: number; histogram: Uint32Array; distances: Uint16Array; selected: number; tables: number; scores: number };
+
+/** A copy of `array` with room for at least `length` entries (doubling), the rest 0. */
+function widened(array: Int32Array, length: number): Int32Array<ArrayBuffer> {
+  const grown = new Int32Array(Math.max(length, array.length * 2));
+  grown.set(array);
+  return grown;
+}
 
 const WASM_PAGE = 65_536;
 const align8 = (n: number): number => Math.ceil(n / 8) * 8;
@@ -523,11 +599,7 @@ export function nearestMessagesAmong(db: Database, query: NearestQuery, messageI
   if (target === undefined || query.bindingIds.length === 0 || query.limit < 1 || messageIds.length === 0) return [];
   const h = readyIndex(db, target.id, target.dimensions);
   if (h === null) return null;
-  let top = 0;
-  for (const id of messageIds) top = Math.max(top, id);
-  const messages = new Uint8Array(top + 1);
-  for (const id of messageIds) messages[id] = 1;
-  return fromIndex(db, h, query, messages, { ...tuning, exactScopeRows: 0 });
+  return fromIndex(db, h, query, messageIds, { ...tuning, exactScopeRows: 0 });
 }
 
 /** The bench's and the tests' knobs; the defaults are the constants above. */
@@ -550,7 +622,7 @@ function readyIndex(db: Database, generationId: number, dimensions: number): Hel
 }
 
 /** The index's candidates in scope, rescored exactly, by message; null where the exact answer is due instead. */
-function fromIndex(db: Database, h: Held, query: NearestQuery, only: Uint8Array | undefined, tuning: Tuning): NearestMessage[] | null {
+function fromIndex(db: Database, h: Held, query: NearestQuery, only: readonly number[] | undefined, tuning: Tuning): NearestMessage[] | null {
   const exactBelow = tuning.exactScopeRows ?? EXACT_SCOPE_ROWS;
   const from = query.receivedFrom === undefined ? -1 : Math.max(0, query.receivedFrom);
   const below = query.receivedBelow === undefined ? Number.MAX_SAFE_INTEGER : Math.max(0, query.receivedBelow);

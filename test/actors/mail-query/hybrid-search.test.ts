@@ -16,6 +16,7 @@ import t from 'tap';
 import { fuse, LEXICAL_WEIGHT, VECTOR_WEIGHT } from '../../../actors/mail-query/search.ts';
 import type { SearchEmailsResult } from '../../../actors/mail-query/protocol/mail-reads.ts';
 import type { SummaryRow } from '../../../actors/mail-query/summary.ts';
+import { loadIndex } from '../../../actors/mail-query/vector-index.ts';
 import { beginGeneration, promoteGeneration, writeVectors } from '../../../runtime/store/mailbox/vectors.ts';
 import { many } from '../../../runtime/store/rows.ts';
 import type { TestLike } from '../../runtime/store/fixtures/scratch.ts';
@@ -227,6 +228,40 @@ t.test("a sender filter ranks that sender's mail by vector: the nearest first, n
     'exclusions still hold',
   );
   t.same(subjects(search(s, { queryText: 'zebra', senderAddress: 'nobody@store.example' }, billing)), [], 'a sender of no mail: nothing');
+});
+
+t.test('a sender of many emails, ranked through the in-memory index: still only that address, whatever holds its words', async (t) => {
+  const s = stored(t);
+  // More of the shop's mail than is ranked exactly (search.ts BY_MESSAGE_EXACT), and the nearest of all from a lookalike.
+  const shop: Filed[] = Array.from({ length: 520 }, (_, i) => ({
+    uid: 100 + i,
+    subject: `Shop notice ${i}`,
+    from: 'shop@store.example',
+    body: 'A notice from the shop.',
+    topic: i === 7 ? BILLING : TRAVEL,
+    offset: 0.02,
+  }));
+  const lookalike: Filed = {
+    uid: 700,
+    subject: 'Lookalike',
+    from: 'Shop <shop@store.example.net>',
+    body: 'Almost the same sender.',
+    topic: BILLING,
+    offset: 0,
+  };
+  deliver(s.world.db, 'alice', s.world.bindings.aliceInbox, [...shop, lookalike], 7);
+  for (const mail of [...shop, lookalike])
+    embed(s.world, s.generation, idOf(s.world.db, s.world.bindings.aliceInbox, mail.uid), vectorOf(mail.topic, mail.offset));
+  loadIndex(s.world.db, s.generation);
+  const found = subjects(search(s, { queryText: 'zebra', senderAddress: 'shop@store.example', resultLimit: 5 }, billing));
+  t.same(found.slice(0, 2), ['Shop notice 7', 'Your bill'], "the shop's billing mail first");
+  t.equal(found.length, 5);
+  t.notOk(found.includes('Lookalike'), 'the lookalike address holds the words, not the address');
+  const dated = subjects(
+    search(s, { queryText: 'zebra', senderAddress: 'shop@store.example', receivedOnOrAfter: new Date(T0 + 110 * HOUR).toISOString(), resultLimit: 5 }, billing),
+  );
+  t.notOk(dated.includes('Shop notice 7') || dated.includes('Your bill'), 'the received range still holds');
+  t.equal(dated.length, 5);
 });
 
 t.test('ties are broken the same way every time', async (t) => {

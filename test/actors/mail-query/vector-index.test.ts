@@ -307,6 +307,29 @@ t.test('signatures: Hamming order, scope, replacement and dropping (no store)', 
   t.equal(index.rowsIn([1]), 3, 'rows per binding follow the drop');
 });
 
+t.test('signatures: a scope of some messages holds their rows only, each once (no store)', async (t) => {
+  const index = new SignatureIndex(DIMENSIONS, 2);
+  const bytes = (v: Float32Array) => new Uint8Array(v.buffer);
+  // Messages 1–4, two passages each, in bindings 1 and 2 by message; added interleaved, as a load by key order does.
+  for (let passage = 1; passage <= 8; passage++) {
+    const messageId = ((passage - 1) % 4) + 1;
+    index.add({ passageId: passage, messageId, bindingId: 1 + (messageId % 2), received: passage, vector: bytes(vectorOf(passage % TOPICS)) });
+  }
+  const all = { bindingIds: [1, 2], from: -1, below: Number.MAX_SAFE_INTEGER };
+  const of = (messages: number[], scope = all) => index.candidates(vectorOf(0), { ...scope, messages }, 8);
+  t.same(of([2, 3]).passageIds.sort(), [2, 3, 6, 7], 'the rows of those messages, whatever their place');
+  t.equal(of([2, 3]).inScope, 4);
+  t.equal(of([2, 2, 3]).inScope, 4, 'a message listed twice counts its rows once');
+  t.same(of([2, 3], { ...all, bindingIds: [1] }).passageIds.sort(), [2, 6], 'the folders still hold (message 3 is in binding 2)');
+  t.same(of([2, 3], { ...all, from: 5 }).passageIds.sort(), [6, 7], 'the received range still holds');
+  t.same(of([9, 100_000]).inScope, 0, 'a message with no rows, or beyond any held: none');
+  index.drop(6);
+  t.same(of([2]).passageIds, [2], 'a dropped row is out');
+  index.add({ passageId: 2, messageId: 2, bindingId: 1, received: 9, vector: bytes(vectorOf(3)) });
+  t.same(of([2]).passageIds, [2], 'a rewritten passage: its new row only');
+  t.equal(of([2], { ...all, from: 9 }).inScope, 1, 'with its new received time');
+});
+
 t.test('signatures: the Hamming distance is exact at any width (no store)', async (t) => {
   let seed = 7;
   const random = () => {
@@ -347,7 +370,7 @@ t.test('signatures: a pool by sign bits is narrowed by the query’s own compone
   t.same(index.candidates(query, all, 1, 2).passageIds, [2], 'narrowed from a pool of two: the sign that weighs least in the query');
 });
 
-t.test('signatures: the narrowing keeps the best by signed dot product at any width (no store)', async (t) => {
+t.test('signatures: the narrowing keeps the best by two bits a component at any width (no store)', async (t) => {
   let seed = 11;
   const random = () => {
     seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
@@ -358,15 +381,19 @@ t.test('signatures: the narrowing keeps the best by signed dot product at any wi
     const index = new SignatureIndex(dimensions);
     for (const [i, v] of vectors.entries()) index.add({ passageId: i + 1, messageId: i + 1, bindingId: 1, received: 0, vector: new Uint8Array(v.buffer) });
     const query = Float32Array.from({ length: dimensions }, random);
-    const signedDot = (v: Float32Array) => v.reduce((sum, x, i) => sum + (x < 0 ? -query[i]! : query[i]!), 0);
-    const naive = vectors.map(signedDot).sort((a, b) => b - a);
+    // Each component quantised to ±1, or ±3 where it is large for its row (above 0.98 of its root mean square).
+    const twoBitDot = (v: Float32Array) => {
+      const cut = 0.98 * Math.sqrt(v.reduce((sum, x) => sum + x * x, 0) / dimensions);
+      return v.reduce((sum, x, i) => sum + (x < 0 ? -1 : 1) * (Math.abs(x) > cut ? 3 : 1) * query[i]!, 0);
+    };
+    const naive = vectors.map(twoBitDot).sort((a, b) => b - a);
     // The pool is every row: the narrowing alone decides.
     const { passageIds } = index.candidates(query, { bindingIds: [1], from: -1, below: Number.MAX_SAFE_INTEGER }, 20, 300);
-    const kept = passageIds.map((id) => signedDot(vectors[id - 1]!)).sort((a, b) => b - a);
+    const kept = passageIds.map((id) => twoBitDot(vectors[id - 1]!)).sort((a, b) => b - a);
     t.equal(kept.length, 20);
     t.ok(
       kept.every((score, i) => Math.abs(score - naive[i]!) < 1e-9),
-      `${dimensions} dimensions: the 20 best by the query's components against the rows' signs`,
+      `${dimensions} dimensions: the 20 best by the query's components against the rows' two bits`,
     );
   }
 });
