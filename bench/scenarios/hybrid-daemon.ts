@@ -56,23 +56,34 @@ export function standinEmbeddings(standin: EmbeddingStandin): Record<string, unk
 
 /**
  * The compiled daemon (search.ts's `startDaemon`) with an admin endpoint and
- * `sections` (which must hold `Embeddings`); the backfill runs in large batches.
+ * `sections` (which must hold `Embeddings`), mirroring `folders` (default the
+ * INBOX); the backfill runs in large batches.
  */
-export async function startHybridDaemon(dir: string, imapPort: number, sections: Record<string, unknown>): Promise<{ daemon: Daemon; admin: Admin }> {
+export async function startHybridDaemon(
+  dir: string,
+  imapPort: number,
+  sections: Record<string, unknown>,
+  folders?: readonly string[],
+): Promise<{ daemon: Daemon; admin: Admin }> {
   mkdirSync(dir, { recursive: true });
   const adminKeyFile = join(dir, 'admin.key');
   writeFileSync(adminKeyFile, ADMIN_KEY);
   const adminPort = await reservePort();
-  const daemon = await startDaemon(dir, imapPort, {
-    EmbeddingBackfill: { BatchSize: 2000 },
-    AdminEndpoint: {
-      Enabled: true,
-      BindAddress: '127.0.0.1',
-      Port: adminPort,
-      Authentication: [{ ...apiKeyEntry('bench-admin', `file:${adminKeyFile}`), Permissions: ADMIN_PERMISSIONS }],
+  const daemon = await startDaemon(
+    dir,
+    imapPort,
+    {
+      EmbeddingBackfill: { BatchSize: 2000 },
+      AdminEndpoint: {
+        Enabled: true,
+        BindAddress: '127.0.0.1',
+        Port: adminPort,
+        Authentication: [{ ...apiKeyEntry('bench-admin', `file:${adminKeyFile}`), Permissions: ADMIN_PERMISSIONS }],
+      },
+      ...sections,
     },
-    ...sections,
-  });
+    folders === undefined ? {} : { folders },
+  );
   return { daemon, admin: adminClient(adminPort) };
 }
 
