@@ -20,6 +20,7 @@ import type { Database } from '../../runtime/store/open.ts';
 import { many, type SqlValue } from '../../runtime/store/rows.ts';
 import { decodeCursor, encodeCursor, type Position } from './cursor.ts';
 import { filterClauses, fingerprint, type Clauses } from './filters.ts';
+import { exactSender, sentBy } from './senders.ts';
 import type { ListEmailsInput, ListEmailsResult } from './protocol/mail-reads.ts';
 import type { QueryScope } from './protocol/query-scope.ts';
 import { placeholders, prepared } from './statements.ts';
@@ -30,6 +31,17 @@ type Direction = ListEmailsInput['direction'];
 
 const VISIBLE_STATES = ['stored', 'oversized', 'unreadable'] as const;
 
+/**
+ * A sender with at most this many messages is listed from its range of
+ * `message_senders`, sorted, rather than by walking the listing index until
+ * a page of its mail is found. The walk reads about pageSize × mailbox ÷
+ * sender's mail rows, the range the sender's mail at about three times the
+ * cost a row (stop 51, 50,000 messages, a page of 25: a sender with none
+ * cost the walk 46 ms and the range 0.01; 672 messages 2.2 against 2.6 ms;
+ * 1,506, 0.7 against 4.4). Either way a page costs at most about 2 ms here.
+ */
+const LISTED_BY_SENDER = 500;
+
 export function listEmails(db: Database, scope: QueryScope, input: ListEmailsInput): ListEmailsResult {
   const issuedFor = fingerprint(input, { direction: input.direction });
   // The cursor is judged before the scope, so a stale cursor is told as such
@@ -38,13 +50,16 @@ export function listEmails(db: Database, scope: QueryScope, input: ListEmailsInp
   const targets = resolveTargets(db, scope, input.accounts, input.folders);
   const bindings = visibleBindings(targets);
   const clauses = filterClauses(input);
+  const sender = exactSender(input.senderAddress);
+  const bySender = sender !== null && sentBy(db, sender, LISTED_BY_SENDER).length <= LISTED_BY_SENDER ? sender : undefined;
   const byAccount = new Map<string, number[]>();
   for (const [id, t] of bindings) byAccount.set(t.accountId, [...(byAccount.get(t.accountId) ?? []), id]);
 
   const want = input.pageSize + 1;
   const rows: SummaryRow[] = [];
   for (const [accountId, bindingIds] of byAccount) {
-    for (const state of VISIBLE_STATES) rows.push(...readRange(db, { accountId, state, bindingIds, clauses, after, direction: input.direction, limit: want }));
+    for (const state of VISIBLE_STATES)
+      rows.push(...readRange(db, { accountId, state, bindingIds, clauses, bySender, after, direction: input.direction, limit: want }));
   }
   rows.sort(input.direction === 'newestFirst' ? newestFirst : (a, b) => newestFirst(b, a));
   const page = rows.slice(0, input.pageSize);
@@ -61,6 +76,8 @@ export type Range = {
   state: (typeof VISIBLE_STATES)[number];
   bindingIds: number[];
   clauses: Clauses;
+  /** The read starts from this sender's range of `message_senders` (`clauses` still hold the sender's filter). */
+  bySender?: string | undefined;
   after: Position | null;
   direction: Direction;
   limit: number;
@@ -104,6 +121,10 @@ export function segmentQuery(
   const beyond = r.direction === 'newestFirst' ? '<' : '>';
   const where = ['m.account_id = ?', 'm.state = ?', `m.binding_id IN (${placeholders(r.bindingIds.length)})`];
   const params: SqlValue[] = [r.accountId, r.state, ...r.bindingIds];
+  if (r.bySender !== undefined) {
+    where.unshift('s.address = ?');
+    params.unshift(r.bySender);
+  }
   // Mirrored but not derived yet: no subject or sender to show; counted as `notYetIndexed` instead.
   if (r.state === 'stored') where.push('m.parse_version IS NOT NULL');
   if (segment === 'undated') {
@@ -122,8 +143,10 @@ export function segmentQuery(
   where.push(...r.clauses.sql);
   params.push(...r.clauses.params, limit);
   // INDEXED BY: the planner could otherwise take messages_binding_state for
-  // the binding list and sort the whole folder for every page.
-  const sql = `SELECT ${summaryColumns} FROM messages m INDEXED BY messages_listing
+  // the binding list and sort the whole folder for every page. A sender's
+  // few messages are read by their key and sorted instead.
+  const from = r.bySender === undefined ? 'messages m INDEXED BY messages_listing' : 'message_senders s CROSS JOIN messages m ON m.id = s.message_id';
+  const sql = `SELECT ${summaryColumns} FROM ${from}
     WHERE ${where.join(' AND ')} ORDER BY m.internal_date ${order}, m.id ${order} LIMIT ?`;
   return { sql, params };
 }

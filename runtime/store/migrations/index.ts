@@ -23,6 +23,7 @@ import { sql as folderServerCounts } from './0015-folder-server-counts.ts';
 import { sql as mailRules } from './0016-mail-rules.ts';
 import { sql as spam } from './0017-spam.ts';
 import { sql as passageTextHash } from './0018-passage-text-hash.ts';
+import { sql as messageSenders } from './0019-message-senders.ts';
 
 export type Migration = { readonly version: number; readonly name: string; readonly sql: string };
 
@@ -45,4 +46,5 @@ export const migrations: readonly Migration[] = [
   { version: 16, name: 'mail-rules', sql: mailRules },
   { version: 17, name: 'spam', sql: spam },
   { version: 18, name: 'passage-text-hash', sql: passageTextHash },
+  { version: 19, name: 'message-senders', sql: messageSenders },
 ];

@@ -223,6 +223,16 @@ t.test("a sender filter ranks that sender's mail by vector: the nearest first, n
   );
   t.same(subjects(search(s, { queryText: 'zebra', recipientAddress: 'carol@example.org' }, billing)), ['Statement 0', 'Shop receipt'], 'a recipient alone');
   t.same(
+    subjects(search(s, { queryText: 'zebra', senderAddress: 'shop@store.example', subjectFragment: 'SHOP' }, billing)),
+    ['Shop receipt', 'Shop balance', 'Shop outing'],
+    'the sender and another filter',
+  );
+  t.same(
+    subjects(search(s, { queryText: 'zebra', senderAddress: 'shop@store.example' }, billing, { accounts: [{ id: 'bob', folders: ['inbox'] }] })),
+    [],
+    'the scope still holds',
+  );
+  t.same(
     subjects(search(s, { queryText: 'zebra -balance', senderAddress: 'shop@store.example' }, billing)),
     ['Shop receipt', 'Your bill', 'Shop outing'],
     'exclusions still hold',

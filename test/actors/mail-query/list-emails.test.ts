@@ -270,6 +270,38 @@ t.test('each filter narrows as documented', async (t) => {
   t.same(q({ isSeen: false, hasAttachments: true, senderAddress: '@vendor.example' }), ['Invoice 1002'], 'filters combine');
 });
 
+t.test("a sender's few emails are listed from its key: the same pages, in the same order, as the listing walk", async (t) => {
+  const w = populated(t);
+  const everything = walk(w, { pageSize: 100 }, 100).emails;
+  for (const direction of ['newestFirst', 'oldestFirst'] as const) {
+    const all = direction === 'newestFirst' ? everything : walk(w, { direction }, 100).emails;
+    const anns = all.filter((e) => e.senderAddress === 'ann@example.org').map((e) => e.storedEmailId);
+    t.ok(anns.length > 10, 'ann sent most of the mail, dated and undated, in two accounts');
+    for (const pageSize of [1, 3]) {
+      const listed = walk(w, { senderAddress: 'Ann@Example.org', direction }, pageSize);
+      t.same(
+        listed.emails.map((e) => e.storedEmailId),
+        anns,
+        `${direction}, pages of ${pageSize}`,
+      );
+    }
+  }
+  t.same(subjects(page(w, { senderAddress: 'nobody@example.org', pageSize: 10 }).emails), [], 'a sender of no mail');
+  const clauses = filterClauses({ senderAddress: 'ann@example.org', isSeen: false });
+  const q = segmentQuery(
+    { accountId: 'alice', state: 'stored', bindingIds: [w.bindings.aliceInbox], clauses, bySender: 'ann@example.org', direction: 'newestFirst' },
+    'dated',
+    { internalDate: T0, id: 5 },
+    26,
+  );
+  const plan = many<{ detail: string }>(w.db.prepare(`EXPLAIN QUERY PLAN ${q.sql}`), q.params).map((r) => r.detail);
+  t.match(plan[0] ?? '', /SEARCH s USING PRIMARY KEY \(address=\?\)/, 'the read seeks the sender in its key');
+  t.notOk(
+    plan.some((d) => /^SCAN m\b/.test(d)),
+    'never a scan of the messages',
+  );
+});
+
 t.test('summaries follow the omission rule and carry what agents need', async (t) => {
   const w = populated(t);
   const all = walk(w, { accounts: ['alice'], folders: ['inbox'] }, 100).emails;

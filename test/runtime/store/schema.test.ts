@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { migrate } from '../../../runtime/store/migrate.ts';
+import { migrations } from '../../../runtime/store/migrations/index.ts';
 import { openStore, type Database } from '../../../runtime/store/open.ts';
 import { many, one, run, type SqlValue } from '../../../runtime/store/rows.ts';
 
@@ -107,6 +108,65 @@ t.test('a tombstone keeps identity only', async (t) => {
     { code: 'SQLITE_CONSTRAINT_CHECK' },
     'state and tombstoned_at agree',
   );
+});
+
+t.test("message_senders holds each message's From addresses, folded, through every write of from_json", async (t) => {
+  const db = openStore({ database: ':memory:', busyTimeoutMs: 1000, synchronous: 'Full' });
+  t.teardown(() => db.close());
+  // Mail stored before migration 19 is filled in when it applies.
+  migrate(
+    db,
+    migrations.filter((m) => m.version < 19),
+  );
+  run(db.prepare("INSERT INTO accounts (id, created_at, updated_at) VALUES ('alice', 1, 1)"));
+  run(db.prepare("INSERT INTO folder_bindings (account_id, alias, generation, remote_path, created_at) VALUES ('alice', 'inbox', 1, 'INBOX', 1)"));
+  const store = (uid: number, from: Array<{ address: string }> | null) =>
+    Number(
+      run(
+        db.prepare(
+          `INSERT INTO messages (account_id, binding_id, uidvalidity, uid, state, internal_date, from_json, parse_version, stored_at, updated_at)
+           VALUES ('alice', 1, 7, ?, 'stored', 1, ?, ?, 1, 1)`,
+        ),
+        [uid, from === null ? null : JSON.stringify(from), from === null ? null : 1],
+      ).lastInsertRowid,
+    );
+  const senders = () =>
+    many<{ address: string; message_id: number }>(db.prepare('SELECT address, message_id FROM message_senders ORDER BY message_id, address'));
+  const old = store(1, [{ address: 'Billing@Vendor.Example' }, { address: 'cfo@vendor.example' }]);
+  const underived = store(2, null);
+  migrate(db);
+  t.same(senders(), [
+    { address: 'billing@vendor.example', message_id: old },
+    { address: 'cfo@vendor.example', message_id: old },
+  ]);
+
+  const group = store(3, [{ address: '' }, { address: 'bob@example.org' }, { address: 'BOB@example.org' }]);
+  t.same(
+    senders().filter((r) => r.message_id === group),
+    [{ address: 'bob@example.org', message_id: group }],
+    'an inserted message: the empty address left out, one row for an address written twice',
+  );
+  run(db.prepare('UPDATE messages SET from_json = ? WHERE id = ?'), [JSON.stringify([{ name: 'Carol', address: 'carol@example.org' }]), underived]);
+  run(db.prepare('UPDATE messages SET from_json = ? WHERE id = ?'), [JSON.stringify([{ address: 'cfo@vendor.example' }]), old]);
+  t.same(
+    senders(),
+    [
+      { address: 'cfo@vendor.example', message_id: old },
+      { address: 'carol@example.org', message_id: underived },
+      { address: 'bob@example.org', message_id: group },
+    ],
+    'derived later, or re-derived with another From: the rows follow',
+  );
+  run(db.prepare('UPDATE messages SET flags = \'["\\\\Seen"]\' WHERE id = ?'), [old]);
+  run(
+    db.prepare(
+      "UPDATE messages SET state = 'tombstoned', tombstoned_at = 5, tombstone_reason = 'expunged', from_json = NULL, parse_version = NULL WHERE id = ?",
+    ),
+    [group],
+  );
+  run(db.prepare('DELETE FROM messages WHERE id = ?'), [underived]);
+  t.same(senders(), [{ address: 'cfo@vendor.example', message_id: old }], 'a tombstone and an erasure take their rows; a flag change keeps them');
+  t.equal(one<{ integrity_check: string }>(db.prepare('PRAGMA integrity_check'))?.integrity_check, 'ok');
 });
 
 t.test('local ids are never reused, so a storedEmailId stays unambiguous', async (t) => {
