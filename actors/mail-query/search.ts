@@ -35,11 +35,10 @@ import type { Database } from '../../runtime/store/open.ts';
 import { one, type SqlValue } from '../../runtime/store/rows.ts';
 import { excerpt, phraseOf, type Phrase } from './excerpt.ts';
 import { filterClauses, type Clauses } from './filters.ts';
-import { ftsString } from './fts-string.ts';
 import { MAX_SEARCH_RESULTS, type SearchEmailsInput, type SearchEmailsResult, type SearchMatch, type SemanticQuery } from './protocol/mail-reads.ts';
 import type { QueryScope } from './protocol/query-scope.ts';
 import { compileTerms, expressionOf } from './query-syntax.ts';
-import { exactSender, sentBy } from './senders.ts';
+import { addressNarrowing, exactSender, matchingAddress, narrowedByAddress, type SearchIndex, sentBy } from './addresses.ts';
 import { placeholders, prepared } from './statements.ts';
 import { summaryColumns, summaryOf, type SummaryRow } from './summary.ts';
 import { freshnessOf, resolveTargets, visibleBindings } from './targets.ts';
@@ -274,7 +273,7 @@ function vectorRanking(
     // messages table (a row each: 1,506 of them, 5.8 against 1.9 ms past the mapped part of the file); the ranked ones are checked.
     const { senderAddress: _sender, recipientAddress: _recipient, ...others } = beyondRange;
     const addressOnly = filterClauses(others).sql.length === 0;
-    const passing = addressOnly ? matchingAddress(db, index, addresses) : passingByAddress(db, index, addresses, scope, clauses);
+    const passing = addressOnly ? matchingAddress(db, index, addresses, FILTERED_BY_MESSAGE) : passingByAddress(db, index, addresses, scope, clauses);
     if (passing.length <= FILTERED_BY_MESSAGE)
       return rankedByMessage(db, semantic, passing, addressOnly ? clauses : NO_CLAUSES, bindingIds, range, excluded, depth);
   }
@@ -352,16 +351,6 @@ function passingByAddress(db: Database, index: SearchIndex, addresses: string, s
       ${clauses.sql.map((c) => `AND ${c}`).join(' ')}
     LIMIT ?`;
   return (prepared(db, sql).all([addresses, scope, ...clauses.params, FILTERED_BY_MESSAGE + 1]) as Array<{ id: number }>).map((r) => r.id);
-}
-
-/**
- * The mail whose search document holds the address phrase, whatever its
- * folder (at most `FILTERED_BY_MESSAGE` + 1): more than passes the address
- * clause in scope, so the caller checks what it ranks.
- */
-function matchingAddress(db: Database, index: SearchIndex, addresses: string): number[] {
-  const sql = `SELECT k.message_id AS id FROM ${index} CROSS JOIN search_keys k ON k.key = ${index}.rowid WHERE ${index} MATCH ? LIMIT ?`;
-  return (prepared(db, sql).all([addresses, FILTERED_BY_MESSAGE + 1]) as Array<{ id: number }>).map((r) => r.id);
 }
 
 /**
@@ -497,38 +486,7 @@ export function keyRange(f: Pick<SearchEmailsInput, 'receivedOnOrAfter' | 'recei
   };
 }
 
-/**
- * The expression, narrowed inside the full-text index by the sender and
- * recipient filters: their addresses are in `from_text` / `recipients_text`,
- * so a phrase of the address's tokens there lets FTS5 intersect posting
- * lists instead of ranking every match of a common word and then dropping
- * those of other senders row by row. The phrase only narrows (a display name
- * or a longer domain holding the same tokens still passes); the exact
- * address clause of `filterClauses` decides. An address without a letter or
- * digit has no tokens to narrow by and is left to that clause alone.
- */
-export function narrowedByAddress(expression: string, f: Pick<SearchEmailsInput, 'senderAddress' | 'recipientAddress'>): string {
-  const narrowing = addressNarrowing(f);
-  return narrowing === null ? expression : `(${expression}) AND ${narrowing}`;
-}
-
 /** The address phrases alone (null: no sender or recipient filter with a token to narrow by). */
-export function addressNarrowing(f: Pick<SearchEmailsInput, 'senderAddress' | 'recipientAddress'>): string | null {
-  const narrowing = (
-    [
-      ['from_text', f.senderAddress],
-      ['recipients_text', f.recipientAddress],
-    ] as const
-  ).flatMap(([column, address]) => {
-    // The address as one FTS5 string (fts-string.ts: control characters read as spaces); the exact clause still decides.
-    const phrase = address === undefined ? null : ftsString(address);
-    return phrase === null ? [] : [`${column} : ${phrase}`];
-  });
-  return narrowing.length === 0 ? null : narrowing.join(' AND ');
-}
-
-/** Whole documents, or their subject and sender alone (the first group). */
-export type SearchIndex = 'search_index' | 'search_headings';
 
 /**
  * One group's walk, newest key first (exported for the query-plan test).

@@ -12,7 +12,7 @@
 import t from 'tap';
 import { ftsString } from '../../../actors/mail-query/fts-string.ts';
 import { compileQuery } from '../../../actors/mail-query/query-syntax.ts';
-import { addressNarrowing } from '../../../actors/mail-query/search.ts';
+import { addressNarrowing } from '../../../actors/mail-query/addresses.ts';
 import type { SearchEmailsResult } from '../../../actors/mail-query/protocol/mail-reads.ts';
 import { ask, deliver, refusalCode, world, type World } from './fixtures.ts';
 

@@ -8,7 +8,8 @@
  */
 import t from 'tap';
 import { compileQuery } from '../../../actors/mail-query/query-syntax.ts';
-import { keyRange, narrowedByAddress, rankingQuery } from '../../../actors/mail-query/search.ts';
+import { narrowedByAddress } from '../../../actors/mail-query/addresses.ts';
+import { keyRange, rankingQuery } from '../../../actors/mail-query/search.ts';
 import { filterClauses } from '../../../actors/mail-query/filters.ts';
 import { SearchEmailsInput, type SearchEmailsResult } from '../../../actors/mail-query/protocol/mail-reads.ts';
 import { tombstone } from '../../../runtime/store/mailbox/server-changes.ts';
