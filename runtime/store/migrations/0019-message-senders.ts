@@ -5,7 +5,7 @@
  * The sender filter of `list_emails` and `search_emails` matches one From
  * address exactly (actors/mail-query/filters.ts), which the messages table
  * can only answer row by row: a sender with no mail cost `list_emails` a walk
- * of the whole listing (38 ms at 50,000 messages, the file mapped), and the
+ * of the whole listing (38–46 ms at 50,000 messages, the file not mapped), and the
  * hybrid ranking found a sender's mail through the full-text phrase of the
  * address's tokens (about 5 ms for a sender of 4,546, past the mapped part
  * of the file). Here a sender's mail is one range of a key: 0.8 ms for
