@@ -43,6 +43,8 @@ const VISIBLE_STATES = ['stored', 'oversized', 'unreadable'] as const;
  * none 65 and 51 ms against 0.09 through the full-text index; a recipient
  * of 42, 2.5 against 4.0, the phrase's common tokens read). The walk's
  * worst case is the whole listing; this way's is bounded by the superset.
+ * An address with more mail pays the probe before the walk: up to 1.7 ms
+ * for the owner's own address (40,808 of the 50,000).
  */
 const LISTED_BY_ADDRESS = 500;
 
