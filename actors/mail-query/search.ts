@@ -486,8 +486,6 @@ export function keyRange(f: Pick<SearchEmailsInput, 'receivedOnOrAfter' | 'recei
   };
 }
 
-/** The address phrases alone (null: no sender or recipient filter with a token to narrow by). */
-
 /**
  * One group's walk, newest key first (exported for the query-plan test).
  * The headings index holds no body: the query's exclusions are checked
