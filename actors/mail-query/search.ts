@@ -264,7 +264,8 @@ function vectorRanking(
     // filters are read from their message rows (ranking its mail first and checking the nearest cost more: the candidates
     // rescored grow with the depth asked).
     const { senderAddress: _sender, ...others } = beyondRange;
-    const passing = filterClauses(others).sql.length === 0 ? sentBy(db, sender, FILTERED_BY_MESSAGE) : sentByPassing(db, sender, scope, clauses);
+    const passing =
+      filterClauses(others).sql.length === 0 ? sentBy(db, sender, FILTERED_BY_MESSAGE) : passingAmong(db, { kind: 'sender', address: sender }, scope, clauses);
     if (passing.length <= FILTERED_BY_MESSAGE) return rankedByMessage(db, semantic, passing, NO_CLAUSES, bindingIds, range, excluded, depth);
   } else if (addresses !== null) {
     // The headings index holds the sender's column and no body: its lists are shorter (stop 50: 4.3 against 5.0 ms for a sender of 1,506 at 50,000).
@@ -273,7 +274,9 @@ function vectorRanking(
     // messages table (a row each: 1,506 of them, 5.8 against 1.9 ms past the mapped part of the file); the ranked ones are checked.
     const { senderAddress: _sender, recipientAddress: _recipient, ...others } = beyondRange;
     const addressOnly = filterClauses(others).sql.length === 0;
-    const passing = addressOnly ? matchingAddress(db, index, addresses, FILTERED_BY_MESSAGE) : passingByAddress(db, index, addresses, scope, clauses);
+    const passing = addressOnly
+      ? matchingAddress(db, index, addresses, FILTERED_BY_MESSAGE)
+      : passingAmong(db, { kind: 'phrase', index, expression: addresses }, scope, clauses);
     if (passing.length <= FILTERED_BY_MESSAGE)
       return rankedByMessage(db, semantic, passing, addressOnly ? clauses : NO_CLAUSES, bindingIds, range, excluded, depth);
   }
@@ -329,29 +332,31 @@ function vectorRanking(
 
 const NO_CLAUSES: Clauses = { sql: [], params: [] };
 
-/** The sender's stored mail in the scope passing the clauses (the sender's own among them), at most `FILTERED_BY_MESSAGE` + 1. */
-function sentByPassing(db: Database, sender: string, scope: string, clauses: Clauses): number[] {
-  const sql = `SELECT m.id FROM message_senders s CROSS JOIN messages m ON m.id = s.message_id
-    WHERE s.address = ? AND m.state = 'stored' AND m.binding_id IN (SELECT value FROM json_each(?))
+/**
+ * The stored mail of the scope passing the clauses, among the messages a
+ * source names (at most `FILTERED_BY_MESSAGE` + 1: more goes the other way):
+ * an exact sender's key, or a full-text index by the address phrase
+ * (`search_headings` when only the sender is asked: it has no recipients'
+ * column). Only stored mail has a search document, and only it has passages
+ * and vectors.
+ */
+function passingAmong(db: Database, source: PassingSource, scope: string, clauses: Clauses): number[] {
+  const among =
+    source.kind === 'sender'
+      ? { from: 'message_senders s CROSS JOIN messages m ON m.id = s.message_id', where: 's.address = ?', param: source.address }
+      : {
+          from: `${source.index} CROSS JOIN search_keys k ON k.key = ${source.index}.rowid CROSS JOIN messages m ON m.id = k.message_id`,
+          where: `${source.index} MATCH ?`,
+          param: source.expression,
+        };
+  const sql = `SELECT m.id FROM ${among.from}
+    WHERE ${among.where} AND m.state = 'stored' AND m.binding_id IN (SELECT value FROM json_each(?))
       ${clauses.sql.map((c) => `AND ${c}`).join(' ')}
     LIMIT ?`;
-  return (prepared(db, sql).all([sender, scope, ...clauses.params, FILTERED_BY_MESSAGE + 1]) as Array<{ id: number }>).map((r) => r.id);
+  return (prepared(db, sql).all([among.param, scope, ...clauses.params, FILTERED_BY_MESSAGE + 1]) as Array<{ id: number }>).map((r) => r.id);
 }
 
-/**
- * The stored mail of the scope passing the clauses, found through a
- * full-text index by the address phrase (`search_headings` when only the
- * sender is asked: it has no recipients' column) (at most
- * `FILTERED_BY_MESSAGE` + 1: more goes the other way). Only stored mail has
- * a search document, and only it has passages and vectors.
- */
-function passingByAddress(db: Database, index: SearchIndex, addresses: string, scope: string, clauses: Clauses): number[] {
-  const sql = `SELECT m.id FROM ${index} CROSS JOIN search_keys k ON k.key = ${index}.rowid CROSS JOIN messages m ON m.id = k.message_id
-    WHERE ${index} MATCH ? AND m.state = 'stored' AND m.binding_id IN (SELECT value FROM json_each(?))
-      ${clauses.sql.map((c) => `AND ${c}`).join(' ')}
-    LIMIT ?`;
-  return (prepared(db, sql).all([addresses, scope, ...clauses.params, FILTERED_BY_MESSAGE + 1]) as Array<{ id: number }>).map((r) => r.id);
-}
+type PassingSource = { kind: 'sender'; address: string } | { kind: 'phrase'; index: SearchIndex; expression: string };
 
 /**
  * These messages ranked by their nearest passage (ties as
