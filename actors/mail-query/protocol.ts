@@ -24,14 +24,7 @@ import { type AnsweringAuditProtocol, AnsweringAuditRequest } from './protocol/a
 import { type AttachmentSourceProtocol, AttachmentSourceRequest } from './protocol/attachment-source.ts';
 import { type DeadLettersProtocol, DeadLettersRequest, JobLookupRequest } from './protocol/dead-letters.ts';
 import { type EmailLookupProtocol, LocateEmailRequest } from './protocol/email-lookup.ts';
-import {
-  GetContentRequest,
-  LexicalRankingRequest,
-  ListAccountsRequest,
-  ListEmailsRequest,
-  type MailReadsProtocol,
-  SearchRequest,
-} from './protocol/mail-reads.ts';
+import { GetContentRequest, ListAccountsRequest, ListEmailsRequest, type MailReadsProtocol, SearchRequest } from './protocol/mail-reads.ts';
 import { type MutationAuditProtocol, MutationAuditRequest } from './protocol/mutation-audit.ts';
 import { OutboxPageRequest, type OutboxReadsProtocol, OutboxSummaryRequest, OutgoingEmailRequest, OutgoingLookupRequest } from './protocol/outbox-reads.ts';
 import { type RuleHistoryProtocol, RuleHistoryRequest } from './protocol/rule-history.ts';
@@ -58,7 +51,6 @@ export const MailQueryMessage = z.discriminatedUnion('type', [
   ListAccountsRequest,
   ListEmailsRequest,
   SearchRequest,
-  LexicalRankingRequest,
   GetContentRequest,
   LocateEmailRequest,
   AttachmentSourceRequest,

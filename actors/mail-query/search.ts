@@ -37,7 +37,7 @@ import { excerpt, phraseOf, type Phrase } from './excerpt.ts';
 import { filterClauses, type Clauses } from './filters.ts';
 import { MAX_SEARCH_RESULTS, type SearchEmailsInput, type SearchEmailsResult, type SearchMatch, type SemanticQuery } from './protocol/mail-reads.ts';
 import type { QueryScope } from './protocol/query-scope.ts';
-import { type CompiledTerms, compileTerms, expressionOf } from './query-syntax.ts';
+import { compileTerms, expressionOf } from './query-syntax.ts';
 import { addressNarrowing, exactSender, matchingAddress, narrowedByAddress, type SearchIndex, sentBy } from './addresses.ts';
 import { placeholders, prepared } from './statements.ts';
 import { summaryColumns, summaryOf, type SummaryRow } from './summary.ts';
@@ -48,12 +48,7 @@ import { nearestMessagesAmong, nearestMessagesFast } from './vector-index.ts';
 const BODY_TOKENS = 12;
 const NAME_TOKENS = 8;
 
-/**
- * How deep each list is read before fusion, the lexical walk and the vector
- * ranking alike: at least `MAX_SEARCH_RESULTS`, and at most it while a
- * lexical ranking travels between the pool's asks as that many ids
- * (protocol/mail-reads.ts `LexicalRanking`).
- */
+/** How deep each list is read before fusion, the lexical walk and the vector ranking alike (at least `MAX_SEARCH_RESULTS`). */
 export const FUSION_DEPTH = 50;
 /** The rank offset of Reciprocal Rank Fusion (Cormack et al. 2009): a list's head weighs more, but no one rank decides alone. */
 export const RRF_K = 60;
@@ -92,20 +87,12 @@ type RankedRow = SummaryRow & { search_key: bigint };
  * The search. With `semantic` (the query placed by the serving generation's
  * provider) it ranks both ways and fuses; without, it is lexical and says
  * whether semantic search is inactive (no generation serves) or degraded
- * (one serves but the query could not be placed now). With
- * `rankedLexically` (`lexicalRanking`'s answer, made in an earlier read
- * transaction while the query was placed) the walk is not made again: those
- * messages are read again here instead (`stillPassing`).
+ * (one serves but the query could not be placed now).
  */
-export function searchEmails(
-  db: Database,
-  scope: QueryScope,
-  input: SearchEmailsInput,
-  semantic?: SemanticQuery,
-  rankedLexically?: readonly number[],
-): SearchEmailsResult {
+export function searchEmails(db: Database, scope: QueryScope, input: SearchEmailsInput, semantic?: SemanticQuery): SearchEmailsResult {
   if (input.resultLimit > MAX_SEARCH_RESULTS) throw new AppError('E_TOOL_RESULT_LIMIT');
   const terms = compileTerms(input.queryText);
+  const expression = expressionOf(terms);
   const targets = resolveTargets(db, scope, input.accounts, input.folders);
   const bindings = visibleBindings(targets);
   const bindingIds = [...bindings.keys()];
@@ -120,9 +107,23 @@ export function searchEmails(
   });
   if (bindings.size === 0) return answer([]);
 
+  const walk = (index: SearchIndex, fts: string, limit: number): RankedRow[] => {
+    // The headings index has no recipients column to narrow by; the filter clause still decides.
+    const narrowing = index === 'search_headings' ? { senderAddress: input.senderAddress } : input;
+    const query = rankingQuery(index, narrowedByAddress(fts, narrowing), terms.excluded, bindingIds, filterClauses(input), keyRange(input), limit);
+    return prepared(db, query.sql).safeIntegers(true).all(query.params) as RankedRow[];
+  };
   const depth = semantic === undefined ? input.resultLimit : FUSION_DEPTH;
-  const lexical =
-    rankedLexically === undefined ? lexicalRows(db, terms, input, bindingIds, depth) : stillPassing(db, rankedLexically.slice(0, depth), bindingIds, input);
+  const rows = walk('search_headings', terms.positive, depth);
+  if (rows.length < depth) {
+    // Everything the heading group holds in scope was read: the rest follow, newest first.
+    const seen = new Set(rows.map((row) => row.search_key));
+    for (const row of walk('search_index', expression, depth + rows.length)) {
+      if (rows.length === depth) break;
+      if (!seen.has(row.search_key)) rows.push(row);
+    }
+  }
+  const lexical = rows.map(plainRow);
   const ranked =
     semantic === undefined
       ? lexical.map((row) => ({ row, lexical: true }))
@@ -139,64 +140,6 @@ export function searchEmails(
       const snippets = excerpts.get(row.id) ?? [];
       return { ...summaryOf(row, bindings.get(row.binding_id)!.alias), rank: i + 1, ...(snippets.length > 0 ? { snippets } : {}) };
     }),
-  );
-}
-
-/**
- * The lexical ranking alone (`mail-query.lexical-ranking`): the message ids
- * of `FUSION_DEPTH` rows, best first. A search through MCP asks for it while
- * its query is being placed and hands it back with the placed query
- * (`searchEmails`' `rankedLexically`), so that the full-text walk and the
- * provider's call overlap instead of following each other.
- */
-export function lexicalRanking(db: Database, scope: QueryScope, input: SearchEmailsInput): number[] {
-  if (input.resultLimit > MAX_SEARCH_RESULTS) throw new AppError('E_TOOL_RESULT_LIMIT');
-  const terms = compileTerms(input.queryText);
-  const bindingIds = [...visibleBindings(resolveTargets(db, scope, input.accounts, input.folders)).keys()];
-  if (bindingIds.length === 0) return [];
-  return lexicalRows(db, terms, input, bindingIds, FUSION_DEPTH).map((row) => row.id);
-}
-
-/**
- * The lexical walk, `depth` rows best first: the heading group (subject and
- * sender hold the whole query), then the rest of the matches, each newest
- * first. The first `n` rows of a deeper walk are the rows of a walk of `n`.
- */
-function lexicalRows(db: Database, terms: CompiledTerms, input: SearchEmailsInput, bindingIds: readonly number[], depth: number): SummaryRow[] {
-  const walk = (index: SearchIndex, fts: string, limit: number): RankedRow[] => {
-    // The headings index has no recipients column to narrow by; the filter clause still decides.
-    const narrowing = index === 'search_headings' ? { senderAddress: input.senderAddress } : input;
-    const query = rankingQuery(index, narrowedByAddress(fts, narrowing), terms.excluded, bindingIds, filterClauses(input), keyRange(input), limit);
-    return prepared(db, query.sql).safeIntegers(true).all(query.params) as RankedRow[];
-  };
-  const rows = walk('search_headings', terms.positive, depth);
-  if (rows.length < depth) {
-    // Everything the heading group holds in scope was read: the rest follow, newest first.
-    const seen = new Set(rows.map((row) => row.search_key));
-    for (const row of walk('search_index', expressionOf(terms), depth + rows.length)) {
-      if (rows.length === depth) break;
-      if (!seen.has(row.search_key)) rows.push(row);
-    }
-  }
-  return rows.map(plainRow);
-}
-
-/**
- * A lexical ranking made in an earlier read transaction, read again in this
- * one: its messages still stored in scope that still pass the filters (a
- * flag may have changed, a message been erased), in its order. The query's
- * exclusions were part of the walk's expression.
- */
-function stillPassing(db: Database, ranking: readonly number[], bindingIds: readonly number[], input: SearchEmailsInput): SummaryRow[] {
-  return inRankOrder(
-    ranking,
-    checked(
-      db,
-      ranking.map((messageId) => ({ messageId })),
-      bindingIds,
-      filterClauses(input),
-      null,
-    ),
   );
 }
 

@@ -35,7 +35,7 @@ import { ruleHistoryPage } from './rule-history.ts';
 import { spamClassificationsPage } from './spam-classifications.ts';
 import { lookUpOutgoing, outboxPageOf, outboxSummaryOf, outgoingEmailOf } from './outbox.ts';
 import { MailQueryMessage } from './protocol.ts';
-import { lexicalRanking, searchEmails } from './search.ts';
+import { searchEmails } from './search.ts';
 import { storeGauges } from './store-gauges.ts';
 
 const storeSlice = poolConfig('mail-query', StoreSlice);
@@ -75,9 +75,7 @@ export function answer(db: Database, msg: Exclude<MailQueryMessage, { type: 'mai
       case 'mail-query.list-emails':
         return listEmails(db, msg.scope, msg.input);
       case 'mail-query.search':
-        return searchEmails(db, msg.scope, msg.input, msg.semantic, msg.lexicalRanking);
-      case 'mail-query.lexical-ranking':
-        return { messageIds: lexicalRanking(db, msg.scope, msg.input) };
+        return searchEmails(db, msg.scope, msg.input, msg.semantic);
       case 'mail-query.get-content':
         return getContent(db, msg);
       case 'mail-query.mutation-audit':

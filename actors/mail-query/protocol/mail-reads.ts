@@ -103,17 +103,7 @@ export const SearchRequest = z.strictObject({
   scope: QueryScope,
   input: SearchEmailsInput,
   semantic: SemanticQuery.optional(),
-  /** A `mail-query.lexical-ranking` answer for the same scope and input: the pool reads those messages again instead of walking the index. */
-  lexicalRanking: z.array(z.number().int().positive()).max(MAX_SEARCH_RESULTS).optional(),
 });
-/**
- * The lexical half of a search alone: the ids of the best `MAX_SEARCH_RESULTS`
- * (the fusion's depth) by the full-text ranking, asked while the query is
- * placed (http/mcp/tools/mailbox.ts) and handed back in `lexicalRanking`.
- */
-export const LexicalRankingRequest = z.strictObject({ type: z.literal('mail-query.lexical-ranking'), scope: QueryScope, input: SearchEmailsInput });
-export const LexicalRanking = z.strictObject({ messageIds: z.array(z.number().int().positive()).max(MAX_SEARCH_RESULTS) });
-export type LexicalRanking = z.infer<typeof LexicalRanking>;
 export const GetContentRequest = z.strictObject({
   type: z.literal('mail-query.get-content'),
   scope: QueryScope,
@@ -124,7 +114,6 @@ export const GetContentRequest = z.strictObject({
 export type ListAccountsRequest = z.infer<typeof ListAccountsRequest>;
 export type ListEmailsRequest = z.infer<typeof ListEmailsRequest>;
 export type SearchRequest = z.infer<typeof SearchRequest>;
-export type LexicalRankingRequest = z.infer<typeof LexicalRankingRequest>;
 export type GetContentRequest = z.infer<typeof GetContentRequest>;
 
 // -------------------------------------------------------------------- answers
@@ -276,16 +265,11 @@ export const GetContentReply = GetEmailContentResult.extend({ repairs: z.array(R
 export type GetContentReply = z.infer<typeof GetContentReply>;
 
 export type MailReadsProtocol = ProtocolOf<
-  | z.input<typeof ListAccountsRequest>
-  | z.input<typeof ListEmailsRequest>
-  | z.input<typeof SearchRequest>
-  | z.input<typeof LexicalRankingRequest>
-  | z.input<typeof GetContentRequest>,
+  z.input<typeof ListAccountsRequest> | z.input<typeof ListEmailsRequest> | z.input<typeof SearchRequest> | z.input<typeof GetContentRequest>,
   {
     'mail-query.list-accounts': ListAccountsResult;
     'mail-query.list-emails': ListEmailsResult;
     'mail-query.search': SearchEmailsResult;
-    'mail-query.lexical-ranking': LexicalRanking;
     'mail-query.get-content': GetContentReply;
   }
 >;

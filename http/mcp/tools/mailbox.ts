@@ -10,7 +10,6 @@ import {
   type EmailContent,
   GetContentReply,
   GetEmailContentInput,
-  LexicalRanking,
   ListAccountsInput,
   ListAccountsResult,
   ListEmailsInput,
@@ -62,14 +61,13 @@ export const mailboxTools: readonly Tool[] = [
     async run(input, ctx) {
       // Only a placed query travels; otherwise the pool answers lexically and reads from its own
       // snapshot whether a generation serves (degraded) or none does (inactive).
-      const search = (placed: PlacedQuery, lexicalRanking?: number[]) =>
+      const search = (placed: PlacedQuery) =>
         ctx.queryPool.ask(
           {
             type: 'mail-query.search',
             scope: ctx.scope,
             input,
             ...(placed.semanticSearch === 'available' ? { semantic: { generation: placed.generation, vector: placed.vector } } : {}),
-            ...(lexicalRanking === undefined ? {} : { lexicalRanking }),
           },
           { reply: SearchEmailsResult, deadlineMs: ctx.deadlineMs },
         );
@@ -82,16 +80,8 @@ export const mailboxTools: readonly Tool[] = [
         gate.observe(null, lexical.semanticSearch);
         if (lexical.semanticSearch === 'inactive') return lexical;
       }
-      // The pool walks the full-text index while the provider places the query (stop 52: the two followed each other),
-      // then ranks by vector and fuses with that walk's ranking, which it reads again in its own snapshot.
-      const placing = ctx.placeQuery(input.queryText);
-      placing.catch(() => {}); // awaited below; kept from being unhandled should the walk fail first
-      const { messageIds } = await ctx.queryPool.ask(
-        { type: 'mail-query.lexical-ranking', scope: ctx.scope, input },
-        { reply: LexicalRanking, deadlineMs: ctx.deadlineMs },
-      );
-      const placed = await placing;
-      const answer = await search(placed, messageIds);
+      const placed = await ctx.placeQuery(input.queryText);
+      const answer = await search(placed);
       gate?.observe(placed.semanticSearch, answer.semanticSearch);
       return answer;
     },

@@ -18,7 +18,6 @@ import type { SearchEmailsResult } from '../../../actors/mail-query/protocol/mai
 import type { SummaryRow } from '../../../actors/mail-query/summary.ts';
 import { loadIndex } from '../../../actors/mail-query/vector-index.ts';
 import { beginGeneration, promoteGeneration, writeVectors } from '../../../runtime/store/mailbox/vectors.ts';
-import { tombstoneMessage } from '../../../runtime/store/mailbox/server-changes.ts';
 import { many } from '../../../runtime/store/rows.ts';
 import type { TestLike } from '../../runtime/store/fixtures/scratch.ts';
 import { ask, deliver, HOUR, idOf, T0, world, type Mail, type World } from './fixtures.ts';
@@ -273,61 +272,6 @@ t.test('a sender of many emails, ranked through the in-memory index: still only 
   );
   t.notOk(dated.includes('Shop notice 7') || dated.includes('Your bill'), 'the received range still holds');
   t.equal(dated.length, 5);
-});
-
-t.test("a lexical ranking made while the query is placed answers as the walk would, read again in the search's own snapshot", async (t) => {
-  const s = stored(t);
-  const ranking = (input: Record<string, unknown>, scope?: unknown): number[] =>
-    ask<{ messageIds: number[] }>(s.world, {
-      type: 'mail-query.lexical-ranking',
-      input: input as { queryText: string },
-      ...(scope === undefined ? {} : { scope: scope as never }),
-    }).messageIds;
-  const handedBack = (input: Record<string, unknown>, query: Float32Array<ArrayBuffer> | undefined, lexicalRanking: number[]): SearchEmailsResult =>
-    ask<SearchEmailsResult>(s.world, {
-      type: 'mail-query.search',
-      input: input as { queryText: string },
-      ...(query === undefined ? {} : { semantic: { generation: s.generation, vector: query } }),
-      lexicalRanking,
-    });
-  const inputs: Array<Record<string, unknown>> = [
-    { queryText: 'invoice' },
-    { queryText: 'outstanding', accounts: ['alice'] },
-    { queryText: 'the', resultLimit: 2 },
-    { queryText: 'the -lisbon', receivedOnOrAfter: new Date(T0).toISOString() },
-    { queryText: 'settle OR owe OR charges', isFlagged: false, folders: ['inbox'] },
-  ];
-  for (const input of inputs) {
-    const ids = ranking(input);
-    t.same(handedBack(input, billing, ids), search(s, input, billing), `hybrid: ${JSON.stringify(input)}`);
-    t.same(handedBack(input, undefined, ids), search(s, input), `lexical (the query not placed): ${JSON.stringify(input)}`);
-  }
-
-  // Between the ranking and the search a message stops passing the filter, another leaves the server: neither is answered.
-  const input = { queryText: 'settle OR owe OR charges OR invoice', isFlagged: false };
-  const ids = ranking(input);
-  t.ok(ids.includes(s.ids.inbox2!) && ids.includes(s.ids.inbox7!), 'both were ranked');
-  s.world.db.prepare('UPDATE messages SET flags = ? WHERE id = ?').run([JSON.stringify(['\\Flagged']), s.ids.inbox2]);
-  tombstoneMessage(s.world.db, s.ids.inbox7!, 'expunged', T0);
-  for (const query of [billing, undefined]) {
-    const answered = handedBack(input, query, ids);
-    t.notOk(subjects(answered).includes('Payment reminder'), 'flagged since: left out');
-    t.notOk(subjects(answered).includes('Charges'), 'gone from the server since: left out');
-    t.same(answered, search(s, input, query), 'as a search made now answers');
-  }
-
-  // Ids from outside the caller's scope (another account's mail) are never answered.
-  const bobOnly = ranking({ queryText: 'bob' }, { accounts: [{ id: 'bob', folders: ['inbox'] }] });
-  t.ok(bobOnly.includes(s.ids.bob1!), "bob's ranking holds his mail");
-  const aliceScope = { accounts: [{ id: 'alice', folders: ['inbox', 'archive'] }] };
-  const aliceAsking = ask<SearchEmailsResult>(s.world, {
-    type: 'mail-query.search',
-    scope: aliceScope as never,
-    input: { queryText: 'bob' },
-    semantic: { generation: s.generation, vector: billing },
-    lexicalRanking: bobOnly,
-  });
-  t.notOk(subjects(aliceAsking).includes('Bob owes'), "alice's search never answers bob's mail, whatever ranking it is handed");
 });
 
 t.test('ties are broken the same way every time', async (t) => {
