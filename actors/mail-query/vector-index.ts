@@ -76,11 +76,23 @@ export const CANDIDATES_PER_RESULT = 10;
 /** Rows taken by Hamming distance per candidate kept (`SignatureIndex.candidates`' pool). */
 export const POOL_PER_CANDIDATE = 8;
 /**
- * At or below this many rows in scope, the exact scan: at 2,500 rows (a 1 %
- * folder) it took 3–6 ms against 16–19 ms through the index; at 51,000, 90
- * against 30 (bench/hybrid-search.ts, loaded two-core machine).
+ * The exact scan answers a scope of at most this many rows, plus one for
+ * every `SCAN_ROWS_PER_EXACT_ROW` rows of the index (`exactScopeRows`). The
+ * exact scan costs about 2 µs a row in scope; the index path the scan of
+ * every signature (proportional to the index's rows: 2.7–6.6 ms at 255,483)
+ * and the rescoring of 500 candidates (about 3 ms). At 255,483 rows (HS52,
+ * bench/hybrid-search.ts) a 1 % folder (2,500 rows) took 5.2–6.1 ms exact
+ * against 5.8–9.2 through the index, a 2 % received range (about 5,100
+ * rows) 7.8–9.3 against 7.5–9.9, recall@50 1.000 both ways: the two meet
+ * at about 4,300 rows there, and at about 2,300 on the 50,000 rows of a
+ * 10,000-message mailbox, where a date range of a tenth of the mail (about
+ * 5,000 rows) went from 24–26 to 17 ms through /mcp (stop 52). A fixed
+ * 10,000, from before the scan and the narrowing were made fast (stop 49),
+ * kept such scopes on the slower path.
  */
-export const EXACT_SCOPE_ROWS = 10_000;
+export const EXACT_SCOPE_ROWS = 1_750;
+/** Rows of the index whose scan costs about what one row of the exact scan does. */
+export const SCAN_ROWS_PER_EXACT_ROW = 100;
 /** Rows read per slice of a background load: 2,000 took 25–40 ms (the whole 255,000: 3–5 s, loaded machine), so a message waits at most that behind one. */
 const LOAD_SLICE_ROWS = 2_000;
 /** At most this many rows written since are read inside a search; more are left to the background load. */
@@ -579,11 +591,10 @@ function loadInBackground(db: Database, h: Held): void {
  * large; exact otherwise. Runs inside the caller's read transaction.
  */
 export function nearestMessagesFast(db: Database, query: NearestQuery, tuning: Tuning = {}): NearestMessage[] {
-  const exactBelow = tuning.exactScopeRows ?? EXACT_SCOPE_ROWS;
   const target = generationOf(db, query.generation);
   if (target === undefined || query.bindingIds.length === 0 || query.limit < 1) return [];
   const h = readyIndex(db, target.id, target.dimensions);
-  if (h === null || h.index.rowsIn(query.bindingIds) <= exactBelow) return nearestMessages(db, query);
+  if (h === null || h.index.rowsIn(query.bindingIds) <= exactScopeRows(h.index, tuning)) return nearestMessages(db, query);
   return fromIndex(db, h, query, undefined, tuning) ?? nearestMessages(db, query);
 }
 
@@ -600,6 +611,11 @@ export function nearestMessagesAmong(db: Database, query: NearestQuery, messageI
   const h = readyIndex(db, target.id, target.dimensions);
   if (h === null) return null;
   return fromIndex(db, h, query, messageIds, { ...tuning, exactScopeRows: 0 });
+}
+
+/** Rows in scope at or below which the exact scan answers: the tuning's, else as `EXACT_SCOPE_ROWS` says. */
+function exactScopeRows(index: SignatureIndex, tuning: Tuning): number {
+  return tuning.exactScopeRows ?? EXACT_SCOPE_ROWS + Math.floor(index.rows / SCAN_ROWS_PER_EXACT_ROW);
 }
 
 /** The bench's and the tests' knobs; the defaults are the constants above. */
@@ -623,7 +639,7 @@ function readyIndex(db: Database, generationId: number, dimensions: number): Hel
 
 /** The index's candidates in scope, rescored exactly, by message; null where the exact answer is due instead. */
 function fromIndex(db: Database, h: Held, query: NearestQuery, only: readonly number[] | undefined, tuning: Tuning): NearestMessage[] | null {
-  const exactBelow = tuning.exactScopeRows ?? EXACT_SCOPE_ROWS;
+  const exactBelow = exactScopeRows(h.index, tuning);
   const from = query.receivedFrom === undefined ? -1 : Math.max(0, query.receivedFrom);
   const below = query.receivedBelow === undefined ? Number.MAX_SAFE_INTEGER : Math.max(0, query.receivedBelow);
   const count = query.limit * (tuning.candidatesPerResult ?? CANDIDATES_PER_RESULT);
