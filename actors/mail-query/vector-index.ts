@@ -86,13 +86,13 @@ export const POOL_PER_CANDIDATE = 8;
  * rows) 7.8–9.3 against 7.5–9.9, recall@50 1.000 both ways: the two meet
  * at about 4,300 rows there, and at about 2,300 on the 50,000 rows of a
  * 10,000-message mailbox, where a date range of a tenth of the mail (about
- * 5,000 rows) went from 24–26 to 17 ms through /mcp (stop 52). A fixed
+ * 5,000 rows) went from 24–26 to 17–19 ms through /mcp (stop 52). A fixed
  * 10,000, from before the scan and the narrowing were made fast (stop 49),
  * kept such scopes on the slower path.
  */
 export const EXACT_SCOPE_ROWS = 1_750;
 /** Rows of the index whose scan costs about what one row of the exact scan does. */
-export const SCAN_ROWS_PER_EXACT_ROW = 100;
+const SCAN_ROWS_PER_EXACT_ROW = 100;
 /** Rows read per slice of a background load: 2,000 took 25–40 ms (the whole 255,000: 3–5 s, loaded machine), so a message waits at most that behind one. */
 const LOAD_SLICE_ROWS = 2_000;
 /** At most this many rows written since are read inside a search; more are left to the background load. */
