@@ -119,10 +119,10 @@ const stats = (samples: number[]) => {
   return `${percentile(sorted, 50).toFixed(1)} / ${percentile(sorted, 99).toFixed(1)}`;
 };
 
-/** Cold load, then exact vs index per scope: p50 / p99 ms and recall, top 50 messages. */
 /** A scope of the vector rows: its name, its bindings and, for a received range, its bounds (ms). */
 type VectorScope = readonly [string, readonly number[], { receivedFrom: number; receivedBelow: number }?];
 
+/** Cold load, then exact vs index per scope: p50 / p99 ms and recall, top 50 messages. */
 function vectorFigures(label: string, generationId: number, makeQuery: () => Float32Array, scopes: readonly VectorScope[]): void {
   dropIndex(db);
   const t0 = performance.now();
