@@ -16,6 +16,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, truncateSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalUseLite } from '../actors/embedding/local-use-lite.ts';
+import { LOCAL_PASSAGES_PER_MESSAGE } from '../config/schema/embeddings.ts';
 import type { EmbeddingProvider } from '../actors/embedding/provider.ts';
 import type { Database } from '../runtime/store/open.ts';
 
@@ -26,18 +27,34 @@ const CACHE_DIR = join(tmpdir(), 'mailcairn-retrieval-vectors');
 export type PassageText = { passageId: number; messageId: number; text: string };
 
 /**
- * Every passage of the binding's stored mail in id order; the first of a
- * message is prefixed with its subject and a newline; each cut to `maxChars`
- * when the provider has a limit (the embedding actor cuts before it counts).
+ * Passages embedded per message by the local model in this run: the
+ * product's default (`LOCAL_PASSAGES_PER_MESSAGE`), or
+ * `MAILCAIRN_BENCH_PASSAGES_PER_MESSAGE` (a number, or `all`) to compare.
+ * Null: every passage.
  */
-export function passageTexts(db: Database, bindingId: number, maxChars: number | undefined): PassageText[] {
+export function benchPassagesPerMessage(): number | null {
+  const written = process.env.MAILCAIRN_BENCH_PASSAGES_PER_MESSAGE;
+  if (written === undefined || written === '') return LOCAL_PASSAGES_PER_MESSAGE;
+  if (written === 'all') return null;
+  const n = Number(written);
+  if (!Number.isInteger(n) || n < 1) throw new Error('MAILCAIRN_BENCH_PASSAGES_PER_MESSAGE: a whole number of 1 or more, or all');
+  return n;
+}
+
+/**
+ * Every passage of the binding's stored mail in id order, of each message its
+ * first `perMessage` (null: all); the first of a message is prefixed with its
+ * subject and a newline; each cut to `maxChars` when the provider has a limit
+ * (the embedding actor cuts before it counts).
+ */
+export function passageTexts(db: Database, bindingId: number, maxChars: number | undefined, perMessage: number | null = null): PassageText[] {
   const rows = db
     .prepare(
       `SELECT p.id AS passageId, p.message_id AS messageId, p.ordinal AS ordinal, p.text AS text, m.subject AS subject
        FROM passages p JOIN messages m ON m.id = p.message_id
-       WHERE m.binding_id = ? AND m.state = 'stored' ORDER BY p.id`,
+       WHERE m.binding_id = ? AND m.state = 'stored' AND p.ordinal < ? ORDER BY p.id`,
     )
-    .all([bindingId]) as Array<{ passageId: number; messageId: number; ordinal: number; text: string; subject: string | null }>;
+    .all([bindingId, perMessage ?? 2 ** 31]) as Array<{ passageId: number; messageId: number; ordinal: number; text: string; subject: string | null }>;
   return rows.map((r) => {
     const subject = (r.subject ?? '').replace(/\s+/g, ' ').trim();
     const full = Number(r.ordinal) === 0 && subject !== '' ? `${subject}\n${r.text}` : r.text;

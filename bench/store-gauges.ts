@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { storeGauges } from '../actors/mail-query/store-gauges.ts';
+import { LOCAL_PASSAGES_PER_MESSAGE } from '../config/schema/embeddings.ts';
 import { reconcileAccounts } from '../runtime/store/accounts.ts';
 import { syncBindings } from '../runtime/store/mailbox/bindings.ts';
 import { beginGeneration, promoteGeneration } from '../runtime/store/mailbox/vectors.ts';
@@ -99,6 +100,8 @@ try {
     scope: { accounts: ACCOUNTS.map((id) => ({ id, folders: FOLDERS })) },
     spendPeriodMs: 86_400_000,
     now: Date.now(),
+    // The local model's bound: the coverage counts passages by ordinal, the dearer of its two forms.
+    passagesPerMessage: LOCAL_PASSAGES_PER_MESSAGE,
   };
   const collect = db.transaction(() => storeGauges(db, request));
   const first = performance.now();
@@ -129,6 +132,7 @@ try {
     "SELECT account_id, count(*) FROM jobs WHERE state = 'dropped' AND type = 'mailbox-change' GROUP BY account_id",
     'SELECT account_id, stage, count(*) FROM outgoing_emails INDEXED BY outgoing_listing GROUP BY account_id, stage',
     'SELECT count(*) FROM passages',
+    `SELECT count(*) FROM passages WHERE ordinal < ${LOCAL_PASSAGES_PER_MESSAGE}`,
     'SELECT EXISTS (SELECT 1 FROM passage_vectors WHERE generation_id < 1) OR EXISTS (SELECT 1 FROM passage_vectors WHERE generation_id > 1)',
     'SELECT count(*) FROM passage_vectors',
     'SELECT count(*) FROM passage_vectors INDEXED BY passage_vectors_seq WHERE generation_id = 1',

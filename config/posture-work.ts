@@ -10,7 +10,7 @@ import { isServerUrl } from './checks/storage.ts';
 import { NO_EFFECT } from './not-served.ts';
 import type { Config } from './schema.ts';
 import { defaultMailPort } from './schema/accounts.ts';
-import { defaultLocalThreads } from './schema/embeddings.ts';
+import { defaultLocalThreads, passagesPerMessage } from './schema/embeddings.ts';
 import { formatTimeSpan } from './schema/time-span.ts';
 
 function scheme(ref: string): string {
@@ -57,10 +57,12 @@ function embeddingLine(config: Config): string {
     ? `backfill every ${formatTimeSpan(config.EmbeddingBackfill.Interval)} when idle`
     : 'backfill off (arrivals only)';
   const spend = `at most ${e.MaxInputCharactersPerPeriod} characters per ${formatTimeSpan(e.Period)}`;
+  const perMessage = passagesPerMessage(e);
+  const passages = perMessage === null ? 'every passage of a message' : `the first ${perMessage} passage(s) of each message`;
   if (e.Provider === 'Local')
-    return `Embeddings: Local model declared, on ${e.LocalThreads ?? defaultLocalThreads()} thread(s) below normal priority, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
+    return `Embeddings: Local model declared, on ${e.LocalThreads ?? defaultLocalThreads()} thread(s) below normal priority, ${passages}, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
   if (e.BaseAddress === undefined || e.Model === undefined || e.Dimensions === undefined) return 'Embeddings: none declared (semantic search inactive)';
-  return `Embeddings: OpenAiCompatible at ${new URL(e.BaseAddress).host}, ${e.Dimensions} dimensions, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
+  return `Embeddings: OpenAiCompatible at ${new URL(e.BaseAddress).host}, ${e.Dimensions} dimensions, ${passages}, ${spend}, ${backfill}; semantic search starts once activated (mailcairn embedding activate)`;
 }
 
 /** What `ask_mail` will do: offered only while a chat endpoint is declared and semantic search can place a query. */

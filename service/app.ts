@@ -22,6 +22,7 @@
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Config } from '../config/schema.ts';
+import { passagesPerMessage as embeddedPassagesPerMessage } from '../config/schema/embeddings.ts';
 import { loadStartupConfig } from './startup-config.ts';
 import type { Readiness } from '../http/health/health-server.ts';
 import { type OpenedListener, openListeners, type ScrapeListener } from './listeners.ts';
@@ -260,10 +261,11 @@ const QUERY_YOUNG_GENERATION_MB = 16;
 function observeStore(config: Config, log: Logger, query: PoolRef, teardown: Teardown): void {
   const where = storeLocation(config.Storage.Database);
   const scope = { accounts: config.Accounts.map((a) => ({ id: a.Id, folders: a.Folders.map((f) => f.Alias) })) };
+  const passagesPerMessage = embeddedPassagesPerMessage(config.Embeddings);
   const gauges = observeStoreGauges({
     read: (now) =>
       query.ask(
-        { type: 'mail-query.store-gauges', scope, spendPeriodMs: config.Embeddings.Period, now },
+        { type: 'mail-query.store-gauges', scope, spendPeriodMs: config.Embeddings.Period, now, passagesPerMessage },
         { reply: StoreGaugesReply, deadlineMs: STORE_GAUGES_DEADLINE_MS },
       ),
     file: where.kind === 'file' ? where.path : null,

@@ -17,7 +17,7 @@ import { type CollectionConfig, DERIVATION_ENTRY, DERIVATION_ID } from '../actor
 import { OUTBOX_ENTRY, OUTBOX_ID, type OutboxConfig } from '../actors/outbox/protocol.ts';
 import { senderAddress } from '../config/schema/accounts.ts';
 import { EMBEDDING_ENTRY, EMBEDDING_ID, type EmbeddingConfig } from '../actors/embedding/protocol.ts';
-import { defaultLocalThreads, LOCAL_DIMENSIONS, LOCAL_MODEL } from '../config/schema/embeddings.ts';
+import { defaultLocalThreads, LOCAL_DIMENSIONS, LOCAL_MODEL, passagesPerMessage } from '../config/schema/embeddings.ts';
 import { ANSWERING_ENTRY, ANSWERING_ID, type AnsweringConfig } from '../actors/answering/protocol.ts';
 import { contactsChild } from '../actors/contacts/protocol.ts';
 import { MAIL_RULES_ENTRY, MAIL_RULES_ID, type MailRulesConfig, type RulesSource } from '../actors/mail-rules/protocol.ts';
@@ -252,7 +252,13 @@ function outboxChild(config: Config): ChildSpecInput {
 /** The declared embedding profile, as the embedding actor takes it (null: none declared). */
 function declaredProfile(config: Config): EmbeddingConfig['declared'] {
   const e = config.Embeddings;
-  const common = { apiKeyRef: e.ApiKey ?? null, requestTimeoutMs: e.RequestTimeout, batchSize: e.BatchSize, localThreads: 1 };
+  const common = {
+    apiKeyRef: e.ApiKey ?? null,
+    requestTimeoutMs: e.RequestTimeout,
+    batchSize: e.BatchSize,
+    localThreads: 1,
+    passagesPerMessage: passagesPerMessage(e),
+  };
   const distance = e.Distance === 'L2' ? 'l2' : 'cosine';
   if (e.Provider === 'Local')
     return {

@@ -31,10 +31,14 @@ export function forecast(state: EmbeddingState): ActivationForecast {
       forecast: `The declared profile already serves (generation ${serving.id}); activating it again sends nothing.`,
     };
   const onBuilding = building !== undefined && sameProfile(building, declared.profile);
-  const { passages, characters } = embeddingForecast(state.db, onBuilding ? building.id : null, max);
+  const { passages, characters } = embeddingForecast(state.db, onBuilding ? building.id : null, {
+    maxCharacters: max,
+    passagesPerMessage: declared.passagesPerMessage,
+  });
   const approximateTokens = Math.ceil(characters / CHARACTERS_PER_TOKEN);
   const periods = Math.ceil(characters / state.config.spend.maxCharactersPerPeriod);
-  const cost = `${passages} passages, about ${characters} characters (~${approximateTokens} tokens) sent to ${named}`;
+  const bound = declared.passagesPerMessage === null ? '' : ` (at most the first ${declared.passagesPerMessage} of each message)`;
+  const cost = `${passages} passages${bound}, about ${characters} characters (~${approximateTokens} tokens) sent to ${named}`;
   const pace = periods > 1 ? `, over at least ${periods} spend periods` : '';
   const backfill = state.config.backfill.enabled ? '' : ' The backfill is off (EmbeddingBackfill:Enabled): only mail arriving from now on will be embedded.';
   if (onBuilding)

@@ -7,7 +7,8 @@
 import type { ActorContext } from '../../runtime/actor.ts';
 import { AppError } from '../../runtime/errors.ts';
 import type { Generation } from '../../runtime/store/mailbox/vectors.ts';
-import { live, profileOf } from './generations.ts';
+import { defaultPassagesPerMessage } from '../../config/schema/embeddings.ts';
+import { live, profileOf, sameProfile } from './generations.ts';
 import type { EmbeddingProvider } from './provider.ts';
 import { createProvider, type Declared } from './providers.ts';
 import type { EmbeddingState } from './state.ts';
@@ -18,12 +19,21 @@ const DEFAULT_MAX_INPUT_CHARACTERS = 8_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 const DEFAULT_BATCH_SIZE = 64;
 
-/** How a generation's provider is reached: its own endpoint, with the declared call settings. */
+/**
+ * How a generation's provider is reached: its own endpoint, with the declared
+ * call settings. Passages per message are the declared ones for the declared
+ * profile's generation, else the default of the generation's provider.
+ */
 export function endpointOf(state: EmbeddingState, g: Generation): Declared | null {
   const profile = profileOf(g);
   if (profile.provider === 'openai-compatible' && g.baseAddress === null) return null;
   const declared = state.config.declared;
+  const passagesPerMessage =
+    declared !== null && sameProfile(g, declared.profile)
+      ? declared.passagesPerMessage
+      : defaultPassagesPerMessage(profile.provider === 'local' ? 'Local' : 'OpenAiCompatible');
   return {
+    passagesPerMessage,
     profile,
     baseAddress: g.baseAddress,
     apiKeyRef: g.apiKeyRef,

@@ -24,8 +24,9 @@ export function live(db: Database): { serving: Generation | undefined; building:
   return { serving: all.find((g) => g.state === 'serving'), building: all.find((g) => g.state === 'building') };
 }
 
-export function promoteIfComplete(state: EmbeddingState, ctx: ActorContext, generation: Generation): void {
-  if (embeddingForecast(state.db, generation.id, 1).passages > 0) return;
+/** Promotes a building generation once none of the passages it embeds (`passagesPerMessage` of each message; null: all) lacks a vector. */
+export function promoteIfComplete(state: EmbeddingState, ctx: ActorContext, generation: Generation, passagesPerMessage: number | null): void {
+  if (embeddingForecast(state.db, generation.id, { maxCharacters: 1, passagesPerMessage }).passages > 0) return;
   if (promoteGeneration(state.db, generation.id, Date.now())) {
     ctx.log.info({ event: 'embedding.generation-serving', generation: generation.id }, 'embedding.generation-serving');
     state.cursors.delete(generation.id);

@@ -79,11 +79,16 @@ export async function pass(state: EmbeddingState, ctx: ActorContext): Promise<vo
       const cursor = cursorOf(state, generation.id);
       for (const lane of state.config.backfill.enabled ? (['fresh', 'sweep'] as const) : (['fresh'] as const)) {
         while (budget > 0) {
-          const segment = unembeddedSegment(state.db, generation.id, { afterMessageId: cursor[lane], maxMessages: budget, maxCharacters });
+          const segment = unembeddedSegment(state.db, generation.id, {
+            afterMessageId: cursor[lane],
+            maxMessages: budget,
+            maxCharacters,
+            passagesPerMessage: endpoint.passagesPerMessage,
+          });
           if (segment.lastMessageId === null) {
             if (lane === 'sweep') {
               cursor.sweep = 0;
-              if (generation.state === 'building') promoteIfComplete(state, ctx, generation);
+              if (generation.state === 'building') promoteIfComplete(state, ctx, generation, endpoint.passagesPerMessage);
             }
             break;
           }

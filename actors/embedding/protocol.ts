@@ -57,6 +57,8 @@ export const EmbeddingConfig = z.strictObject({
       batchSize: z.number().int().min(1),
       /** Threads of the local model (Embeddings:LocalThreads resolved; 1 with another provider, for a local generation still serving). */
       localThreads: z.number().int().min(1).max(16),
+      /** Passages of each message embedded, from its start (Embeddings:PassagesPerMessage resolved); null: every passage. */
+      passagesPerMessage: z.number().int().min(1).max(64).nullable(),
     })
     .nullable(),
   spend: z.strictObject({ maxCharactersPerPeriod: z.number().int().positive(), periodMs: z.number().int().positive() }),

@@ -13,7 +13,7 @@
  *   ended entries, which are never deleted, are counted from an index alone;
  * - outbox: the covering index `outgoing_listing` (id, account, stage);
  * - embedding coverage: passages with a vector of the serving generation
- *   over passages, both plain `count(*)`s SQLite answers from an index
+ *   over the passages embedding works on, `count(*)`s SQLite answers from an index
  *   without decoding a row (a `count(DISTINCT message_id)` decodes every one:
  *   60 ms against 3 at 100,000 messages), unless a reindex holds vectors of
  *   another generation, where the serving one's are counted by a range;
@@ -43,6 +43,7 @@ const sql = {
   outbox: 'SELECT account_id, stage, count(*) AS n FROM outgoing_emails INDEXED BY outgoing_listing GROUP BY account_id, stage',
   serving: "SELECT id FROM embedding_generations WHERE state = 'serving'",
   passages: 'SELECT count(*) AS n FROM passages',
+  passagesWithin: 'SELECT count(*) AS n FROM passages WHERE ordinal < ?',
   otherVectors:
     'SELECT EXISTS (SELECT 1 FROM passage_vectors WHERE generation_id < ?1) OR EXISTS (SELECT 1 FROM passage_vectors WHERE generation_id > ?1) AS other',
   allVectors: 'SELECT count(*) AS n FROM passage_vectors',
@@ -61,7 +62,7 @@ export function storeGauges(db: Database, request: StoreGaugesRequest): StoreGau
       db,
       request.scope.accounts.map((a) => a.id),
     ),
-    embeddingCoverage: coverage(db),
+    embeddingCoverage: coverage(db, request.passagesPerMessage),
     embeddingSpent:
       one<{ characters: number }>(prepared(db, sql.spent), [Math.floor(request.now / request.spendPeriodMs) * request.spendPeriodMs])?.characters ?? 0,
   };
@@ -114,16 +115,19 @@ function outboxFigures(db: Database, accounts: readonly string[]): StoreGaugesRe
 }
 
 /**
- * Of the passages of stored mail (what embedding works on; a tombstoned
- * message's are deleted with it), the share with a vector of the serving
- * generation. The embedding actor embeds a message's passages together, so
- * this is the share of messages embedded, weighted by their passages. 1 when
- * there is nothing to embed; 0 with no generation serving.
+ * Of the passages of stored mail that embedding works on (each message's
+ * first `perMessage`; null: all; a tombstoned message's are deleted with
+ * it), the share with a vector of the serving generation. The embedding
+ * actor embeds a message's passages together, so this is the share of
+ * messages embedded, weighted by their passages. 1 when there is nothing to
+ * embed; 0 with no generation serving. Vectors made under a higher bound
+ * count too (the share is capped at 1).
  */
-function coverage(db: Database): number {
+function coverage(db: Database, perMessage: number | null): number {
   const serving = one<{ id: number }>(prepared(db, sql.serving))?.id;
   if (serving === undefined) return 0;
-  const passages = one<{ n: number }>(prepared(db, sql.passages))?.n ?? 0;
+  const passages =
+    (perMessage === null ? one<{ n: number }>(prepared(db, sql.passages)) : one<{ n: number }>(prepared(db, sql.passagesWithin), [perMessage]))?.n ?? 0;
   if (passages === 0) return 1;
   const shared = one<{ other: number }>(prepared(db, sql.otherVectors), [serving])?.other === 1;
   const vectors = one<{ n: number }>(shared ? prepared(db, sql.vectorsOf) : prepared(db, sql.allVectors), shared ? [serving] : [])?.n ?? 0;

@@ -46,6 +46,7 @@ import { corpusAvailable } from '../../test/harness/corpus.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { loadEvalSet } from '../retrieval-eval.ts';
 import type { Row, Scenario } from '../scenario.ts';
+import { benchPassagesPerMessage } from '../retrieval-vectors.ts';
 import { sources, store } from './retrieval.ts';
 
 const GOAL_MESSAGES = 50_000;
@@ -105,6 +106,7 @@ function passagesToSend(db: Database): Passages {
     afterMessageId: 0,
     maxMessages: Number.MAX_SAFE_INTEGER,
     maxCharacters: LOCAL_MAX_INPUT_CHARACTERS,
+    passagesPerMessage: benchPassagesPerMessage(),
   });
   const distinct = new Map<string, string>();
   for (const p of segment.passages) {

@@ -7,7 +7,9 @@
  * A private Dovecot holds `MAILCAIRN_BENCH_EMBED_MESSAGES` (default 1,000)
  * messages of issue 34's `realistic` shape; the compiled daemon mirrors them
  * with `Embeddings: Provider Local` declared (the model on its default
- * threads: one per core, at most two, below normal priority). Then:
+ * threads: one per core, at most two, below normal priority; the first
+ * `Embeddings:PassagesPerMessage` passages of each message, the default
+ * unless `MAILCAIRN_BENCH_PASSAGES_PER_MESSAGE` asks another or `all`). Then:
  *
  * 1. Searches before anything is activated (lexical, the machine otherwise
  *    idle): `search_emails` through /mcp, the search scenario's shapes in
@@ -31,6 +33,7 @@ import { generateMailbox } from '../../test/harness/generator.ts';
 import { writeMaildir } from '../../test/harness/place-mail.ts';
 import { trackDir } from '../../test/harness/processes.ts';
 import { readStats } from '../peers/process-stats.ts';
+import { benchPassagesPerMessage } from '../retrieval-vectors.ts';
 import type { Scenario } from '../scenario.ts';
 import { round } from '../stats.ts';
 import { activateAndEmbed, startHybridDaemon } from './hybrid-daemon.ts';
@@ -58,9 +61,12 @@ export const embedDaemon: Scenario = {
     try {
       log(`writing ${total} messages (realistic)`);
       await writeMaildir(dovecot, USER, 'INBOX', generateMailbox({ seed: 34, count: total, profile: 'realistic' }));
-      log('mailcairnd mirroring');
+      // The service's default unless MAILCAIRN_BENCH_PASSAGES_PER_MESSAGE asks another (`all`: every passage a body makes, at most 64).
+      const perMessage = benchPassagesPerMessage();
+      const embeddedPassages = perMessage === null ? 'every passage of each message' : `the first ${perMessage} passage(s) of each message`;
+      log(`mailcairnd mirroring; ${embeddedPassages} embedded`);
       const started = await startHybridDaemon(join(dir, 'mailcairn'), dovecot.port, {
-        Embeddings: { Provider: 'Local', MaxInputCharactersPerPeriod: 100_000_000_000 },
+        Embeddings: { Provider: 'Local', MaxInputCharactersPerPeriod: 100_000_000_000, PassagesPerMessage: perMessage ?? 64 },
       });
       daemon = started.daemon;
       const d = daemon;
@@ -103,7 +109,7 @@ export const embedDaemon: Scenario = {
         const load = loadavg().map((l) => round(l, 1));
         return [
           {
-            row: `messages embedded (${embedded.passages} passages forecast)`,
+            row: `messages embedded (${embedded.passages} passages forecast: ${embeddedPassages})`,
             goal: null,
             measured: embedded.embeddedEmailCount,
             peer: null,

@@ -40,6 +40,9 @@
  * cached under the system's temporary directory (bench/retrieval-vectors.ts)
  * and progress goes to stderr. `MAILCAIRN_BENCH_LOCAL_MAX_CHARS` embeds
  * with another character limit than the provider's default, to compare.
+ * Of each message the local model embeds its first
+ * `LOCAL_PASSAGES_PER_MESSAGE` passages, as the service does;
+ * `MAILCAIRN_BENCH_PASSAGES_PER_MESSAGE` (a number or `all`) compares another.
  * A passage whose normalised text an earlier one has takes its vector, as
  * the embedding actor does (docs/semantic-search.md, "Repeated text");
  * `MAILCAIRN_BENCH_REPEATS=off` embeds every passage, to compare.
@@ -67,7 +70,16 @@ import { openStore, type Database } from '../../runtime/store/open.ts';
 import { corpusAvailable, loadCorpus, withoutEnvelope } from '../../test/harness/corpus.ts';
 import { generateMailbox } from '../../test/harness/generator.ts';
 import { type EvalQuery, type EvalRef, loadEvalSet, QUERY_KINDS } from '../retrieval-eval.ts';
-import { cachedVectors, type Embedder, inThread, localModel, localThroughput, passageTexts, type Throughput } from '../retrieval-vectors.ts';
+import {
+  benchPassagesPerMessage,
+  cachedVectors,
+  type Embedder,
+  inThread,
+  localModel,
+  localThroughput,
+  passageTexts,
+  type Throughput,
+} from '../retrieval-vectors.ts';
 import type { Row, Scenario } from '../scenario.ts';
 
 const ACCOUNT = 'eval';
@@ -183,7 +195,9 @@ async function vectorRun(
   profile: GenerationProfile,
   lanes: { embedder: () => Embedder; parallel: number },
 ): Promise<VectorRun> {
-  const passages = passageTexts(db, stored.bindingId, provider.maxInputCharacters);
+  // Of each message the passages the provider's generation embeds (the local model: its first few, config/schema/embeddings.ts).
+  const perMessage = profile.provider === 'local' ? benchPassagesPerMessage() : null;
+  const passages = passageTexts(db, stored.bindingId, provider.maxInputCharacters, perMessage);
   // As the embedding actor does (actors/embedding/repeats.ts): a passage whose normalised text an earlier one has takes its vector.
   const reuse = process.env.MAILCAIRN_BENCH_REPEATS !== 'off';
   const firstOf = new Map<string, number>();

@@ -27,6 +27,28 @@ export function defaultLocalThreads(): number {
   return Math.min(2, availableParallelism());
 }
 
+/**
+ * Passages of each message the local model embeds, from the message's start,
+ * when `PassagesPerMessage` is not written. The model reads the first 128
+ * tokens (about 800 characters) of a passage, at ~40 CPU-ms each on one
+ * core; a long body makes up to 64 passages, and the realistic mailbox of
+ * issue 34 averages 4.6. The rest of a long body is reached by the
+ * full-text half of every search (docs/semantic-search.md, "Passages
+ * embedded per message"). Another provider embeds every passage unless
+ * told otherwise.
+ */
+export const LOCAL_PASSAGES_PER_MESSAGE = 4;
+
+/** Passages embedded per message when `PassagesPerMessage` is not written; null: every passage the parse made. */
+export function defaultPassagesPerMessage(provider: 'Local' | 'OpenAiCompatible'): number | null {
+  return provider === 'Local' ? LOCAL_PASSAGES_PER_MESSAGE : null;
+}
+
+/** Passages embedded per message for the declared profile: as written, else the provider's default; null: every passage. */
+export function passagesPerMessage(e: { Provider: 'Local' | 'OpenAiCompatible'; PassagesPerMessage?: number | undefined }): number | null {
+  return e.PassagesPerMessage ?? defaultPassagesPerMessage(e.Provider);
+}
+
 export const Embeddings = z
   .strictObject({
     Provider: choice(
@@ -42,6 +64,11 @@ export const Embeddings = z
     Period: timeSpan('00:01:00', '31.00:00:00', 'Length of the spend period (ours)').prefault('1.00:00:00'),
     RequestTimeout: timeSpan('00:00:01', '00:10:00', 'How long one provider call may take (ours)').prefault('00:01:00'),
     BatchSize: wholeNumber(1, 2_048, 'Passages sent per provider call (ours)').default(64),
+    PassagesPerMessage: wholeNumber(
+      1,
+      64,
+      'Passages of each message embedded, from its start (a body makes at most 64); default 4 with Local, every passage otherwise (ours)',
+    ).optional(),
     LocalThreads: wholeNumber(
       1,
       16,

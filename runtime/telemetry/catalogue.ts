@@ -162,7 +162,8 @@ export const METRICS = define({
     name: 'mailcairn.embedding.coverage',
     kind: 'gauge',
     unit: '1',
-    description: 'Share of stored passages the serving embedding generation has embedded (0 to 1; 0 with no generation serving)',
+    description:
+      'Share of the stored passages to embed (Embeddings:PassagesPerMessage of each message) the serving embedding generation has embedded (0 to 1; 0 with no generation serving)',
     labels: [],
     source: 'read from the store at collection',
   },

@@ -160,10 +160,18 @@ t.test('a written setting this release does not serve: one not-served warning, n
   );
   t.ok(
     lines.includes(
-      'Embeddings: OpenAiCompatible at embed.example.org, 4 dimensions, at most 10000000 characters per 1.00:00:00, backfill every 00:01:00 when idle; semantic search starts once activated (mailcairn embedding activate)',
+      'Embeddings: OpenAiCompatible at embed.example.org, 4 dimensions, every passage of a message, at most 10000000 characters per 1.00:00:00, backfill every 00:01:00 when idle; semantic search starts once activated (mailcairn embedding activate)',
     ),
     'the declared profile is described as waiting for an activation, never as on',
   );
+  const local = (extra: Record<string, unknown>) =>
+    describePosture(config({ Embeddings: { Provider: 'Local', LocalThreads: 2, ...extra } })).lines.find((l) => l.startsWith('Embeddings:'));
+  t.equal(
+    local({}),
+    'Embeddings: Local model declared, on 2 thread(s) below normal priority, the first 4 passage(s) of each message, at most 10000000 characters per 1.00:00:00, backfill every 00:01:00 when idle; semantic search starts once activated (mailcairn embedding activate)',
+    'the local model embeds the first four passages of each message unless told otherwise, and says so',
+  );
+  t.match(local({ PassagesPerMessage: 64 }), /, the first 64 passage\(s\) of each message,/, 'a written bound is the one described');
   t.same(
     describePosture(config(raw)).warnings.filter((w) => w.code === 'not-served'),
     [],

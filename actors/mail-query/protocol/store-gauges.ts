@@ -24,6 +24,8 @@ export const StoreGaugesRequest = z.strictObject({
   spendPeriodMs: z.number().int().positive(),
   /** Epoch ms of the collection. */
   now: z.number().int(),
+  /** Passages of each message that embedding works on (`Embeddings:PassagesPerMessage` resolved); null: every passage. */
+  passagesPerMessage: z.number().int().min(1).nullable(),
 });
 export type StoreGaugesRequest = z.infer<typeof StoreGaugesRequest>;
 

@@ -1,7 +1,8 @@
 /**
  * What the embedding actor reads to decide and to bill: the passages of
- * stored mail a generation has no vector for yet (its queue, read in
- * message-id order from a cursor), the forecast of an activation, the
+ * stored mail a generation has no vector for yet, of each message its first
+ * `Embeddings:PassagesPerMessage` (its queue, read in message-id order from
+ * a cursor), the forecast of an activation, the
  * coverage of a generation over the whole store, and the spend ledger
  * (migration 0008).
  *
@@ -21,31 +22,34 @@ import { perConnection } from './prepared.ts';
 
 export type PassageToEmbed = { passageId: number; messageId: number; text: string };
 
-const missingVector = 'NOT EXISTS (SELECT 1 FROM passage_vectors v WHERE v.passage_id = p.id AND v.generation_id = ?)';
+/** A passage within the bound the generation has no vector for. `?1`: the generation; `?2`: passages per message (`ALL_PASSAGES` for every one). */
+const unembedded = 'p.ordinal < ?2 AND NOT EXISTS (SELECT 1 FROM passage_vectors v WHERE v.passage_id = p.id AND v.generation_id = ?1)';
 const embeddable = "m.state = 'stored' AND m.parse_version IS NOT NULL";
 const textOf = `CASE WHEN p.ordinal = 0 AND d.subject <> '' THEN d.subject || char(10) || p.text ELSE p.text END`;
+/** Bound for "every passage": above any ordinal a parse makes. */
+const ALL_PASSAGES = 2 ** 31;
 
 const statements = perConnection((db: Database) => ({
   messages: db.prepare(
-    `SELECT m.id FROM messages m WHERE m.id > ? AND ${embeddable}
-       AND EXISTS (SELECT 1 FROM passages p WHERE p.message_id = m.id AND ${missingVector})
-     ORDER BY m.id LIMIT ?`,
+    `SELECT m.id FROM messages m WHERE m.id > ?3 AND ${embeddable}
+       AND EXISTS (SELECT 1 FROM passages p WHERE p.message_id = m.id AND ${unembedded})
+     ORDER BY m.id LIMIT ?4`,
   ),
   passages: db.prepare(
     `SELECT p.id AS passageId, p.message_id AS messageId, ${textOf} AS text
      FROM passages p LEFT JOIN search_documents d ON d.message_id = p.message_id
-     WHERE p.message_id IN (SELECT value FROM json_each(?)) AND ${missingVector}
+     WHERE p.message_id IN (SELECT value FROM json_each(?3)) AND ${unembedded}
      ORDER BY p.message_id, p.ordinal`,
   ),
   forecastAll: db.prepare(
-    `SELECT count(*) AS passages, coalesce(sum(min(length(${textOf}), ?)), 0) AS characters
+    `SELECT count(*) AS passages, coalesce(sum(min(length(${textOf}), ?3)), 0) AS characters
      FROM messages m JOIN passages p ON p.message_id = m.id LEFT JOIN search_documents d ON d.message_id = m.id
-     WHERE ${embeddable}`,
+     WHERE ${embeddable} AND p.ordinal < ?2`,
   ),
   forecastMissing: db.prepare(
-    `SELECT count(*) AS passages, coalesce(sum(min(length(${textOf}), ?)), 0) AS characters
+    `SELECT count(*) AS passages, coalesce(sum(min(length(${textOf}), ?3)), 0) AS characters
      FROM messages m JOIN passages p ON p.message_id = m.id LEFT JOIN search_documents d ON d.message_id = m.id
-     WHERE ${embeddable} AND ${missingVector}`,
+     WHERE ${embeddable} AND ${unembedded}`,
   ),
   embedded: db.prepare('SELECT count(DISTINCT message_id) AS n FROM passage_vectors WHERE generation_id = ?'),
   embeddableCount: db.prepare(`SELECT count(*) AS n FROM messages m WHERE ${embeddable} AND EXISTS (SELECT 1 FROM passages p WHERE p.message_id = m.id)`),
@@ -59,32 +63,40 @@ const statements = perConnection((db: Database) => ({
 
 /**
  * The passages without a vector in the generation of at most `maxMessages`
- * messages after `afterMessageId`, each text cut to `maxCharacters`.
+ * messages after `afterMessageId`, each text cut to `maxCharacters`; of each
+ * message only its first `passagesPerMessage` passages (null: all).
  * `lastMessageId` is where the next segment starts; null when none was found
  * (the sweep reached the end).
  */
 export function unembeddedSegment(
   db: Database,
   generationId: number,
-  options: { afterMessageId: number; maxMessages: number; maxCharacters: number },
+  options: { afterMessageId: number; maxMessages: number; maxCharacters: number; passagesPerMessage: number | null },
 ): { passages: PassageToEmbed[]; lastMessageId: number | null } {
   const s = statements(db);
-  const ids = many<{ id: number }>(s.messages, [options.afterMessageId, generationId, options.maxMessages]).map((row) => row.id);
+  const perMessage = options.passagesPerMessage ?? ALL_PASSAGES;
+  const ids = many<{ id: number }>(s.messages, [generationId, perMessage, options.afterMessageId, options.maxMessages]).map((row) => row.id);
   if (ids.length === 0) return { passages: [], lastMessageId: null };
-  const passages = many<PassageToEmbed>(s.passages, [JSON.stringify(ids), generationId]).map((p) => ({
+  const passages = many<PassageToEmbed>(s.passages, [generationId, perMessage, JSON.stringify(ids)]).map((p) => ({
     ...p,
     text: p.text.length > options.maxCharacters ? p.text.slice(0, options.maxCharacters) : p.text,
   }));
   return { passages, lastMessageId: ids[ids.length - 1]! };
 }
 
-/** What embedding the generation's missing passages would send (all stored mail's when `generationId` is null). */
-export function embeddingForecast(db: Database, generationId: number | null, maxCharacters: number): { passages: number; characters: number } {
+/**
+ * What embedding the generation's missing passages would send (all stored
+ * mail's when `generationId` is null), counting each message's first
+ * `passagesPerMessage` passages (null: all).
+ */
+export function embeddingForecast(
+  db: Database,
+  generationId: number | null,
+  options: { maxCharacters: number; passagesPerMessage: number | null },
+): { passages: number; characters: number } {
   const s = statements(db);
-  const row =
-    generationId === null
-      ? one<{ passages: number; characters: number }>(s.forecastAll, [maxCharacters])
-      : one<{ passages: number; characters: number }>(s.forecastMissing, [maxCharacters, generationId]);
+  const args = [generationId, options.passagesPerMessage ?? ALL_PASSAGES, options.maxCharacters];
+  const row = one<{ passages: number; characters: number }>(generationId === null ? s.forecastAll : s.forecastMissing, args);
   return { passages: row?.passages ?? 0, characters: row?.characters ?? 0 };
 }
 

@@ -215,3 +215,83 @@ t.test('a spent period makes work wait, says so, and names the rollover', async 
   t.equal(waiting.nextPassAt, waiting.spend.periodEndsAt, 'the next pass is the period rollover');
   t.ok(waiting.serving !== null && waiting.serving.embeddedEmailCount < waiting.serving.emailCount, 'coverage shows what is left');
 });
+
+/** A plain-text message whose body is `parts` paragraphs of ~1,100 characters: one passage each (actors/mime-parse/passages.ts). */
+function longMessage(n: number, parts: number): string {
+  const paragraph = (k: number) => `Section ${k} of letter ${n}. ${'The ledger was reconciled against the carrier statements. '.repeat(19)}`;
+  const body = Array.from({ length: parts }, (_, k) => paragraph(k)).join('\r\n\r\n');
+  const head = [`From: clerk${n}@example.org`, 'To: finn@example.org', `Subject: Ledger ${n}`, `Message-ID: <ledger-${n}@example.org>`];
+  return `${[...head, 'Date: Mon, 2 Nov 2026 10:00:00 +0000', 'Content-Type: text/plain; charset=utf-8', '', body].join('\r\n')}\r\n`;
+}
+
+/** Which sections of which letters a stand-in was sent, as `letter:section`, in order. */
+const sectionsSent = (standin: EmbeddingStandin): string[] =>
+  standin.requests
+    .filter((r) => r.answered === 'ok')
+    .flatMap((r) => r.inputs.flatMap((text) => [...text.matchAll(/Section (\d+) of letter (\d+)\./g)].map((m) => `${m[2]}:${m[1]}`)));
+
+t.test(
+  'PassagesPerMessage: only the first passages of each message are sent; raising it sends the rest once; a reindex is complete without the others',
+  async (t) => {
+    const dovecot = await startDovecot({ users: [{ user: 'gale', password: 'pw-gale' }] });
+    t.teardown(() => dovecot.stop());
+    await writeMaildir(dovecot, 'gale', 'INBOX', [{ raw: longMessage(1, 6) }, { raw: longMessage(2, 3) }, { raw: longMessage(3, 1) }]);
+    const first = await startEmbeddingStandin({ dimensions: 8 });
+    t.teardown(() => first.close());
+    const second = await startEmbeddingStandin({ dimensions: 12 });
+    t.teardown(() => second.close());
+    const dir = tempDir(t);
+    const accounts = [{ id: 'gale', user: 'gale', folders: [{ Alias: 'inbox' }] }];
+    const start = (standin: EmbeddingStandin, model: string, dimensions: number, perMessage: number) =>
+      startSyncService(dir, dovecot, accounts, embeddingsConfig(standin, model, dimensions, { PassagesPerMessage: perMessage }));
+
+    let sync = await start(first, 'model-a', 8, 2);
+    let running = true;
+    t.teardown(() => (running ? sync.service.stop() : undefined));
+    await sync.syncNow('gale', 120_000);
+    let e = embedding(sync);
+    const bounded = await e.forecast();
+    t.equal(bounded.passages, 2 + 2 + 1, 'the forecast counts the first two passages of each message');
+    t.match(bounded.forecast, /^Activating embeds 5 passages \(at most the first 2 of each message\), about \d+ characters/, 'and its sentence says so');
+    await e.activate();
+    await eventually(
+      () => e.status(),
+      (s) => s.serving?.embeddedEmailCount === 3,
+      'every message embedded',
+    );
+    t.same(sectionsSent(first).sort(), ['1:0', '1:1', '2:0', '2:1', '3:0'], 'of each message its first two passages, once each');
+    await sync.service.stop();
+    running = false;
+
+    sync = await start(first, 'model-a', 8, 4);
+    running = true;
+    e = embedding(sync);
+    t.equal((await e.forecast()).effect, 'serving', 'a changed bound is not a new profile: the generation keeps serving');
+    await eventually(
+      async () => sectionsSent(first).length,
+      (n) => n >= 8,
+      'the passages the raised bound adds',
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    t.same(
+      sectionsSent(first).sort(),
+      ['1:0', '1:1', '1:2', '1:3', '2:0', '2:1', '2:2', '3:0'],
+      'raising it to four sends the passages it adds, and none twice',
+    );
+    await sync.service.stop();
+    running = false;
+
+    sync = await start(second, 'model-b', 12, 1);
+    running = true;
+    e = embedding(sync);
+    t.equal((await e.forecast()).passages, 3, "a reindex's forecast counts one passage a message");
+    const reindexing = await e.activate();
+    t.equal(reindexing.outcome, 'reindexing');
+    await eventually(
+      () => e.status(),
+      (s) => s.serving?.generation === reindexing.generation,
+      'the new generation promoted',
+    );
+    t.same(sectionsSent(second).sort(), ['1:0', '2:0', '3:0'], 'the new generation is complete with the first passage of each message');
+  },
+);

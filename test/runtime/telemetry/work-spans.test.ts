@@ -231,6 +231,7 @@ t.test('embeddings <model>: gen_ai attributes and the count of texts, the failur
       requestTimeoutMs: 5_000,
       batchSize: 8,
       localThreads: 1,
+      passagesPerMessage: null,
     },
     createLogger({ level: 'silent' }),
   );
