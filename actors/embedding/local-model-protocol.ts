@@ -11,6 +11,8 @@ import type { ProtocolOf } from '../../runtime/ref.ts';
 
 /** The task module of the model's threads, named as a URL so that the provider starts them without importing the model. */
 export const LOCAL_MODEL_TASK: PoolEntry<LocalModelProtocol> = moduleUrl('./local-model-task.ts', import.meta.url);
+/** The task module of the thread kept for search queries (the same runs, at the process's priority). */
+export const LOCAL_QUERY_TASK: PoolEntry<LocalModelProtocol> = moduleUrl('./local-query-task.ts', import.meta.url);
 
 /** The most texts one run may carry: a run is the unit calls take turns by (local-use-lite.ts `BATCH_TEXTS`). */
 export const MAX_RUN_TEXTS = 64;

@@ -14,8 +14,11 @@
  * model on its first run (about 0.2 s, ~200 MiB resident) and keeps it, and
  * runs below normal priority (local-model-task.ts), so searches and the
  * mirror come first. A call's texts go in runs of `BATCH_TEXTS`, at most
- * one run per thread in flight; runs of concurrent calls take turns, so a
- * query placed during a backfill call waits for one run, not the call. Each
+ * one run per thread in flight; runs of concurrent calls take turns. A
+ * search query (`embed` with `use` `query`) runs on a thread of its own,
+ * started on the first query (one more copy of the model), at the process's
+ * priority (local-query-task.ts): it never waits for a backfill run, and
+ * the backfill's threads yield their cores to it. Each
  * text is cut to `LOCAL_MAX_INPUT_CHARACTERS` (the caller trims too, to
  * count what it sends: `EmbeddingProvider.maxInputCharacters`).
  * The output is deterministic on one machine: each text is run alone, so
@@ -35,9 +38,9 @@ import { type Clock, systemClock } from '../../runtime/clock.ts';
 import type { Logger } from '../../runtime/log.ts';
 import { createPool, type PoolRef } from '../../runtime/pool/pool.ts';
 import type { Distance } from '../../runtime/store/mailbox/vectors.ts';
-import { LOCAL_MODEL_TASK, type LocalInferReply, type LocalModelProtocol, type RunFailure } from './local-model-protocol.ts';
+import { LOCAL_MODEL_TASK, LOCAL_QUERY_TASK, type LocalInferReply, type LocalModelProtocol, type RunFailure } from './local-model-protocol.ts';
 import { LOCAL_DIMENSIONS, LOCAL_MODEL } from './protocol.ts';
-import { type EmbeddingProvider, embeddingFailure, type FailureClass, type ProviderHealth } from './provider.ts';
+import { type EmbeddingProvider, type EmbeddingUse, embeddingFailure, type FailureClass, type ProviderHealth } from './provider.ts';
 
 export { LOCAL_DIMENSIONS, LOCAL_MODEL };
 export const LOCAL_DISTANCE: Distance = 'cosine';
@@ -91,6 +94,7 @@ export class LocalUseLite implements EmbeddingProvider {
   private readonly clock: Clock;
   private readonly log: Logger | undefined;
   private pool: PoolRef<LocalModelProtocol> | null = null;
+  private queryPool: PoolRef<LocalModelProtocol> | null = null;
   private closed = false;
   private state: ProviderHealth = { state: 'healthy', since: null, lastFailure: null, consecutiveFailures: 0 };
 
@@ -113,15 +117,15 @@ export class LocalUseLite implements EmbeddingProvider {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.pool?.close();
+    await Promise.all([this.pool?.close(), this.queryPool?.close()]);
   }
 
-  embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]> {
+  embed(texts: readonly string[], signal?: AbortSignal, _parent?: unknown, use: EmbeddingUse = 'passages'): Promise<Float32Array[]> {
     if (texts.length === 0) return Promise.resolve([]);
-    return this.run(texts, signal);
+    return this.run(texts, signal, use === 'query' ? this.queryThread() : this.modelThreads(), use === 'query' ? 1 : this.threads);
   }
 
-  private async run(texts: readonly string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
+  private async run(texts: readonly string[], signal: AbortSignal | undefined, pool: PoolRef<LocalModelProtocol>, threads: number): Promise<Float32Array[]> {
     if (this.closed) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'closed', attempts: 0 });
     if (signal?.aborted) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'aborted', attempts: 0 });
     const out = new Array<Float32Array>(texts.length);
@@ -138,7 +142,7 @@ export class LocalUseLite implements EmbeddingProvider {
         const start = next;
         next += BATCH_TEXTS;
         try {
-          const vectors = await this.infer(texts.slice(start, start + BATCH_TEXTS));
+          const vectors = await this.infer(pool, texts.slice(start, start + BATCH_TEXTS));
           vectors.forEach((v, k) => {
             out[start + k] = v;
           });
@@ -147,7 +151,7 @@ export class LocalUseLite implements EmbeddingProvider {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.threads, Math.ceil(texts.length / BATCH_TEXTS)) }, lane));
+    await Promise.all(Array.from({ length: Math.min(threads, Math.ceil(texts.length / BATCH_TEXTS)) }, lane));
     if (stopped !== null) throw stopped;
     if (this.state.state !== 'healthy' || this.state.since === null) {
       this.state = { state: 'healthy', since: this.clock.now(), lastFailure: null, consecutiveFailures: 0 };
@@ -156,8 +160,7 @@ export class LocalUseLite implements EmbeddingProvider {
   }
 
   /** One run on a model thread; a failure recorded in the health and answered as the provider's own. */
-  private async infer(texts: string[]): Promise<Float32Array[]> {
-    const pool = this.modelThreads();
+  private async infer(pool: PoolRef<LocalModelProtocol>, texts: string[]): Promise<Float32Array[]> {
     let reply: LocalInferReply;
     try {
       reply = await pool.ask({ type: 'embedding.local-infer', texts, maxChars: this.maxInputCharacters }, { deadlineMs: RUN_DEADLINE_MS });
@@ -175,7 +178,8 @@ export class LocalUseLite implements EmbeddingProvider {
       throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure, attempts: 1 });
     }
     if (reply.load !== null) {
-      this.log?.info({ event: 'embedding.model-loaded', provider: this.id, threads: this.threads, ...reply.load }, 'embedding.model-loaded');
+      const threads = pool === this.queryPool ? { threads: 1, use: 'query' } : { threads: this.threads, use: 'passages' };
+      this.log?.info({ event: 'embedding.model-loaded', provider: this.id, ...threads, ...reply.load }, 'embedding.model-loaded');
     }
     if (reply.vectors.length !== texts.length) {
       // A thread that answers another count than it was asked is failing, as one that throws is.
@@ -197,6 +201,19 @@ export class LocalUseLite implements EmbeddingProvider {
       ...(this.log === undefined ? {} : { log: this.log }),
     });
     return this.pool;
+  }
+
+  /** The thread kept for search queries, started on the first query. */
+  private queryThread(): PoolRef<LocalModelProtocol> {
+    this.queryPool ??= createPool({
+      id: 'embedding-local-query',
+      entry: LOCAL_QUERY_TASK,
+      minThreads: 1,
+      maxThreads: 1,
+      atomics: 'disabled',
+      ...(this.log === undefined ? {} : { log: this.log }),
+    });
+    return this.queryPool;
   }
 
   private failed(failure: FailureClass): void {

@@ -17,12 +17,12 @@ export function withEmbeddingSpans(provider: EmbeddingProvider, endpoint: { mode
   return {
     id: provider.id,
     ...(provider.maxInputCharacters !== undefined ? { maxInputCharacters: provider.maxInputCharacters } : {}),
-    embed: (texts, signal, parent) => {
+    embed: (texts, signal, parent, use) => {
       // An empty list makes no request (provider.ts): no span either.
-      if (texts.length === 0) return provider.embed(texts, signal);
+      if (texts.length === 0) return provider.embed(texts, signal, undefined, use);
       return spans.run((span) => {
         span.setAttribute('mailcairn.embedding.inputs', texts.length);
-        return provider.embed(texts, signal);
+        return provider.embed(texts, signal, undefined, use);
       }, parent);
     },
     health: () => provider.health(),

@@ -43,6 +43,9 @@ export type ProviderHealth = {
   readonly consecutiveFailures: number;
 };
 
+/** What a call's texts are: passages of stored mail, or a search query. */
+export type EmbeddingUse = 'passages' | 'query';
+
 export type EmbeddingProvider = {
   /** Names the provider kind and model, for logs and health (no address, no key). */
   readonly id: string;
@@ -59,8 +62,12 @@ export type EmbeddingProvider = {
    * the caller's. An empty list answers an empty list without a request.
    * @throws AppError with an `EmbeddingFailureCode`, or `E_CONFIG_SECRET_UNREADABLE` when the API key cannot be read.
    */
-  /** `parent`: the trace the call is part of (its `embeddings <model>` span's parent: provider-span.ts). */
-  embed(texts: readonly string[], signal?: AbortSignal, parent?: Context): Promise<Float32Array[]>;
+  /**
+   * `parent`: the trace the call is part of (its `embeddings <model>` span's parent: provider-span.ts).
+   * `use`: `query` for a search query, which a provider may run apart from passages (the local model: on a
+   * thread of its own, never behind a backfill run); `passages` by default.
+   */
+  embed(texts: readonly string[], signal?: AbortSignal, parent?: Context, use?: EmbeddingUse): Promise<Float32Array[]>;
   health(): ProviderHealth;
   /** Closes the provider's connections; calls after it fail. */
   close(): Promise<void>;

@@ -31,7 +31,7 @@ export async function placeQuery(state: EmbeddingState, ctx: ActorContext, text:
     const signal =
       ctx.deadline === null ? state.abort.signal : AbortSignal.any([state.abort.signal, AbortSignal.timeout(Math.max(1, ctx.deadline - Date.now()))]);
     // Inside the ask's trace (a search's): the span's parent is named, the active context does not follow awaits.
-    const [vector] = await p.embed([query], signal, ctx.trace);
+    const [vector] = await p.embed([query], signal, ctx.trace, 'query');
     return { semanticSearch: 'available', generation: serving.id, vector: vector! };
   } catch (err) {
     if (err instanceof AppError) return degraded(err.code);

@@ -4,7 +4,8 @@
  * gives the same vector bit for bit; a paraphrase lands nearer than an
  * unrelated sentence; an empty list starts nothing; text past the limit does
  * not change the vector; each model thread loads the model once and runs
- * below normal priority; a call's runs go to both threads at once; an abort
+ * below normal priority, but the one a search query runs on keeps the
+ * process priority; a call's runs go to both threads at once; an abort
  * between runs ends the call; a call after close fails; loading and running
  * the model attempts no socket, DNS lookup or fetch (the model must never be
  * downloaded); and no text is logged.
@@ -68,6 +69,7 @@ t.test('the model loads once on each of its threads, below normal priority; 512-
     t.equal(load.backend, 'wasm');
     t.equal(load.oneByOne, true, "the attention's products go to the fast path one by one");
     t.equal(load.threads, 2);
+    t.equal(load.use, 'passages');
     if (process.platform === 'linux') t.equal(load.nice, 10, 'the model thread runs below normal priority');
   }
   await provider.embed(texts);
@@ -84,6 +86,23 @@ t.test('the model loads once on each of its threads, below normal priority; 512-
   t.ok(Math.max(...alone!.map((x, i) => Math.abs(x - a[1]![i]!))) < 1e-6, 'batch neighbours do not change a vector');
   t.same(provider.health(), { state: 'healthy', since: provider.health().since, lastFailure: null, consecutiveFailures: 0 });
   t.type(provider.health().since, 'number');
+});
+
+t.test('a query runs on a thread of its own at the process priority, with the vector a passage of the same text gets', async (t) => {
+  const text = 'the invoice was never paid';
+  const before = capture.events('embedding.model-loaded').length;
+  // Both passage threads busy with a long call while the query is asked.
+  const busy = provider.embed(Array.from({ length: 16 }, (_, i) => `${'a long passage about shipments and invoices '.repeat(12)}${i}`));
+  const [query] = await provider.embed([text], undefined, undefined, 'query');
+  const loads = capture.events('embedding.model-loaded').slice(before);
+  t.equal(loads.length, 1, 'the first query loads the model once, on the query thread');
+  t.match(loads[0], { use: 'query', threads: 1 });
+  if (process.platform === 'linux') t.equal(loads[0]!.nice, 0, 'the query thread keeps the process priority');
+  await busy;
+  const [passage] = await provider.embed([text]);
+  t.ok(Buffer.from(query!.buffer).equals(Buffer.from(passage!.buffer)), 'the same vector, bit for bit, as the passages threads give');
+  await provider.embed(['another query'], undefined, undefined, 'query');
+  t.equal(capture.events('embedding.model-loaded').length, before + 1, 'the query thread keeps its model');
 });
 
 t.test('a paraphrase is nearer than an unrelated sentence', async (t) => {
