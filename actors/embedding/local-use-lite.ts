@@ -61,10 +61,10 @@ export const LOCAL_DISTANCE: Distance = 'cosine';
 export const LOCAL_MAX_INPUT_CHARACTERS = 800;
 /**
  * Texts per inference run: one. The abort is checked between runs, and calls
- * take turns run by run, so a query placed during a backfill waits for one
- * text's run on the first thread to free (≤ ~40 ms), not for four (search
- * p99 during a backfill: 219 ms with runs of 4, 71 ms with runs of 1, run
- * ED48). Batching saves nothing: the cost per text is the same at 1, 16 and
+ * take turns run by run, so a call waits for one text's run, not for four
+ * (before queries had a thread of their own, search p99 during a backfill
+ * was 219 ms with runs of 4, 71 ms with runs of 1, run ED48). Batching
+ * saves nothing: the cost per text is the same at 1, 16 and
  * 64 texts per run (EBX), and a run of several is computed as long as its
  * longest text (the graph pads the others to it), which a run of one never
  * is (docs/performance.md "Semantic backfill").
