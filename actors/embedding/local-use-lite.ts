@@ -122,12 +122,15 @@ export class LocalUseLite implements EmbeddingProvider {
 
   embed(texts: readonly string[], signal?: AbortSignal, _parent?: unknown, use: EmbeddingUse = 'passages'): Promise<Float32Array[]> {
     if (texts.length === 0) return Promise.resolve([]);
-    return this.run(texts, signal, use === 'query' ? this.queryThread() : this.modelThreads(), use === 'query' ? 1 : this.threads);
+    return this.run(texts, signal, use);
   }
 
-  private async run(texts: readonly string[], signal: AbortSignal | undefined, pool: PoolRef<LocalModelProtocol>, threads: number): Promise<Float32Array[]> {
+  private async run(texts: readonly string[], signal: AbortSignal | undefined, use: EmbeddingUse): Promise<Float32Array[]> {
     if (this.closed) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'closed', attempts: 0 });
     if (signal?.aborted) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'aborted', attempts: 0 });
+    // Started here, after the checks: a call after close starts no thread.
+    const pool = use === 'query' ? this.queryThread() : this.modelThreads();
+    const threads = use === 'query' ? 1 : this.threads;
     const out = new Array<Float32Array>(texts.length);
     let next = 0;
     let stopped: AppError | null = null;

@@ -181,6 +181,10 @@ t.test('a call after close fails as closed', async (t) => {
   const err = await closing.embed(['x']).catch((e: unknown) => e);
   t.equal((err as AppError).code, 'E_EMBED_UNAVAILABLE');
   t.equal((err as AppError).details?.failure, 'closed');
+  const threadsBefore = readdirSync('/proc/self/task').length;
+  const query = await closing.embed(['x'], undefined, undefined, 'query').catch((e: unknown) => e);
+  t.equal((query as AppError).details?.failure, 'closed', 'a query after close fails as closed too');
+  if (process.platform === 'linux') t.equal(readdirSync('/proc/self/task').length, threadsBefore, '… and starts no thread');
 });
 
 t.test('the model loaded and run on this thread (as each model thread does) attempts no network', async (t) => {
