@@ -128,8 +128,6 @@ export class LocalUseLite implements EmbeddingProvider {
   private async run(texts: readonly string[], signal: AbortSignal | undefined, use: EmbeddingUse): Promise<Float32Array[]> {
     if (this.closed) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'closed', attempts: 0 });
     if (signal?.aborted) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'aborted', attempts: 0 });
-    // Started here, after the checks: a call after close starts no thread.
-    const pool = use === 'query' ? this.queryThread() : this.modelThreads();
     const threads = use === 'query' ? 1 : this.threads;
     const out = new Array<Float32Array>(texts.length);
     let next = 0;
@@ -145,7 +143,7 @@ export class LocalUseLite implements EmbeddingProvider {
         const start = next;
         next += BATCH_TEXTS;
         try {
-          const vectors = await this.infer(pool, texts.slice(start, start + BATCH_TEXTS));
+          const vectors = await this.infer(use, texts.slice(start, start + BATCH_TEXTS));
           vectors.forEach((v, k) => {
             out[start + k] = v;
           });
@@ -163,7 +161,9 @@ export class LocalUseLite implements EmbeddingProvider {
   }
 
   /** One run on a model thread; a failure recorded in the health and answered as the provider's own. */
-  private async infer(pool: PoolRef<LocalModelProtocol>, texts: string[]): Promise<Float32Array[]> {
+  private async infer(use: EmbeddingUse, texts: string[]): Promise<Float32Array[]> {
+    // Made on the first run of its use, after the caller's closed check: a call after close starts no thread.
+    const pool = use === 'query' ? this.queryThread() : this.modelThreads();
     let reply: LocalInferReply;
     try {
       reply = await pool.ask({ type: 'embedding.local-infer', texts, maxChars: this.maxInputCharacters }, { deadlineMs: RUN_DEADLINE_MS });
@@ -181,8 +181,8 @@ export class LocalUseLite implements EmbeddingProvider {
       throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure, attempts: 1 });
     }
     if (reply.load !== null) {
-      const threads = pool === this.queryPool ? { threads: 1, use: 'query' } : { threads: this.threads, use: 'passages' };
-      this.log?.info({ event: 'embedding.model-loaded', provider: this.id, ...threads, ...reply.load }, 'embedding.model-loaded');
+      const threads = use === 'query' ? 1 : this.threads;
+      this.log?.info({ event: 'embedding.model-loaded', provider: this.id, threads, use, ...reply.load }, 'embedding.model-loaded');
     }
     if (reply.vectors.length !== texts.length) {
       // A thread that answers another count than it was asked is failing, as one that throws is.
