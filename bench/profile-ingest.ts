@@ -28,7 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { startDovecot } from '../test/harness/dovecot.ts';
 import { generateMailbox } from '../test/harness/generator.ts';
 import { writeMaildirs } from '../test/harness/place-mail.ts';
-import { daemonCommand } from './peers/daemon.ts';
+import { daemonCommand, daemonEnvironment } from './peers/daemon.ts';
 import { clockTicks, readStats, spawnTimed, type Timed } from './peers/process-stats.ts';
 import { reservePort } from '../test/helpers/ports.ts';
 import { type DaemonConfig, daemonConfig, lastEndedRun, PASSWORD, synchronizationStatus, synchronized, USER, visible } from './scenarios/sync-sides.ts';
@@ -127,7 +127,7 @@ async function once(
   const runBefore = lastEndedRun(d.database);
   const { command, args } = daemonCommand(d.config, nodeArgs);
   startedEpoch = Date.now();
-  const t = spawnTimed(command, args, { stdout: process.env.PROFILE_STDOUT !== undefined });
+  const t = spawnTimed(command, args, { stdout: process.env.PROFILE_STDOUT !== undefined, env: daemonEnvironment() });
   const pid = await t.targetPid();
   let maxThreads = 0;
   let rssAt = '';

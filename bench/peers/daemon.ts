@@ -11,6 +11,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ALLOCATOR_ENVIRONMENT } from '../../service/allocator-environment.ts';
 import { trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
 
 const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
@@ -42,6 +43,23 @@ export function daemonNodeArgs(): string[] {
 }
 
 /**
+ * The daemon's environment: `base` (ours by default) with glibc's allocator
+ * settings as the shipped unit and `npm start` give them
+ * (service/allocator-environment.ts), so the figures are the service's as
+ * deployed. BENCH_DAEMON_ALLOCATOR=glibc leaves glibc's defaults, to compare.
+ */
+export function daemonEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const setting = process.env.BENCH_DAEMON_ALLOCATOR ?? 'service';
+  if (setting !== 'service' && setting !== 'glibc') throw new Error('BENCH_DAEMON_ALLOCATOR must be service or glibc');
+  return setting === 'glibc' ? base : { ...base, ...ALLOCATOR_ENVIRONMENT };
+}
+
+/** What the table's notes say of the daemon's allocator settings. */
+export function allocatorNote(): string {
+  return process.env.BENCH_DAEMON_ALLOCATOR === 'glibc' ? "glibc's malloc defaults" : 'malloc as the unit sets it';
+}
+
+/**
  * Where the daemon's output goes: both streams appended to a log file (what
  * it logs at info can be large), or its standard error echoed to ours and
  * kept in memory (its standard output discarded) for a short-lived daemon.
@@ -54,7 +72,7 @@ export type DaemonStart = {
   nodeArgs?: readonly string[];
   /** How long a stop waits after SIGTERM before SIGKILL (a drain of many accounts takes longer). */
   stopGraceMs?: number;
-  /** Its environment (ours by default): telemetry's leaves out the OTEL_ variables, so a configuration is only what it writes. */
+  /** Its environment (ours by default; with the allocator's settings, `daemonEnvironment`): telemetry's leaves out the OTEL_ variables, so a configuration is only what it writes. */
   env?: NodeJS.ProcessEnv;
   /** Another build's `bin/mailcairnd.js` (an A/B of two trees in one run); this build's by default. */
   bin?: string;
@@ -82,14 +100,14 @@ export function startBenchDaemon(start: DaemonStart): BenchDaemon {
   let kept = '';
   let child: ChildProcess;
   if (start.output === 'stderr') {
-    child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'], env: start.env ?? process.env });
+    child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'], env: daemonEnvironment(start.env) });
     child.stderr!.on('data', (d: Buffer) => {
       kept += d.toString();
       process.stderr.write(d);
     });
   } else {
     const logFd = openSync(start.output.logFile, 'a');
-    child = spawn(command, args, { stdio: ['ignore', logFd, logFd], env: start.env ?? process.env });
+    child = spawn(command, args, { stdio: ['ignore', logFd, logFd], env: daemonEnvironment(start.env) });
     closeSync(logFd);
   }
   const logFile = start.output === 'stderr' ? null : start.output.logFile;

@@ -40,7 +40,7 @@ import type { Row, Scenario } from '../scenario.ts';
 import { median, round, summarize } from '../stats.ts';
 import { mbsyncOnce } from './sync-sides.ts';
 import { apiKeyEntry, benchMcpEndpoint, writeBenchConfig } from '../peers/daemon-config.ts';
-import { startBenchDaemon } from '../peers/daemon.ts';
+import { allocatorNote, startBenchDaemon } from '../peers/daemon.ts';
 
 /** How often the database and /proc are read while the accounts mirror. */
 const POLL_MS = 250;
@@ -352,7 +352,7 @@ export const accounts100: Scenario = {
           'peer peak MiB': round(c.peakRssMiB),
           'wall ratio': ratio(m.wallMs, c.wallMs),
           'CPU ratio': ratio(m.cpuMs, c.cpuMs),
-          note: `Mailcairn: one daemon, spawn → every account's first run ended and its mail stored with text derived (polled every ${POLL_MS} ms); CPU to then, peak and threads over its life (/proc); first-run outcomes ${JSON.stringify(m.outcomes)}. mbsync: first start → last end, CPU summed, largest single peak`,
+          note: `Mailcairn: one daemon (${allocatorNote()}), spawn → every account's first run ended and its mail stored with text derived (polled every ${POLL_MS} ms); CPU to then, peak and threads over its life (/proc); first-run outcomes ${JSON.stringify(m.outcomes)}. mbsync: first start → last end, CPU summed, largest single peak`,
         },
         {
           measure: 'per-account finish',

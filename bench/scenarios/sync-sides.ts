@@ -33,7 +33,7 @@ import { performance } from 'node:perf_hooks';
 import Libsql from 'libsql';
 import type { Dovecot } from '../../test/harness/dovecot.ts';
 import { apiKeyEntry, writeBenchConfig } from '../peers/daemon-config.ts';
-import { daemonCommand, daemonNodeArgs, startBenchDaemon } from '../peers/daemon.ts';
+import { daemonCommand, daemonEnvironment, daemonNodeArgs, startBenchDaemon } from '../peers/daemon.ts';
 import { readStats, spawnTimed, timed, type Timed } from '../peers/process-stats.ts';
 
 export const USER = 'bench';
@@ -207,7 +207,7 @@ export async function mailcairnOnce(d: DaemonConfig, expect: Expect): Promise<On
   const prof = process.env.BENCH_CPU_PROF;
   const { command, args } = daemonCommand(d.config, [...daemonNodeArgs(), ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])]);
   // Its output is kept (the bench configurations log at warn: a few lines) to count crashes.
-  const t = spawnTimed(command, args, { stdout: true });
+  const t = spawnTimed(command, args, { stdout: true, env: daemonEnvironment() });
   const pid = await t.targetPid();
   let cpuAtVisibleMs = NaN;
   let visibleAt: number;

@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import t from 'tap';
 import { keyringNew } from '../../runtime/keyring/cli.ts';
 import { parseSecretRef } from '../../runtime/secret-ref.ts';
+import { ALLOCATOR_ENVIRONMENT } from '../../service/allocator-environment.ts';
 import { SHUTDOWN_DEADLINE_MS } from '../../service/app.ts';
 import { spawnDaemon, tempDir } from '../helpers/daemon.ts';
 
@@ -91,6 +92,23 @@ t.test('readiness, restarts and the stop agree with the daemon', (t) => {
   t.ok(stopSeconds * 1000 > SHUTDOWN_DEADLINE_MS, `TimeoutStopSec (${stopSeconds} s) outlasts the drain deadline (${SHUTDOWN_DEADLINE_MS} ms)`);
   t.notOk(settings.has('MemoryDenyWriteExecute'), "not set: V8's JIT needs writable executable memory");
   t.equal(one('DynamicUser'), 'yes');
+  t.end();
+});
+
+t.test("glibc's allocator settings: the unit's and `npm start`'s are the service's own (service/allocator-environment.ts)", (t) => {
+  const given = new Map((settings.get('Environment') ?? []).map((entry) => entry.split('=', 2) as [string, string]));
+  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
+  for (const [name, value] of Object.entries(ALLOCATOR_ENVIRONMENT)) {
+    t.equal(given.get(name), value, `Environment=${name}=${value}`);
+    t.ok(
+      start.startsWith(
+        `${Object.entries(ALLOCATOR_ENVIRONMENT)
+          .map(([n, v]) => `${n}=${v}`)
+          .join(' ')} node `,
+      ),
+      `npm start sets ${name} for node`,
+    );
+  }
   t.end();
 });
 
