@@ -15,10 +15,10 @@
  * - `MALLOC_ARENA_MAX`: two malloc heaps shared by every thread instead of up
  *   to eight per core, each holding what its threads freed.
  *
- * Measured on two cores: 100 accounts × 500 messages peaked at 673 MiB
- * against 865 with glibc's defaults; one account's first mirror of 5,000
- * realistic messages at 301–303 MiB against 319–333, its CPU within the
- * runs' spread.
+ * Measured on two cores: 100 accounts × 500 messages peaked at 643–673 MiB
+ * against 865 with glibc's defaults; one account's first mirror of 10,000
+ * realistic messages at 300–307 MiB against 345–351, for about 0.9 s more
+ * system CPU in 22–25 CPU-s.
  */
 export const ALLOCATOR_ENVIRONMENT: Readonly<Record<'MALLOC_ARENA_MAX' | 'MALLOC_MMAP_THRESHOLD_', string>> = {
   MALLOC_ARENA_MAX: '2',
