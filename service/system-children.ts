@@ -28,10 +28,19 @@ export const MIME_PARSE_POOL = 'mime-parse';
 export const MAIL_QUERY_POOL = 'mail-query';
 export const ACCOUNTS_PER_THREAD = 25;
 /**
+ * The young generation of the accounts and system threads, MiB: V8's default grows to 32 resident a thread
+ * while raw mail passes through. At 16, one account's first mirror of 10,000 realistic messages peaked at
+ * 271–278 MiB against 300–308, its CPU within the runs' spread (docs/performance.md, MA54y). Measured with
+ * glibc's allocator as the service is run (service/allocator-environment.ts): without those settings a
+ * smaller young generation only moved the memory into malloc's heaps.
+ */
+export const HOST_YOUNG_GENERATION_MB = 16;
+const HOST_LIMITS = { maxYoungGenerationSizeMb: HOST_YOUNG_GENERATION_MB } as const;
+/**
  * The thread the system actors share (store maintenance, replay guard, contacts, derivation, answering, mail rules,
  * spam, outbox, scheduler; embedding without a declared profile): ten, so they stay on one thread.
  */
-const SYSTEM_THREAD = { kind: 'shared', group: 'system', actorsPerThread: 10 } as const;
+const SYSTEM_THREAD = { kind: 'shared', group: 'system', actorsPerThread: 10, resourceLimits: HOST_LIMITS } as const;
 
 /** Restart policy of work that must come back however often it crashes: backoff up to a minute, never given up. */
 const RETRIED_FOREVER = {
@@ -52,7 +61,7 @@ export function systemChildren(config: Config, source?: ConfigSource): ChildSpec
     entry: IMAP_SYNC_ENTRY,
     restart: 'transient',
     shutdownMs: 5_000,
-    placement: { kind: 'shared', group: 'accounts', actorsPerThread: ACCOUNTS_PER_THREAD },
+    placement: { kind: 'shared', group: 'accounts', actorsPerThread: ACCOUNTS_PER_THREAD, resourceLimits: HOST_LIMITS },
     // An account that keeps crashing is retried with backoff, never given up: a mail server outage is not ours to end.
     ...RETRIED_FOREVER,
     config: {
