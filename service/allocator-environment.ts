@@ -3,7 +3,8 @@
  * (malloc), which reads these variables once, when the process starts, so
  * the daemon cannot set them for itself: the shipped systemd unit
  * (packaging/mailcairn.service), `npm start` and the benches give them
- * (test/service/allocator-environment.test.ts keeps the three the same).
+ * (the benches from here; test/packaging/mailcairn-service.test.ts keeps
+ * the unit's and `npm start`'s equal to these).
  * Other C libraries ignore them. docs/operations.md, "Memory and glibc's
  * allocator", says what each does; docs/performance.md has the runs (MA54).
  *
