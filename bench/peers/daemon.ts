@@ -11,7 +11,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ALLOCATOR_ENVIRONMENT } from '../../service/allocator-environment.ts';
+import { ALLOCATOR_ENVIRONMENT } from '../../runtime/allocator-environment.ts';
 import { trackPid, untrackPid, watchdog } from '../../test/harness/processes.ts';
 
 const daemonBin = fileURLToPath(new URL('../../bin/mailcairnd.js', import.meta.url));
@@ -45,7 +45,7 @@ export function daemonNodeArgs(): string[] {
 /**
  * The daemon's environment: `base` (ours by default) with glibc's allocator
  * settings as the shipped unit and `npm start` give them
- * (service/allocator-environment.ts), so the figures are the service's as
+ * (runtime/allocator-environment.ts), so the figures are the service's as
  * deployed. BENCH_DAEMON_ALLOCATOR=glibc leaves glibc's defaults, to compare.
  */
 export function daemonEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {

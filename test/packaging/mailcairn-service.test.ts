@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import t from 'tap';
 import { keyringNew } from '../../runtime/keyring/cli.ts';
 import { parseSecretRef } from '../../runtime/secret-ref.ts';
-import { ALLOCATOR_ENVIRONMENT } from '../../service/allocator-environment.ts';
+import { ALLOCATOR_ENVIRONMENT } from '../../runtime/allocator-environment.ts';
 import { SHUTDOWN_DEADLINE_MS } from '../../service/app.ts';
 import { spawnDaemon, tempDir } from '../helpers/daemon.ts';
 
@@ -95,7 +95,7 @@ t.test('readiness, restarts and the stop agree with the daemon', (t) => {
   t.end();
 });
 
-t.test("glibc's allocator settings: the unit's and `npm start`'s are the service's own (service/allocator-environment.ts)", (t) => {
+t.test("glibc's allocator settings: the unit's and `npm start`'s are the service's own (runtime/allocator-environment.ts)", (t) => {
   const given = new Map((settings.get('Environment') ?? []).map((entry) => entry.split('=', 2) as [string, string]));
   const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
   for (const [name, value] of Object.entries(ALLOCATOR_ENVIRONMENT)) {
