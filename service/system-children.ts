@@ -30,7 +30,8 @@ export const ACCOUNTS_PER_THREAD = 25;
 /**
  * The young generation of the accounts and system threads, MiB: V8's default grows to 32 resident a thread
  * while raw mail passes through. At 16, one account's first mirror of 10,000 realistic messages peaked at
- * 271–278 MiB against 300–308, its CPU within the runs' spread (docs/performance.md, MA54y). Measured with
+ * 264–291 MiB against 300–308, and of 50,000 at 305 MiB against 343, its CPU within the runs' spread
+ * (docs/performance.md, MA54y). Measured with
  * glibc's allocator as the service is run (runtime/allocator-environment.ts): without those settings a
  * smaller young generation only moved the memory into malloc's heaps.
  */

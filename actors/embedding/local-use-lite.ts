@@ -128,7 +128,7 @@ export class LocalUseLite implements EmbeddingProvider {
   private async run(texts: readonly string[], signal: AbortSignal | undefined, use: EmbeddingUse): Promise<Float32Array[]> {
     if (this.closed) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'closed', attempts: 0 });
     if (signal?.aborted) throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure: 'aborted', attempts: 0 });
-    const threads = use === 'query' ? 1 : this.threads;
+    const threads = this.threadsFor(use);
     const out = new Array<Float32Array>(texts.length);
     let next = 0;
     let stopped: AppError | null = null;
@@ -160,6 +160,11 @@ export class LocalUseLite implements EmbeddingProvider {
     return out;
   }
 
+  /** How many threads serve a use: the one kept for queries, or the backfill's. */
+  private threadsFor(use: EmbeddingUse): number {
+    return use === 'query' ? 1 : this.threads;
+  }
+
   /** One run on a model thread; a failure recorded in the health and answered as the provider's own. */
   private async infer(use: EmbeddingUse, texts: string[]): Promise<Float32Array[]> {
     // Made on the first run of its use, after the caller's closed check: a call after close starts no thread.
@@ -181,8 +186,7 @@ export class LocalUseLite implements EmbeddingProvider {
       throw embeddingFailure('E_EMBED_UNAVAILABLE', { failure, attempts: 1 });
     }
     if (reply.load !== null) {
-      const threads = use === 'query' ? 1 : this.threads;
-      this.log?.info({ event: 'embedding.model-loaded', provider: this.id, threads, use, ...reply.load }, 'embedding.model-loaded');
+      this.log?.info({ event: 'embedding.model-loaded', provider: this.id, threads: this.threadsFor(use), use, ...reply.load }, 'embedding.model-loaded');
     }
     if (reply.vectors.length !== texts.length) {
       // A thread that answers another count than it was asked is failing, as one that throws is.

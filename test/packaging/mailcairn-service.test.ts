@@ -97,18 +97,10 @@ t.test('readiness, restarts and the stop agree with the daemon', (t) => {
 
 t.test("glibc's allocator settings: the unit's and `npm start`'s are the service's own (runtime/allocator-environment.ts)", (t) => {
   const given = new Map((settings.get('Environment') ?? []).map((entry) => entry.split('=', 2) as [string, string]));
+  for (const [name, value] of Object.entries(ALLOCATOR_ENVIRONMENT)) t.equal(given.get(name), value, `Environment=${name}=${value}`);
   const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
-  for (const [name, value] of Object.entries(ALLOCATOR_ENVIRONMENT)) {
-    t.equal(given.get(name), value, `Environment=${name}=${value}`);
-    t.ok(
-      start.startsWith(
-        `${Object.entries(ALLOCATOR_ENVIRONMENT)
-          .map(([n, v]) => `${n}=${v}`)
-          .join(' ')} node `,
-      ),
-      `npm start sets ${name} for node`,
-    );
-  }
+  const assignments = Object.entries(ALLOCATOR_ENVIRONMENT).map(([name, value]) => `${name}=${value}`);
+  t.ok(start.startsWith(`${assignments.join(' ')} node `), `npm start sets ${assignments.join(' ')} for node`);
   t.end();
 });
 
