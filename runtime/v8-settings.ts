@@ -2,8 +2,8 @@
  * The V8 settings the service gives itself, once, before its first worker
  * thread (`applyV8Settings`, called by `startWorker` and `createPool`). Each
  * was measured on a first mirror (docs/performance.md, "The old-generation
- * floor" and "The inlining budget"). An operator who passes the same V8
- * option on Node's command line keeps theirs.
+ * floor", "The inlining budget" and "Peak memory at 50,000"). An operator
+ * who passes the same V8 option on Node's command line keeps theirs.
  */
 import v8 from 'node:v8';
 
@@ -15,10 +15,27 @@ import v8 from 'node:v8';
  * thread's live ArrayBuffers (raw mail held between fetch and store)
  * against that margin: the accounts thread then ran a major collection for
  * every 8 MiB of mail it took in, about 25 in a 5,000-message mirror
- * instead of 1, in about half of all runs. V8 reads it when it creates an
- * isolate, so the main thread's, made before, keeps its own limits.
+ * instead of 1, in about half of all runs. 32 MiB ends that as 64 did
+ * (stop 46's table); 64 let the system thread carry up to 64 MiB of dead
+ * derivations before its first collection, the peak of a 50,000-message
+ * mirror (docs/performance.md, "Peak memory at 50,000"). V8 reads it when
+ * it creates an isolate, so the main thread's, made before, keeps its own
+ * limits.
  */
-export const WORKER_OLD_SPACE_FLOOR_MIB = 64;
+export const WORKER_OLD_SPACE_FLOOR_MIB = 32;
+
+/**
+ * How far an isolate's old generation may grow past what survived its last
+ * major collection before the next one (V8's `--heap-growing-percent`: a
+ * factor of 1 + this / 100). V8's own factor moves with the collector's
+ * speed against the program's, up to 4 on a machine with this much memory:
+ * the system thread, which promotes every derivation it writes, carried up
+ * to three times its live heap in dead objects, the peak of a 50,000-message
+ * mirror. At 100 (twice what survived) that peak fell by about 25 MiB for
+ * the same CPU (docs/performance.md, "Peak memory at 50,000"). V8 reads it
+ * at every collection, so it holds for every isolate, the main thread's too.
+ */
+export const HEAP_GROWING_PERCENT = 100;
 
 /**
  * How much bytecode TurboFan may inline into one function it optimizes
@@ -36,6 +53,7 @@ export const TURBOFAN_INLINING_BUDGET = 460;
 
 const settings = [
   { name: 'initial-old-space-size', value: WORKER_OLD_SPACE_FLOOR_MIB },
+  { name: 'heap-growing-percent', value: HEAP_GROWING_PERCENT },
   { name: 'max-inlined-bytecode-size-cumulative', value: TURBOFAN_INLINING_BUDGET },
 ] as const;
 

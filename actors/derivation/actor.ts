@@ -27,7 +27,7 @@ import { defineActor, later, type ActorContext } from '../../runtime/actor.ts';
 import { isStorageFull, noteStorageFull, noteStorageWritable } from '../../runtime/storage-full.ts';
 import { type Database, errorCode, isBusy } from '../../runtime/store/open.ts';
 import { openSlice } from '../../runtime/store/open-slice.ts';
-import { deriveFirst, type FirstDerivation, lastUnderivedId, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
+import { deriveFirst, type FirstDerivation, lastUnderivedId, rawMimeOf, underivedSegment } from '../../runtime/store/mailbox/underived.ts';
 import { MIME_PARSE_IN_PLACE, type ParseInPlace } from '../mime-parse/protocol.ts';
 import { EMBEDDING_ID } from '../embedding/protocol.ts';
 import { MAIL_RULES_ID } from '../mail-rules/protocol.ts';
@@ -37,13 +37,18 @@ import { correspondentsOf, folderRoleOf, type OwnAddresses, ownAddressesOf } fro
 
 /**
  * Rows per transaction: one commit per segment, short enough that a sync
- * actor's store waits little for the write lock. 256 rows / 16 MiB measured
- * a little faster in wall time and up to 90 MiB more at peak
- * (docs/performance-history.md "Derived data off the sync thread").
+ * actor's store waits little for the write lock. A segment's raw MIME and
+ * everything parsed from it stay alive until its write, across the system
+ * thread's scavenges (a 16 MiB young generation), so they are promoted and
+ * only a major collection frees them: 64 rows / 4 MiB held the thread at
+ * 45–90 MiB through a 50,000-message mirror, 16 rows / 1 MiB at 40–60 for
+ * the same CPU (docs/performance.md, "Peak memory at 50,000"). 256 rows /
+ * 16 MiB measured a little faster in wall time and up to 90 MiB more at
+ * peak (docs/performance-history.md "Derived data off the sync thread").
  */
-const SEGMENT_MESSAGES = 64;
+const SEGMENT_MESSAGES = 16;
 /** Raw MIME read per segment (the first row is taken whatever its size). */
-const SEGMENT_BYTES = 4 * 1024 * 1024;
+const SEGMENT_BYTES = 1024 * 1024;
 
 const Msg = z.discriminatedUnion('type', [CatchUp]);
 
@@ -98,11 +103,14 @@ async function catchUp(state: State, ctx: ActorContext, msg: CatchUp): Promise<C
     const results: FirstDerivation[] = [];
     const own = state.collecting?.get(msg.account);
     for (const m of segment) {
-      if (m.raw === null) {
+      if (!m.hasRaw) {
         reply.missingRaw += 1;
         continue;
       }
-      const parsed = state.parse(m.raw, msg.account);
+      const raw = rawMimeOf(state.db, m.id);
+      // Gone since the segment was read: erased (the row goes with it), or the next catch-up reports it missing.
+      if (raw === null) continue;
+      const parsed = state.parse(raw, msg.account);
       if (!parsed.ok) reply.unreadable.push({ bindingId: m.bindingId, uid: m.uid, failure: parsed });
       results.push({
         id: m.id,

@@ -4,21 +4,27 @@
  * does not know is ignored with a line on standard output, and the setting
  * would be lost without a failure), and an option Node's command line
  * gives is left as the operator gave it. What the floor does is checked by
- * worker-heap-floor.test.ts (through `startWorker`); what the inlining
- * budget does to a mirror's CPU is measured in bench/ (docs/performance.md,
+ * worker-heap-floor.test.ts (through `startWorker`); what the growing
+ * factor does to a mirror's peak and the inlining budget to its CPU is
+ * measured in bench/ (docs/performance.md, "Peak memory at 50,000" and
  * "The inlining budget").
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { givenOn, TURBOFAN_INLINING_BUDGET, v8Options, WORKER_OLD_SPACE_FLOOR_MIB } from '../../runtime/v8-settings.ts';
+import { givenOn, HEAP_GROWING_PERCENT, TURBOFAN_INLINING_BUDGET, v8Options, WORKER_OLD_SPACE_FLOOR_MIB } from '../../runtime/v8-settings.ts';
 
-t.test('the service sets the old-generation floor and the inlining budget unless the command line gives them', async (t) => {
-  const both = [`--initial-old-space-size=${WORKER_OLD_SPACE_FLOOR_MIB}`, `--max-inlined-bytecode-size-cumulative=${TURBOFAN_INLINING_BUDGET}`];
-  t.same(v8Options([]), both);
-  t.same(v8Options(['--import', 'tsx', '--enable-source-maps']), both, 'other options change nothing');
-  t.same(v8Options(['--max_inlined_bytecode_size_cumulative=920']), [both[0]], "the operator's inlining budget is kept");
-  t.same(v8Options(['--initial-old-space-size=16', '--max-inlined-bytecode-size-cumulative=920']), [], 'both given');
+t.test('the service sets the floor, the growing factor and the inlining budget unless the command line gives them', async (t) => {
+  const all = [
+    `--initial-old-space-size=${WORKER_OLD_SPACE_FLOOR_MIB}`,
+    `--heap-growing-percent=${HEAP_GROWING_PERCENT}`,
+    `--max-inlined-bytecode-size-cumulative=${TURBOFAN_INLINING_BUDGET}`,
+  ];
+  t.same(v8Options([]), all);
+  t.same(v8Options(['--import', 'tsx', '--enable-source-maps']), all, 'other options change nothing');
+  t.same(v8Options(['--max_inlined_bytecode_size_cumulative=920']), [all[0], all[1]], "the operator's inlining budget is kept");
+  t.same(v8Options(['--heap-growing-percent=0']), [all[0], all[2]], "the operator's growing factor is kept (0: V8's own)");
+  t.same(v8Options(['--initial-old-space-size=16', '--heap_growing_percent=50', '--max-inlined-bytecode-size-cumulative=920']), [], 'all given');
 });
 
 t.test('givenOn reads an option from the command line, with - or _ in its name', async (t) => {

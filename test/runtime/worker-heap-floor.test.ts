@@ -5,7 +5,7 @@
  * thread of a first mirror ran about 25 major collections in half the runs
  * where it now runs one (docs/performance.md, "The old-generation floor").
  * Here: a thread that keeps what a thread keeps from its start, then passes
- * 40 MiB of large short-lived strings, runs no major collection. Without the
+ * 20 MiB of large short-lived strings, runs no major collection. Without the
  * floor (`applyV8Settings` taken out of `startWorker`) it runs one, and this fails.
  */
 import { once } from 'node:events';
@@ -24,6 +24,6 @@ async function answer(worker: Worker): Promise<Answer> {
 
 t.test('a worker started by startWorker runs no major collection below the floor', async (t) => {
   const { major, mib } = await answer(startWorker(entry, {}));
-  t.equal(mib, 40, 'the thread passed its 40 MiB');
+  t.equal(mib, 20, 'the thread passed its 20 MiB');
   t.equal(major, 0, 'no major collection');
 });

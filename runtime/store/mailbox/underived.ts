@@ -35,8 +35,8 @@ export type UnderivedMessage = {
   uid: number;
   /** The alias of the folder it is in (what its correspondents are: the sent folder's are its recipients). */
   alias: string;
-  /** null: the raw MIME row is missing (a defect elsewhere); left underived and reported as lag. */
-  raw: Uint8Array | null;
+  /** false: the raw MIME row is missing (a defect elsewhere); left underived and reported as lag. */
+  hasRaw: boolean;
 };
 
 type Head = { id: number; binding_id: number; uid: number; alias: string; bytes: number | null };
@@ -71,20 +71,29 @@ export type SegmentBounds = {
   maxBytes: number;
 };
 
-/** The next underived messages of the account, in id order, with their raw MIME. */
+/** The next underived messages of the account, in id order; each one's raw MIME is read by `rawMimeOf` when it is parsed. */
 export function underivedSegment(db: Database, accountId: string, bounds: SegmentBounds): UnderivedMessage[] {
-  const s = statements(db);
-  const heads = many<Head>(s.heads, [accountId, bounds.afterId, bounds.throughId, bounds.limit]);
+  const heads = many<Head>(statements(db).heads, [accountId, bounds.afterId, bounds.throughId, bounds.limit]);
   const taken: UnderivedMessage[] = [];
   let bytes = 0;
   for (const head of heads) {
     const size = head.bytes ?? 0;
     if (taken.length > 0 && bytes + size > bounds.maxBytes) break;
     bytes += size;
-    const row = head.bytes === null ? undefined : one<{ mime: Uint8Array | ArrayBuffer }>(s.raw, [head.id]);
-    taken.push({ id: head.id, bindingId: head.binding_id, uid: head.uid, alias: head.alias, raw: row === undefined ? null : blobOf(row.mime) });
+    taken.push({ id: head.id, bindingId: head.binding_id, uid: head.uid, alias: head.alias, hasRaw: head.bytes !== null });
   }
   return taken;
+}
+
+/**
+ * One message's raw MIME, or null when its row is gone (erased since the
+ * segment was read). Read one message at a time as it is parsed, so each
+ * message's bytes die young: read for a whole segment, they outlived the
+ * thread's scavenges and waited for a major collection.
+ */
+export function rawMimeOf(db: Database, messageId: number): Uint8Array | null {
+  const row = one<{ mime: Uint8Array | ArrayBuffer }>(statements(db).raw, [messageId]);
+  return row === undefined ? null : blobOf(row.mime);
 }
 
 /** The highest id of the account's underived mail, or 0 when none waits. */
